@@ -1,0 +1,154 @@
+"""The catalog entry schema: every signature file is validated against this at load."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas.findings import Role
+
+ID_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+
+# Named captures the correlator understands. A fingerprint may use others; these carry meaning.
+KNOWN_FIELDS = frozenset(
+    {
+        "peer",  # address of the remote side, "10.1.2.3<port>" or "host:port": blames that peer
+        "rank",  # a rank named inside the message ("[Rank 3]", "rank 3 of 8")
+        "ranks",  # a list of ranks named inside the message ("1,5,7")
+        "local_rank",
+        "host",  # a host named inside the message
+        "pid",
+        "seq",  # collective sequence number (watchdog SeqNum, desync "#183")
+        "last_seq",  # last completed collective (desync "finished collective #182")
+        "op",  # collective OpType
+        "xid",
+        "pci",
+        "exit_code",
+        "signal",
+        "timeout_ms",
+        "errno",
+        "status",
+        "device",
+        "interface",
+        "version",
+        "detail",
+    }
+)
+
+
+class Category(StrEnum):
+    COMMUNICATION = "communication"
+    GPU = "gpu"
+    CUDA = "cuda"
+    MEMORY = "memory"
+    HOST = "host"
+    STORAGE = "storage"
+    SCHEDULER = "scheduler"
+    CONFIGURATION = "configuration"
+    LAUNCHER = "launcher"
+    FRAMEWORK = "framework"
+    NUMERICS = "numerics"
+    SERVING = "serving"
+    HANG = "hang"
+    OTHER = "other"
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"  # the job cannot survive this
+    ERROR = "error"
+    WARNING = "warning"  # notable, often not fatal on its own
+    INFO = "info"  # context only
+
+
+class Scope(StrEnum):
+    """What the fault belongs to when it is the root cause."""
+
+    RANK = "rank"  # one process
+    NODE = "node"  # a host (GPU, NIC, kernel): name the host; rank when the GPU maps to one
+    JOB = "job"  # a configuration every rank shares: when it shows everywhere, name no single rank
+
+
+class Implicates(StrEnum):
+    """Whom the line points at."""
+
+    SELF = "self"  # the rank or host that printed it
+    PEER = "peer"  # the remote address in the `peer` capture
+    NAMED = "named"  # the rank(s) named in the `rank`/`ranks` capture
+    NONE = "none"  # nobody in particular (a summary, a wrapper)
+
+
+class Fingerprint(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    regex: str = Field(min_length=3)
+    note: str | None = None
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"bad regex {value!r}: {exc}") from exc
+        return value
+
+
+class Examples(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    positive: list[str] = Field(min_length=1)
+    negative: list[str] = Field(default_factory=list)
+
+
+class Signature(BaseModel):
+    """One failure class."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    title: str = Field(min_length=3, max_length=140)
+    category: Category
+    tags: list[str] = Field(default_factory=list)
+    severity: Severity
+    role: Role
+    scope: Scope = Scope.RANK
+    implicates: Implicates = Implicates.SELF
+    generic: bool = False
+    fingerprints: list[Fingerprint] = Field(min_length=1)
+    meaning: str = Field(min_length=10)
+    discriminators: list[str] = Field(default_factory=list)
+    checklist: list[str] = Field(default_factory=list)
+    fix: str = Field(min_length=5)
+    verification: str = Field(min_length=3)
+    related: list[str] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)
+    examples: Examples
+
+    @field_validator("id")
+    @classmethod
+    def _dotted(cls, value: str) -> str:
+        if not ID_RE.match(value):
+            raise ValueError(f"id {value!r} must be dotted lower-case, e.g. nccl.bootstrap.connection_reset")
+        return value
+
+    @model_validator(mode="after")
+    def _implicated_capture_exists(self) -> Signature:
+        needed = {Implicates.PEER: ("peer",), Implicates.NAMED: ("rank", "ranks")}.get(self.implicates)
+        if needed and not any(
+            n in re.compile(fp.regex).groupindex for fp in self.fingerprints for n in needed
+        ):
+            raise ValueError(
+                f"implicates={self.implicates.value} but no fingerprint has a named capture "
+                f"{' or '.join(needed)}"
+            )
+        return self
+
+
+class CatalogFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1]
+    signatures: list[Signature]
