@@ -46,3 +46,4 @@ class Finding(BaseModel):
     clock: str | None = None  # "wall", "boot" (dmesg seconds since boot) or None
     fields: dict[str, Any] = Field(default_factory=dict)
     order: int = 0  # global read order, a stable tie-break
+    event: int = 0  # line number of the first line of the event (traceback, multi-line message) it belongs to

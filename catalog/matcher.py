@@ -1,0 +1,100 @@
+"""The catalog compiled once into one multi-pattern scanner.
+
+``Matcher.match(buffer)`` returns, for each line of a byte buffer that some pattern matches, the best catalog
+entry for it and its named captures, plus any context patterns (rank maps, tables) that matched the line.
+Python only touches the lines the engine reports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from catalog.engine import Engine, make_engine
+from catalog.loader import Catalog
+from catalog.model import Signature
+
+MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
+
+
+@dataclass(frozen=True)
+class LineMatch:
+    start: int  # offset of the line in the buffer
+    end: int  # offset of its newline (or the buffer's end)
+    text: str
+    signature: Signature | None
+    fields: dict[str, Any]
+    context: dict[str, dict[str, Any]] = field(default_factory=dict)  # context pattern name -> captures
+
+
+def _specificity(sig: Signature, regex: str) -> tuple[int, int]:
+    # A specific entry beats a generic one; among equals the longer (more constrained) pattern wins.
+    return (0 if sig.generic else 1, len(regex))
+
+
+def _captures(m: re.Match[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in m.groupdict().items():
+        if value is None:
+            continue
+        out[key] = int(value) if re.fullmatch(r"-?\d{1,12}", value) else value
+    return out
+
+
+class Matcher:
+    def __init__(self, catalog: Catalog, context: Mapping[str, str] | None = None, engine: str = "auto") -> None:
+        self.catalog = catalog
+        self._owners: list[tuple[Signature | None, str]] = []  # pattern index -> (entry, context name)
+        patterns: list[str] = []
+        self._line_regex: list[re.Pattern[str]] = []
+        for sig in catalog.signatures:
+            for fp in sig.fingerprints:
+                self._owners.append((sig, ""))
+                patterns.append(fp.regex)
+        for name, regex in (context or {}).items():
+            self._owners.append((None, name))
+            patterns.append(regex)
+        self._line_regex = [re.compile(p, re.ASCII) for p in patterns]
+        self.engine: Engine = make_engine(patterns, engine)
+
+    @property
+    def pattern_count(self) -> int:
+        return len(self._line_regex)
+
+    def match(self, buffer: bytes) -> list[LineMatch]:
+        out = []
+        for start, indexes in sorted(self.engine.candidates(buffer).items()):
+            end = buffer.find(b"\n", start)
+            end = len(buffer) if end < 0 else end
+            text = buffer[start:end].decode("utf-8", errors="replace").rstrip("\r")
+            lm = self.match_line(text, indexes, start, end)
+            if lm is not None:
+                out.append(lm)
+        return out
+
+    def match_line(
+        self, text: str, indexes: Sequence[int] | set[int], start: int = 0, end: int = 0
+    ) -> LineMatch | None:
+        best: tuple[tuple[int, int], Signature, dict[str, Any]] | None = None
+        context: dict[str, dict[str, Any]] = {}
+        for index in sorted(indexes):
+            m = self._line_regex[index].search(text)
+            if m is None:
+                continue  # the engine was a prefilter here
+            sig, ctx_name = self._owners[index]
+            if sig is None:
+                context[ctx_name] = _captures(m)
+                continue
+            rank = _specificity(sig, m.re.pattern)
+            if best is None or rank > best[0]:
+                best = (rank, sig, _captures(m))
+        if best is None and not context:
+            return None
+        short = text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …[truncated]"
+        return LineMatch(start, end, short, best[1] if best else None, best[2] if best else {}, context)
+
+    def match_text(self, text: str) -> LineMatch | None:
+        """Match one line of text against every pattern (the catalog examples and `catalog search` use this)."""
+        return self.match_line(text, range(len(self._line_regex)))

@@ -1,0 +1,27 @@
+"""Context patterns: lines that are not failures but tell who is who (rank maps, addresses, exit tables).
+
+They are compiled into the same scanner as the catalog, so reading them costs nothing extra per line.
+"""
+
+from __future__ import annotations
+
+CONTEXT_PATTERNS: dict[str, str] = {
+    # NCCL INFO comm 0x... rank 3 nranks 8 cudaDev 3 ... (Init START / COMPLETE, ncclCommInitRank)
+    "nccl_comm": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)",
+    # NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>  /  NET/Socket : Using [0]eth0:10.1.2.3<0> [1]...
+    "nccl_using": r"(?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using (?P<detail>[^\n]{1,400})",
+    "nccl_version": r"NCCL version (?P<version>\d+\.\d+\.\d+)",
+    # torchrun's failure table rows
+    "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
+    "table_host": r"^[ \t]*(?:\S+[ \t]+)?host[ \t]*: (?P<host>[\w.-]+)[ \t]*$",
+    "table_exit": r"^[ \t]*(?:\S+[ \t]+)?exitcode[ \t]*: (?P<exit_code>-?\d+) \(pid: (?P<pid>\d+)\)",
+    "table_time": r"^[ \t]*(?:\S+[ \t]+)?time[ \t]*: (?P<detail>20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d)",
+    # torchrun agent: one worker failed, the others were told to stop
+    "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
+    "worker_sigterm": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
+    # Ray prints the dead worker's address in the actor-died report
+    # Anything that reads like an error, for the differential view of failures no entry knows.
+    "errorish": r"(?i)\b(?:error|fatal|exception|failed|killed|abort(?:ed|ing)?|segmentation fault|core dumped|"
+    r"traceback)\b",
+    "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
+}

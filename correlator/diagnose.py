@@ -1,0 +1,236 @@
+"""From the findings of every source to one diagnosis (the JSON contract of design.md). Pure."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from catalog.loader import Catalog
+from catalog.model import Scope, Signature
+from correlator.differential import differential
+from correlator.events import Event, Target, build_events, clock_offsets
+from correlator.identity import IdentityMap, build_identity
+from correlator.reading import SourceResult
+from correlator.scoring import Candidate, confidence, score
+from schemas.diagnosis import (
+    Alternative,
+    CollateralGroup,
+    Diagnosis,
+    Evidence,
+    RootCause,
+    TimelineEntry,
+)
+from schemas.findings import Role
+
+MAX_TIMELINE = 100
+MAX_EVIDENCE = 6
+
+
+def diagnose(
+    results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None
+) -> Diagnosis:
+    findings = [f for r in results for f in r.findings]
+    context = [c for r in results for c in r.context]
+    ids = build_identity(context, rank_hosts)
+    events = build_events(findings, catalog, ids)
+    failures = [ev for ev in events if ev.role is not Role.CONTEXT]
+    if not failures:
+        return _unknown(results, ids)
+    offsets = clock_offsets(failures)
+    ranked = score(failures, ids, offsets)
+    if not ranked:
+        return _collateral_only(failures, ids, offsets)
+    return _assemble(ranked, failures, ids, offsets, results)
+
+
+def _when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
+    if ev.best.time is None or ev.best.clock != "wall":
+        return None
+    return ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
+
+
+def _evidence(events: Sequence[Event]) -> list[Evidence]:
+    out: list[Evidence] = []
+    for ev in events:
+        for f in ev.findings:
+            item = Evidence(source=f.source, line=f.line_no, text=f.text[:1000])
+            if item not in out:
+                out.append(item)
+    return out[:MAX_EVIDENCE]
+
+
+def _spread(root: Event, failures: Sequence[Event]) -> tuple[set[Target], set[str | None]]:
+    """Reporters (and their hosts) whose own fault is the root's signature."""
+    same = [ev for ev in failures if ev.signature.id == root.signature.id]
+    return {ev.reporter for ev in same}, {ev.reporter.host for ev in same}
+
+
+def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: IdentityMap,
+            results: Sequence[SourceResult]) -> tuple[int | None, str | None, list[str]]:
+    """The rank and host to name, or None where the fault belongs to a node or to the whole job."""
+    notes: list[str] = []
+    rank, host = cand.target.rank, cand.target.host
+    scope = root.signature.scope
+    reporters, hosts = _spread(root, failures)
+    all_hosts = {ev.reporter.host for ev in failures}
+    if scope is Scope.JOB:
+        if (len(hosts) >= 2 and hosts >= all_hosts) or len(results) == 1 or hosts == all_hosts:
+            notes.append("this is a configuration every rank shares, so no single rank is named")
+            return None, None, notes
+        if len(hosts) == 1:
+            notes.append("only this host shows it: its configuration differs from the others'")
+            return None, next(iter(hosts)), notes
+    if scope is Scope.NODE:
+        if len({h for h in hosts if h}) >= 2:
+            notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
+            return None, None, notes
+        if len(reporters) > 1 and rank is not None:
+            notes.append("every GPU of the node reports it: a node-level fault")
+            rank = None
+    if scope is Scope.RANK and len(reporters) >= 3 and _all_ranks_alike(reporters, failures):
+        notes.append(f"all {len(reporters)} reporting ranks fail the same way: no single rank is the cause")
+        return None, None, notes
+    if rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1:
+        notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
+        rank = 0
+    return rank, host, notes
+
+
+def _all_ranks_alike(reporters: set[Target], failures: Sequence[Event]) -> bool:
+    others = {ev.reporter for ev in failures if ev.role is not Role.COLLATERAL} - reporters
+    return not others
+
+
+def _ranks_anywhere(ids: IdentityMap, failures: Sequence[Event]) -> bool:
+    return bool(ids.by_pid or ids.host_of_rank or any(ev.reporter.rank is not None for ev in failures))
+
+
+def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
+    groups: dict[str, dict[str, set[object]]] = defaultdict(lambda: {"ranks": set(), "hosts": set(), "n": set()})
+    for ev in failures:
+        if id(ev) in root_events:
+            continue
+        g = groups[ev.signature.id]
+        if ev.reporter.rank is not None:
+            g["ranks"].add(ev.reporter.rank)
+        if ev.reporter.host is not None:
+            g["hosts"].add(ev.reporter.host)
+        g["n"].add(id(ev))
+    out = [
+        CollateralGroup(signature=sig, ranks=sorted(int(r) for r in g["ranks"]),  # type: ignore[call-overload]
+                        hosts=sorted(str(h) for h in g["hosts"]), count=len(g["n"]))
+        for sig, g in groups.items()
+    ]
+    return sorted(out, key=lambda g: -g.count)
+
+
+def _timeline(failures: Sequence[Event], root_events: set[int],
+              offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
+    ordered = sorted(failures, key=lambda ev: (_when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
+                                               ev.best.order))
+    entries = []
+    for ev in ordered[:MAX_TIMELINE]:
+        role = "initiating" if id(ev) in root_events else "collateral"
+        entries.append(TimelineEntry(time=_when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
+                                     signature=ev.signature.id, role=role, source=ev.best.source,
+                                     line=ev.best.line_no))
+    return entries
+
+
+def _root_events(cand: Candidate, root: Event) -> list[Event]:
+    same = [ev for ev in cand.own_events if ev.signature.id == root.signature.id]
+    return [root, *[ev for ev in same if ev is not root][:2]]
+
+
+def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
+              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult]) -> Diagnosis:
+    cand = ranked[0]
+    root = cand.best_event()
+    assert root is not None  # a candidate only scores through events or exits
+    sig = root.signature
+    rank, host, notes = _locate(cand, root, failures, ids, results)
+    root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
+    explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
+    explanation += notes
+    explanation += _why_not_others(ranked, failures, root_events)
+    conf = confidence(ranked, sig.generic)
+    verdict = "no_known_signature" if sig.generic else "diagnosed"
+    return Diagnosis(
+        verdict=verdict,
+        root_cause=RootCause(
+            signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
+            rank=rank, host=host, confidence=conf, time=_when(root, offsets),
+            evidence=_evidence(_root_events(cand, root)), explanation=explanation,
+        ),
+        collateral=_collateral_groups(failures, root_events),
+        fix=sig.fix, verification=sig.verification,
+        timeline=_timeline(failures, root_events, offsets),
+        alternatives=_alternatives(ranked, conf),
+    )
+
+
+def _why_not_others(ranked: list[Candidate], failures: Sequence[Event], root_events: set[int]) -> list[str]:
+    lines = []
+    victims = [ev for ev in failures if id(ev) not in root_events and ev.role is Role.COLLATERAL]
+    if victims:
+        ranks = {ev.reporter for ev in victims}
+        sigs = sorted({ev.signature.id for ev in victims})
+        lines.append(f"{len(ranks)} other rank(s)/host(s) show only consequences ({', '.join(sigs[:4])}): "
+                     "their catalog role is collateral")
+    for other in ranked[1:3]:
+        lines.append(f"{other.target.label} scored {other.score:.1f} against {ranked[0].score:.1f}: "
+                     + "; ".join(other.reasons[:2]))
+    return lines
+
+
+def _alternatives(ranked: list[Candidate], top_conf: float) -> list[Alternative]:
+    out = []
+    for other in ranked[1:4]:
+        ev = other.best_event()
+        share = other.score / (ranked[0].score + other.score) if ranked[0].score else 0.0
+        out.append(Alternative(signature=ev.signature.id if ev else None, rank=other.target.rank,
+                               host=other.target.host, confidence=round(min(share, 1 - top_conf), 2)))
+    return out
+
+
+def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta]) -> Diagnosis:
+    """Only consequences were printed: the failing peer left nothing here. Point at what they name."""
+    first = min(failures, key=lambda ev: (_when(ev, offsets) is None, ev.best.order))
+    sig: Signature = first.signature
+    named = first.unmapped_peer
+    target = first.implicated[0] if first.implicated else None
+    explanation = ["every line here is a consequence (catalog role collateral); the initiator printed nothing "
+                   "in these logs"]
+    if named:
+        explanation.append(f"the survivors name peer {named}: read that host's logs and kernel log")
+    return Diagnosis(
+        verdict="diagnosed",
+        root_cause=RootCause(
+            signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
+            rank=target.rank if target else None, host=(target.host if target else None) or named,
+            confidence=0.25, time=_when(first, offsets), evidence=_evidence([first]), explanation=explanation,
+        ),
+        collateral=_collateral_groups(failures, {id(first)}),
+        fix=sig.fix, verification=sig.verification,
+        timeline=_timeline(failures, {id(first)}, offsets),
+    )
+
+
+def _unknown(results: Sequence[SourceResult], ids: IdentityMap) -> Diagnosis:
+    suspect = differential([c for r in results for c in r.context])
+    if suspect is None:
+        return Diagnosis(verdict="no_failure_found", root_cause=None)
+    rank = suspect.rank if suspect.rank is not None else ids.rank_of(suspect.host, None)
+    why = ("its error lines appear on no other rank or host" if suspect.unique
+           else "it is the only source of error lines" if len(results) == 1 else "its error lines come first")
+    return Diagnosis(
+        verdict="no_known_signature",
+        root_cause=RootCause(
+            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
+            rank=rank, host=suspect.host, confidence=0.2 if suspect.unique else 0.1,
+            time=suspect.lines[0].time if suspect.lines else None,
+            evidence=[Evidence(source=r.source, line=r.line_no, text=r.text) for r in suspect.lines],
+            explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"],
+        ),
+    )

@@ -1,0 +1,139 @@
+"""Events: the findings of one traceback or multi-line message, kept together, and whom each one implicates."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from catalog.loader import Catalog
+from catalog.model import Implicates, Scope, Signature
+from correlator.identity import IdentityMap
+from correlator.reading import event_rank
+from schemas.findings import Finding, Role
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a piece of evidence points at: a rank (with its host), or a host, or nothing in particular."""
+
+    rank: int | None
+    host: str | None
+
+    @property
+    def label(self) -> str:
+        if self.rank is not None:
+            return f"rank {self.rank}" + (f" ({self.host})" if self.host else "")
+        return f"host {self.host}" if self.host else "the job"
+
+
+@dataclass
+class Event:
+    best: Finding
+    signature: Signature
+    findings: list[Finding]
+    reporter: Target
+    implicated: list[Target] = field(default_factory=list)
+    unmapped_peer: str | None = None
+
+    @property
+    def role(self) -> Role:
+        return self.best.role
+
+
+def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
+    if f.speaker.rank is not None:
+        return f.speaker.rank
+    return ids.rank_of(f.speaker.host, f.speaker.pid)
+
+
+def _target(rank: int | None, host: str | None, ids: IdentityMap) -> Target:
+    if rank is not None and host is None:
+        host = ids.host_of_rank.get(rank)
+    return Target(rank, host)
+
+
+def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
+    fields = f.fields
+    host = fields.get("host") if isinstance(fields.get("host"), str) else f.speaker.host
+    if isinstance(fields.get("host"), str):
+        mapped = ids.host_of(str(fields["host"]))
+        host = mapped or str(fields["host"])
+    rank = fields.get("rank") if isinstance(fields.get("rank"), int) else None
+    pid = fields.get("pid") if isinstance(fields.get("pid"), int) else None
+    local_rank = fields.get("local_rank") if isinstance(fields.get("local_rank"), int) else None
+    if rank is None and (pid is not None or local_rank is not None):
+        rank = ids.rank_of(host, pid, local_rank)
+        if rank is None and local_rank is not None:
+            rank = next((e.rank for e in ids.exits if e.local_rank == local_rank and e.rank is not None
+                         and (e.host == host or host is None)), None)
+    if rank is None and pid is None and local_rank is None and not isinstance(fields.get("host"), str):
+        rank = _rank_of(f, ids)
+    if sig.scope is Scope.NODE and rank is None:
+        return Target(None, host)
+    return _target(rank, host, ids)
+
+
+def _implicated(ev: Event, ids: IdentityMap) -> None:
+    sig, f = ev.signature, ev.best
+    if sig.implicates is Implicates.SELF:
+        ev.implicated = [_self_target(f, sig, ids)]
+    elif sig.implicates is Implicates.NAMED:
+        ranks = [f.fields["rank"]] if isinstance(f.fields.get("rank"), int) else []
+        if isinstance(f.fields.get("ranks"), str):
+            ranks += [int(x) for x in str(f.fields["ranks"]).replace(" ", "").split(",") if x.isdigit()]
+        ev.implicated = [_target(r, None, ids) for r in ranks]
+    elif sig.implicates is Implicates.PEER and isinstance(f.fields.get("peer"), str):
+        peer = str(f.fields["peer"])
+        host = ids.host_of(peer)
+        if host is None:
+            ev.unmapped_peer = peer
+        else:
+            on_host = ids.ranks_on(host)
+            ev.implicated = [Target(on_host[0] if len(on_host) == 1 else None, host)]
+
+
+def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap) -> list[Event]:
+    groups: dict[tuple[str, int], list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[(f.source, f.event)].append(f)
+    events = []
+    for members in groups.values():
+        scored = []
+        for f in members:
+            sig = catalog.get(f.signature)
+            if sig is not None:
+                scored.append((event_rank(f, sig.severity.value), -f.order, f, sig))
+        if not scored:
+            continue
+        _, _, best, sig = max(scored, key=lambda t: (t[0], t[1]))
+        reporter = _target(_rank_of(best, ids), best.speaker.host, ids)
+        ev = Event(best, sig, sorted(members, key=lambda x: x.order), reporter)
+        _implicated(ev, ids)
+        events.append(ev)
+    events.sort(key=lambda e: e.best.order)
+    return events
+
+
+def clock_offsets(events: list[Event]) -> dict[str | None, timedelta]:
+    """Per-host clock offsets from lines that happen together: the same collective timing out everywhere.
+
+    Ranks of one job time out on the same SeqNum within a second or two of each other, so the spread of those
+    lines between hosts is mostly clock skew.
+    """
+    by_seq: dict[int, dict[str | None, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for ev in events:
+        f = ev.best
+        seq = f.fields.get("seq")
+        if isinstance(seq, int) and f.time is not None and f.clock == "wall" and ev.role is Role.COLLATERAL:
+            by_seq[seq][ev.reporter.host].append(f.time.timestamp())
+    offsets: dict[str | None, list[float]] = defaultdict(list)
+    for hosts in by_seq.values():
+        if len(hosts) < 2:
+            continue
+        medians = {h: sorted(ts)[len(ts) // 2] for h, ts in hosts.items()}
+        center = sorted(medians.values())[len(medians) // 2]
+        for host, value in medians.items():
+            offsets[host].append(value - center)
+    return {h: timedelta(seconds=sorted(v)[len(v) // 2]) for h, v in offsets.items()}

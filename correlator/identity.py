@@ -1,0 +1,156 @@
+"""Who is who across a job: (host, pid) -> rank from NCCL init lines, addresses -> hosts, torchrun tables.
+
+Survivors name the peer that failed by address ("Connection closed by remote peer 10.1.3.201<...>"), and the
+kernel names a process by pid ("Killed process 4242 (python)"); these maps turn both back into ranks and hosts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from correlator.reading import ContextRecord
+
+_ADDR = re.compile(r"(?:\[\d+\])?[\w.-]+:(?P<ip>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+(?:%\w+)?)<\d+>")
+
+
+@dataclass
+class ExitRecord:
+    rank: int | None
+    local_rank: int | None
+    host: str | None
+    pid: int | None
+    exit_code: int
+    source: str
+    line_no: int
+
+
+@dataclass
+class IdentityMap:
+    by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
+    by_pid: dict[int, int] = field(default_factory=dict)
+    host_of_rank: dict[int, str] = field(default_factory=dict)
+    host_of_ip: dict[str, str] = field(default_factory=dict)
+    by_host_local: dict[tuple[str | None, int], int] = field(default_factory=dict)
+    world_size: int | None = None
+    exits: list[ExitRecord] = field(default_factory=list)
+    sigtermed_pids: set[int] = field(default_factory=set)
+
+    def rank_of(self, host: str | None, pid: int | None, local_rank: int | None = None) -> int | None:
+        if pid is not None:
+            if host is not None and (host, pid) in self.by_host_pid:
+                return self.by_host_pid[(host, pid)]
+            if pid in self.by_pid:
+                return self.by_pid[pid]
+        if local_rank is not None:
+            return self.by_host_local.get((host, local_rank))
+        return None
+
+    def host_of(self, address: str) -> str | None:
+        """A host for a peer address: an IP seen in NCCL's 'Using' lines, or a host name seen in the logs."""
+        addr = address.strip("[]")
+        if addr in self.host_of_ip:
+            return self.host_of_ip[addr]
+        known = set(self.host_of_rank.values()) | set(self.host_of_ip.values())
+        if addr in known:
+            return addr
+        short = addr.split(".")[0]
+        for host in known:
+            if host.split(".")[0] == short:
+                return host
+        return None
+
+    def ranks_on(self, host: str) -> list[int]:
+        return sorted(r for r, h in self.host_of_rank.items() if h == host)
+
+
+def _table_rows(records: list[ContextRecord]) -> list[ExitRecord]:
+    """Assemble torchrun failure-table rows (time/host/rank/exitcode on neighbouring lines)."""
+    rows = []
+    for rec in records:
+        if rec.kind != "table_rank":
+            continue
+        near = [r for r in records if r.source == rec.source and abs(r.line_no - rec.line_no) <= 3]
+        host = next((r.fields["host"] for r in near if r.kind == "table_host"), rec.who.host)
+        exit_rec = next((r for r in near if r.kind == "table_exit"), None)
+        if exit_rec is None:
+            continue
+        rows.append(
+            ExitRecord(
+                rank=int(rec.fields["rank"]),
+                local_rank=int(rec.fields["local_rank"]),
+                host=host,
+                pid=int(exit_rec.fields["pid"]),
+                exit_code=int(exit_rec.fields["exit_code"]),
+                source=rec.source,
+                line_no=exit_rec.line_no,
+            )
+        )
+    return rows
+
+
+def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, str] | None = None) -> IdentityMap:
+    ids = IdentityMap()
+    records = list(records)
+    comm_size: dict[tuple[str | None, int], int] = {}
+    for rec in records:
+        who = rec.who
+        if rec.kind == "nccl_comm" and who.pid is not None:
+            rank, nranks = int(rec.fields["rank"]), int(rec.fields["nranks"])
+            key = (who.host, who.pid)
+            # A process belongs to several communicators; the largest one numbers ranks job-wide.
+            if nranks >= comm_size.get(key, 0):
+                comm_size[key] = nranks
+                if who.host is not None:
+                    ids.by_host_pid[(who.host, who.pid)] = rank
+                    ids.host_of_rank[rank] = who.host
+                ids.by_pid[who.pid] = rank
+            ids.world_size = max(ids.world_size or 0, nranks)
+        elif rec.kind == "nccl_using" and who.host is not None:
+            for m in _ADDR.finditer(str(rec.fields.get("detail", ""))):
+                ids.host_of_ip.setdefault(m["ip"], who.host)
+        elif rec.kind == "worker_failed":
+            ids.exits.append(
+                ExitRecord(None, int(rec.fields["local_rank"]), who.host, int(rec.fields["pid"]),
+                           int(rec.fields["exit_code"]), rec.source, rec.line_no)
+            )
+        elif rec.kind == "worker_sigterm":
+            ids.sigtermed_pids.add(int(rec.fields["pid"]))
+        if who.rank is not None and who.host is not None:
+            ids.host_of_rank.setdefault(who.rank, who.host)
+    for row in _table_rows(records):
+        ids.exits.append(row)
+        if row.rank is not None:
+            if row.host:
+                ids.host_of_rank.setdefault(row.rank, row.host)
+                if row.pid is not None:
+                    ids.by_host_pid.setdefault((row.host, row.pid), row.rank)
+            if row.pid is not None:
+                ids.by_pid.setdefault(row.pid, row.rank)
+            if row.local_rank is not None:
+                ids.by_host_local.setdefault((row.host, row.local_rank), row.rank)
+    for rank, host in (rank_hosts or {}).items():
+        ids.host_of_rank[int(rank)] = host
+    _fill_exit_ranks(ids)
+    return ids
+
+
+def _fill_exit_ranks(ids: IdentityMap) -> None:
+    hosts = {e.host for e in ids.exits} | set(ids.host_of_rank.values())
+    single_node = len({h for h in hosts if h}) <= 1
+    for rec in ids.exits:
+        if rec.rank is None:
+            rec.rank = ids.rank_of(rec.host, rec.pid, rec.local_rank)
+        if rec.rank is None and single_node and rec.local_rank is not None:
+            rec.rank = rec.local_rank  # one node: the local rank is the rank
+        if rec.rank is not None and rec.pid is not None:
+            ids.by_pid.setdefault(rec.pid, rec.rank)
+
+
+def addresses_by_host(ids: IdentityMap) -> Mapping[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for ip, host in ids.host_of_ip.items():
+        out[host].append(ip)
+    return out

@@ -1,0 +1,187 @@
+"""Turning a stream of byte chunks from one source into findings and context records. Pure: no I/O here.
+
+Chunks may split lines anywhere; a line longer than MAX_CARRY is matched in pieces rather than held whole, so
+memory stays bounded whatever the input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from catalog.matcher import LineMatch, Matcher
+from correlator.speakers import Who, read_prefixes, read_speaker
+from correlator.timestamps import parse_timestamp
+from schemas.findings import Finding, Role, Speaker
+
+MAX_CARRY = 1 << 20
+MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
+_ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
+_SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
+_TRACEBACKISH = re.compile(
+    r"^(?:\s|$|Traceback|File \"|During handling|The above exception|Last error|Exception raised from|"
+    r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
+)
+
+
+@dataclass(frozen=True)
+class ContextRecord:
+    kind: str
+    fields: dict[str, Any]
+    source: str
+    line_no: int
+    who: Who
+    time: datetime | None
+    text: str = ""
+
+
+@dataclass
+class SourceResult:
+    source: str
+    findings: list[Finding] = field(default_factory=list)
+    context: list[ContextRecord] = field(default_factory=list)
+    lines: int = 0
+    bytes: int = 0
+
+
+def _owner_line(buffer: bytes, start: int) -> str | None:
+    """For an indented continuation line, the nearest earlier line that starts a message (within 64 lines)."""
+    pos = start
+    for _ in range(64):
+        if pos <= 0:
+            return None
+        prev = buffer.rfind(b"\n", 0, pos - 1) + 1
+        line = buffer[prev : pos - 1]
+        if line and not line[:1].isspace():
+            return line[:400].decode("utf-8", errors="replace")
+        pos = prev
+    return None
+
+
+class SourceScanner:
+    """Feed chunks of one source in order; ``finish()`` returns what was found."""
+
+    def __init__(self, matcher: Matcher, source: str, base: Who, year: int, order_base: int = 0) -> None:
+        self._matcher = matcher
+        self._base = base
+        self._year = year
+        self._carry = b""
+        self._line_no = 1  # number of the first line in the next buffer
+        self._order = order_base
+        self._last_event: tuple[int, Who] | None = None  # (line_no, who) of the last finding
+        self._event_start = 0
+        self.result = SourceResult(source)
+
+    def feed(self, chunk: bytes) -> None:
+        self.result.bytes += len(chunk)
+        data = self._carry + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) > MAX_CARRY:  # one enormous line: match this piece, keep going on the same line
+                self._process(data, advance=False)
+                data = b""
+            self._carry = data
+            return
+        self._carry = data[cut + 1 :]
+        self._process(data[: cut + 1], advance=True)
+
+    def finish(self) -> SourceResult:
+        if self._carry:
+            self._process(self._carry, advance=True)
+            self._carry = b""
+        return self.result
+
+    def _process(self, buffer: bytes, advance: bool) -> None:
+        counted_to = 0
+        line_no = self._line_no
+        for lm in self._matcher.match(buffer):
+            line_no += buffer.count(b"\n", counted_to, lm.start)
+            counted_to = lm.start
+            self._record(buffer, lm, line_no)
+        if advance:
+            newlines = buffer.count(b"\n")
+            self._line_no += newlines + (0 if buffer.endswith(b"\n") else 1)
+            self.result.lines = self._line_no - 1
+
+    def _who(self, buffer: bytes, lm: LineMatch) -> Who:
+        who = read_speaker(lm.text, self._base)
+        if who == self._base and lm.text[:1].isspace():
+            owner = _owner_line(buffer, lm.start)
+            if owner is not None:
+                who = read_speaker(owner, self._base)
+        return who
+
+    def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
+        who = self._who(buffer, lm)
+        _, body = read_prefixes(lm.text, Who())
+        stamp = parse_timestamp(body, self._year) or parse_timestamp(lm.text, self._year)
+        time = stamp.time if stamp else None
+        for kind, captures in lm.context.items():
+            self.result.context.append(
+                ContextRecord(kind, captures, self.result.source, line_no, who, time, lm.text.strip()[:500])
+            )
+        if lm.signature is None:
+            return
+        sig = lm.signature
+        if self._continues_event(buffer, lm, line_no, who):
+            event = self._event_start
+        else:
+            event = self._event_start = line_no
+        self._last_event = (line_no, who)
+        self._order += 1
+        self.result.findings.append(
+            Finding(
+                signature=sig.id,
+                generic=sig.generic,
+                role=sig.role,
+                source=self.result.source,
+                line_no=line_no,
+                text=lm.text.strip(),
+                speaker=Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device),
+                time=time,
+                clock=stamp.clock if stamp else None,
+                fields=dict(lm.fields),
+                order=self._order,
+                event=event,
+            )
+        )
+
+    def _continues_event(self, buffer: bytes, lm: LineMatch, line_no: int, who: Who) -> bool:
+        if self._last_event is None:
+            return False
+        last_line, last_who = self._last_event
+        gap = line_no - last_line
+        if gap <= 0 or gap > MAX_EVENT_GAP or last_who != who:
+            return False
+        if gap == 1:
+            return True
+        # Every line in between must read as part of a traceback or a multi-line message.
+        pos = lm.start
+        for _ in range(gap - 1):
+            prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
+            if prev >= pos:
+                return False  # the gap crosses a chunk boundary: do not guess
+            between = buffer[prev : pos - 1].decode("utf-8", errors="replace")
+            _, rest = read_prefixes(between, Who())
+            if not _TRACEBACKISH.match(rest):
+                return False
+            pos = prev
+        return True
+
+
+def event_rank(finding: Finding, severity: str) -> tuple[int, int, int]:
+    """Order findings inside one event: specific over generic, causes over victims, severe over mild."""
+    return (0 if finding.generic else 1, _ROLE_RANK[finding.role], _SEVERITY_RANK.get(severity, 0))
+
+
+def with_speaker(finding: Finding, **changes: Any) -> Finding:
+    return finding.model_copy(update={"speaker": replace_speaker(finding.speaker, **changes)})
+
+
+def replace_speaker(speaker: Speaker, **changes: Any) -> Speaker:
+    return speaker.model_copy(update=changes)
+
+
+__all__ = ["ContextRecord", "SourceResult", "SourceScanner", "event_rank", "replace", "with_speaker"]

@@ -1,0 +1,176 @@
+"""Weighing evidence for each suspect. Every weight is named here, and every contribution leaves a reason."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from correlator.events import Event, Target
+from correlator.identity import IdentityMap
+from schemas.findings import Role
+
+W_ROLE = {Role.INITIATING: 3.0, Role.EITHER: 1.5, Role.COLLATERAL: 0.1, Role.CONTEXT: 0.0}
+W_SEVERITY = {"critical": 1.3, "error": 1.0, "warning": 0.45, "info": 0.15}
+W_GENERIC = 0.3  # a catch-all match says little about the cause
+W_NAMED = 4.0  # a desync report or barrier naming the rank is computed from every rank's counters
+W_PEER = 0.9  # each distinct survivor whose connection to this peer broke
+W_PEER_CAP = 3.5
+W_UNMAPPED_PEER_SELF = 0.6  # a peer error whose peer is not in these logs still says the reporter was there
+W_EXIT = {-9: 2.5, 137: 2.5, -11: 2.5, 139: 2.5, -7: 2.2, 135: 2.2, -6: 0.8, 134: 0.8, 1: 0.6}
+W_EXIT_TEARDOWN = {-15, 143, 15, -2, 130}
+W_ODD_SEQ = 1.0
+W_EARLIEST = 0.5
+SKEW_TOLERANCE = timedelta(seconds=2)
+
+
+@dataclass
+class Candidate:
+    target: Target
+    score: float = 0.0
+    reasons: list[str] = field(default_factory=list)
+    own_events: list[Event] = field(default_factory=list)
+    first_time: datetime | None = None
+
+    def add(self, weight: float, reason: str) -> None:
+        self.score += weight
+        self.reasons.append(f"{reason} (+{weight:.1f})")
+
+    def best_event(self) -> Event | None:
+        def key(ev: Event) -> tuple[int, float, int]:
+            return (0 if ev.best.generic else 1, W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value],
+                    -ev.best.order)
+        return max(self.own_events, key=key) if self.own_events else None
+
+
+class Board:
+    """The suspects, keyed by rank when known, else by host."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, object], Candidate] = {}
+
+    def get(self, target: Target) -> Candidate:
+        key: tuple[str, object] = ("rank", target.rank) if target.rank is not None else ("host", target.host)
+        cand = self.by_key.get(key)
+        if cand is None:
+            cand = self.by_key[key] = Candidate(target)
+        elif cand.target.host is None and target.host is not None:
+            cand.target = Target(cand.target.rank, target.host)
+        return cand
+
+    def ranked(self) -> list[Candidate]:
+        return sorted(self.by_key.values(), key=lambda c: -c.score)
+
+
+def _own_fault(board: Board, events: list[Event]) -> None:
+    seen: Counter[tuple[int, str]] = Counter()
+    for ev in events:
+        if ev.role is Role.CONTEXT or not ev.implicated or ev.signature.implicates.value != "self":
+            continue
+        for target in ev.implicated:
+            cand = board.get(target)
+            cand.own_events.append(ev)
+            key = (id(cand), ev.signature.id)
+            seen[key] += 1
+            if seen[key] > 1:
+                continue  # the same fault printed again on the same rank is not new evidence
+            weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value]
+            weight *= W_GENERIC if ev.best.generic else 1.0
+            if weight > 0:
+                cand.add(weight, f"{ev.role.value} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
+
+
+def _blame(board: Board, events: list[Event]) -> None:
+    peer_reporters: dict[Target, set[Target]] = defaultdict(set)
+    for ev in events:
+        implicates = ev.signature.implicates.value
+        if implicates == "named":
+            for target in ev.implicated:
+                cand = board.get(target)
+                cand.own_events.append(ev)
+                cand.add(W_NAMED, f"named by `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
+        elif implicates == "peer":
+            if ev.unmapped_peer is not None:
+                cand = board.get(ev.reporter)
+                cand.own_events.append(ev)
+                if ev.role is not Role.COLLATERAL:
+                    cand.add(W_UNMAPPED_PEER_SELF * W_ROLE[ev.role] / 1.5,
+                             f"`{ev.signature.id}` with peer {ev.unmapped_peer}, which no log here maps to a host")
+            for target in ev.implicated:
+                peer_reporters[target].add(ev.reporter)
+    for target, reporters in peer_reporters.items():
+        weight = min(W_PEER_CAP, W_PEER * len(reporters))
+        board.get(target).add(weight, f"{len(reporters)} other rank(s)/host(s) lost their connection to it")
+
+
+def _exits(board: Board, ids: IdentityMap) -> None:
+    codes = [e.exit_code for e in ids.exits]
+    if not codes:
+        return
+    for rec in ids.exits:
+        weight = W_EXIT.get(rec.exit_code)
+        if weight is None or rec.exit_code in W_EXIT_TEARDOWN:
+            continue
+        others = sum(1 for c in codes if c != rec.exit_code)
+        lone = " while the others were torn down" if others else ""
+        target = Target(rec.rank, rec.host if rec.rank is None else ids.host_of_rank.get(rec.rank, rec.host))
+        board.get(target).add(weight, f"exit code {rec.exit_code}{lone} ({rec.source}:{rec.line_no})")
+
+
+def _odd_sequence(board: Board, events: list[Event]) -> None:
+    seq_of: dict[Target, int] = {}
+    for ev in events:
+        seq = ev.best.fields.get("seq")
+        if ev.role is Role.COLLATERAL and isinstance(seq, int) and ev.reporter.rank is not None:
+            seq_of.setdefault(ev.reporter, seq)
+    if len(seq_of) < 3:
+        return
+    common, count = Counter(seq_of.values()).most_common(1)[0]
+    if count < len(seq_of) * 0.6:
+        return
+    for target, seq in seq_of.items():
+        if seq < common:
+            board.get(target).add(W_ODD_SEQ, f"timed out on collective #{seq} while most ranks waited in #{common}")
+
+
+def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
+    contenders = [c for c in board.ranked() if c.score > 0]
+    if len(contenders) < 2:
+        return
+    top = contenders[0].score
+    close = [c for c in contenders if c.score >= 0.8 * top]
+    timed = []
+    for cand in close:
+        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
+                 for ev in cand.own_events if ev.best.time is not None and ev.best.clock == "wall"]
+        if times:
+            cand.first_time = min(times)
+            timed.append(cand)
+    if len(timed) < 2:
+        return
+    timed.sort(key=lambda c: c.first_time or datetime.max)
+    first, second = timed[0], timed[1]
+    if first.first_time and second.first_time and second.first_time - first.first_time > SKEW_TOLERANCE:
+        first.add(W_EARLIEST, "its first fault is the earliest, after correcting per-host clock offsets")
+
+
+def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timedelta]) -> list[Candidate]:
+    board = Board()
+    _own_fault(board, events)
+    _blame(board, events)
+    _exits(board, ids)
+    _odd_sequence(board, events)
+    _earliest(board, offsets)
+    return [c for c in board.ranked() if c.score > 0]
+
+
+def confidence(ranked: list[Candidate], generic: bool) -> float:
+    if not ranked:
+        return 0.0
+    top = ranked[0].score
+    second = ranked[1].score if len(ranked) > 1 else 0.0
+    margin = (top - second) / (top + 1.0)
+    strength = 1 - math.exp(-top / 3.0)
+    value = 0.2 + 0.45 * strength + 0.35 * margin
+    return round(min(0.4 if generic else 0.97, value), 2)

@@ -1,0 +1,118 @@
+"""Who said a line: prefixes, NCCL headers and file names. Pure functions of text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+
+# Prefixes that launchers and log collectors put before a worker's own text, tried repeatedly so that stacked
+# prefixes (pdsh "host: " before torchrun "[default3]:") are all read.
+_PREFIXES: list[tuple[str, re.Pattern[str]]] = [
+    ("ray", re.compile(r"^\((?P<role>\w+) pid=(?P<pid>\d+), ip=(?P<host>[\w.:-]+)\)\s?")),
+    ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)[^)]*\)\s?")),
+    ("torchrun", re.compile(r"^\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:\s?")),
+    ("srun", re.compile(r"^\[?(?P<rank>\d{1,5})\]?: ")),
+    ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
+]
+# NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
+_NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+_RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\]")
+_SYSLOG_HOST = re.compile(r"^[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ")
+_PDSH_NOT_HOST = frozenset(
+    {"ERROR", "WARNING", "INFO", "DEBUG", "CRITICAL", "Traceback", "RuntimeError", "Error", "error", "warning",
+     "File", "NCCL", "E", "W", "I", "srun", "slurmstepd", "torch", "Exception", "ValueError", "KeyError",
+     "Note", "Hint", "See", "Reason", "Status", "State", "Message", "Exit Code", "http", "https"}
+)
+
+
+@dataclass(frozen=True)
+class Who:
+    rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    device: int | None = None
+
+
+def _looks_like_host(word: str) -> bool:
+    if word in _PDSH_NOT_HOST or word.endswith(("Error", "Exception", "Warning")):
+        return False
+    return any(c.isdigit() for c in word) or "-" in word or "." in word
+
+
+def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
+    """Peel launcher prefixes off ``line``; returns who they name (over ``base``) and the rest of the line."""
+    who = base
+    rest = line
+    for _ in range(4):
+        for name, rx in _PREFIXES:
+            m = rx.match(rest)
+            if not m:
+                continue
+            groups = m.groupdict()
+            if name == "pdsh" and not _looks_like_host(groups["host"]):
+                continue
+            if groups.get("rank") is not None:
+                who = replace(who, rank=int(groups["rank"]))
+            if groups.get("host"):
+                who = replace(who, host=groups["host"])
+            if groups.get("pid"):
+                who = replace(who, pid=int(groups["pid"]))
+            rest = rest[m.end():]
+            break
+        else:
+            break
+    return who, rest
+
+
+def read_speaker(line: str, base: Who) -> Who:
+    """Everything a single line says about who printed it."""
+    who, rest = read_prefixes(line, base)
+    if m := _NCCL.search(rest[:200]):
+        who = replace(who, host=m["host"], pid=int(m["pid"]), device=int(m["dev"]))
+    elif m := _SYSLOG_HOST.match(rest):
+        who = replace(who, host=m["host"])
+    if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
+        who = replace(who, rank=int(m["rank"]))
+    return who
+
+
+_FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|process|gpu)[-_.]?(?P<rank>\d{1,5})(?:\D|$)", re.I)
+_HOSTISH = re.compile(r"^(?=.*\d)[A-Za-z][\w-]*(?:\.[\w-]+)*$")
+_NOT_HOST_DIRS = re.compile(
+    r"^(?:logs?|out|output|job[-_]?\d*|run[-_]?\d*|ranks?|tmp|\d+|(?:slurm|train|dmesg|syslog|std(?:out|err)|"
+    r"attempt|step|epoch|try)[\w-]*)$",
+    re.I,
+)
+
+
+def who_from_path(path: str) -> Who:
+    """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg."""
+    parts = PurePath(path).parts
+    rank = None
+    host = None
+    stem = PurePath(path).name
+    if m := _FILE_RANK.search(stem):
+        rank = int(m["rank"])
+    for part in reversed(parts[:-1]):
+        m = _FILE_RANK.search(part)
+        if rank is None and m and m.start() == 0:
+            rank = int(m["rank"])
+            continue
+        if _HOSTISH.match(part) and not _NOT_HOST_DIRS.match(part) and not _FILE_RANK.match(part):
+            host = part
+            break
+    if host is None and rank is None:
+        base = stem.split(".")[0]
+        # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3), not a001.
+        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
+            host = base
+    return Who(rank=rank, host=host)
+
+
+def stream_from_path(path: str) -> str:
+    name = PurePath(path).name.lower()
+    for stream in ("dmesg", "syslog", "kern", "nccl", "stderr", "stdout", "slurm", "scheduler"):
+        if stream in name:
+            return {"kern": "dmesg", "slurm": "scheduler"}.get(stream, stream)
+    return "other"

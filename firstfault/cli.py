@@ -1,0 +1,143 @@
+"""The `firstfault` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+from catalog.loader import default_catalog
+from correlator.speakers import who_from_path
+from firstfault import __version__
+from firstfault.engine import default_matcher, diagnose_sources, scan_source
+from firstfault.render import render_markdown, render_text
+from ingest.files import chunks, expand
+from schemas.errors import CatalogError, UsageError
+
+PROGRESS_MIN_BYTES = 64 << 20
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="firstfault", description="Which rank failed first, why, and how to verify the fix.")
+    p.add_argument("--version", action="version", version=f"firstfault {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    d = sub.add_parser("diagnose", help="diagnose a failed job from its logs")
+    d.add_argument("paths", nargs="+", metavar="PATH", help="file, directory of per-rank/node logs, or - for stdin")
+    d.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    d.add_argument("--year", type=int, default=None, help="year for timestamps that print none (default: this year)")
+    d.add_argument("--engine", choices=["auto", "hyperscan", "re"], default="auto")
+
+    m = sub.add_parser("match", help="print every catalog match, one object per line")
+    m.add_argument("path", metavar="FILE", help="a log file or - for stdin")
+    m.add_argument("--format", choices=["jsonl"], default="jsonl")
+    m.add_argument("--year", type=int, default=None)
+
+    c = sub.add_parser("catalog", help="browse the signature catalog")
+    csub = c.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    cl = csub.add_parser("list")
+    cl.add_argument("--format", choices=["text", "json"], default="text")
+    cs = csub.add_parser("show")
+    cs.add_argument("id")
+    cq = csub.add_parser("search")
+    cq.add_argument("text")
+
+    e = sub.add_parser("explain", help="an encyclopedia page for one signature")
+    e.add_argument("id")
+    return p
+
+
+def _year(arg: int | None) -> int:
+    return arg if arg is not None else datetime.now(UTC).year
+
+
+def cmd_diagnose(args: argparse.Namespace, out: Console) -> int:
+    sources = expand(args.paths)
+    matcher = default_matcher(args.engine)
+    total = sum(s.path.stat().st_size for s in sources if s.path is not None)
+    show_progress = args.format == "text" and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+    if show_progress:
+        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                      TransferSpeedColumn(), console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("scanning", total=total)
+            diagnosis = diagnose_sources(matcher, sources, _year(args.year),
+                                         progress=lambda n: bar.advance(task, n))
+    else:
+        diagnosis = diagnose_sources(matcher, sources, _year(args.year))
+    if args.format == "json":
+        sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(render_markdown(diagnosis))
+    else:
+        render_text(diagnosis, out)
+    return 0
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    [source] = expand([args.path])
+    matcher = default_matcher()
+    result = scan_source(matcher, source.name, chunks(source), _year(args.year))
+    for f in result.findings:
+        row = {"line_no": f.line_no, "text": f.text, "signature": f.signature, "generic": f.generic,
+               "rank": f.speaker.rank, "host": f.speaker.host,
+               "time": f.time.isoformat() if f.time and f.clock == "wall" else None, "fields": f.fields}
+        sys.stdout.write(json.dumps(row) + "\n")
+    _ = who_from_path
+    return 0
+
+
+def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
+    from firstfault.pages import catalog_json, print_entry, print_list
+
+    catalog = default_catalog()
+    if args.action == "list":
+        if args.format == "json":
+            sys.stdout.write(json.dumps(catalog_json(catalog), indent=1) + "\n")
+        else:
+            print_list(catalog.signatures, out)
+        return 0
+    if args.action == "search":
+        print_list(catalog.search(args.text), out)
+        return 0
+    sig = catalog.get(args.id)
+    if sig is None:
+        raise UsageError(f"no catalog entry {args.id!r} (try: firstfault catalog search WORD)")
+    print_entry(sig, out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    out = Console(highlight=False)
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "diagnose":
+            return cmd_diagnose(args, out)
+        if args.command == "match":
+            return cmd_match(args)
+        if args.command == "explain":
+            args.action = "show"
+        return cmd_catalog(args, out)
+    except UsageError as exc:
+        sys.stderr.write(f"firstfault: error: {exc}\n")
+        return 2
+    except CatalogError as exc:
+        sys.stderr.write(f"firstfault: catalog error: {exc}\n")
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Catalog pages: the list, the encyclopedia entry, and the JSON export."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from catalog.loader import Catalog
+from catalog.model import Signature
+
+
+def catalog_json(catalog: Catalog) -> list[dict[str, Any]]:
+    return [s.model_dump(mode="json") for s in catalog.signatures]
+
+
+def print_list(signatures: Iterable[Signature], out: Console) -> None:
+    table = Table("id", "role", "category", "title", box=None, pad_edge=False)
+    for s in signatures:
+        table.add_row(s.id + (" (generic)" if s.generic else ""), s.role.value, s.category.value, escape(s.title))
+    out.print(table)
+
+
+def print_entry(s: Signature, out: Console) -> None:
+    out.print(f"[bold]{escape(s.title)}[/]")
+    out.print(f"[dim]{s.id} · {s.category.value} · severity {s.severity.value} · role {s.role.value} · "
+              f"scope {s.scope.value} · tags {', '.join(s.tags)}[/]\n")
+    out.print("[bold]Signature[/]")
+    for fp in s.fingerprints:
+        out.print(f"  {escape(fp.regex)}" + (f"  [dim]# {escape(fp.note)}[/]" if fp.note else ""))
+    out.print(f"\n[bold]What it means[/]\n  {escape(s.meaning)}")
+    if s.discriminators:
+        out.print("\n[bold]Telling it apart[/]")
+        for d in s.discriminators:
+            out.print(f"  • {escape(d)}")
+    if s.checklist:
+        out.print("\n[bold]How to confirm[/]")
+        for i, step in enumerate(s.checklist, 1):
+            out.print(f"  {i}. {escape(step)}")
+    out.print(f"\n[bold]Fix[/]\n  {escape(s.fix)}")
+    out.print(f"\n[bold]Verify[/]\n  [green]$ {escape(s.verification)}[/]")
+    if s.related:
+        out.print(f"\n[bold]Related[/]\n  {', '.join(s.related)}")
+    if s.references:
+        out.print("\n[bold]References[/]")
+        for r in s.references:
+            out.print(f"  {escape(r)}")
+    out.print("\n[bold]Example[/]")
+    for ex in s.examples.positive[:2]:
+        out.print(f"  {escape(ex)}")

@@ -1,0 +1,102 @@
+"""Human renderings of a diagnosis: a terminal report (rich) and Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from schemas.diagnosis import CollateralGroup, Diagnosis
+
+
+def rank_ranges(ranks: Sequence[int]) -> str:
+    """[0,1,2,3,5,7,8,9] -> '0-3,5,7-9'."""
+    parts: list[str] = []
+    values = sorted(set(ranks))
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _who(rank: int | None, host: str | None) -> str:
+    if rank is None and host is None:
+        return "no single rank (job-wide)"
+    if rank is None:
+        return f"host {host}"
+    return f"rank {rank}" + (f" on {host}" if host else "")
+
+
+def _collateral_line(g: CollateralGroup) -> str:
+    where = []
+    if g.ranks:
+        where.append(f"ranks {rank_ranges(g.ranks)}")
+    if g.hosts:
+        shown = ", ".join(g.hosts[:4]) + (f" +{len(g.hosts) - 4}" if len(g.hosts) > 4 else "")
+        where.append(f"hosts {shown}")
+    return f"{g.count}× {g.signature}" + (f"  ({'; '.join(where)})" if where else "")
+
+
+def render_text(d: Diagnosis, console: Console) -> None:
+    rc = d.root_cause
+    if d.verdict == "no_failure_found" or rc is None:
+        console.print("[green]No failure found[/] in these logs.")
+        return
+    head = "[bold red]Root cause[/]" if d.verdict == "diagnosed" else "[bold yellow]Unrecognised failure[/]"
+    body = [f"{head}: [bold]{escape(rc.title)}[/]"]
+    if rc.signature:
+        body.append(f"signature  {rc.signature}   category {rc.category}   confidence {rc.confidence:.0%}")
+    body.append(f"initiating [bold]{escape(_who(rc.rank, rc.host))}[/]"
+                + (f"   at {rc.time.isoformat(timespec='seconds')}" if rc.time else ""))
+    console.print(Panel("\n".join(body), expand=False))
+    console.print("[bold]Evidence[/]")
+    for ev in rc.evidence:
+        console.print(f"  [cyan]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:300])}")
+    console.print("[bold]Why this one[/]")
+    for step in rc.explanation:
+        console.print(f"  • {escape(step)}")
+    if d.collateral:
+        console.print("[bold]Collateral[/] (consequences, not causes)")
+        for g in d.collateral[:8]:
+            console.print(f"  {escape(_collateral_line(g))}")
+        if len(d.collateral) > 8:
+            console.print(f"  … and {len(d.collateral) - 8} more kinds")
+    if d.fix:
+        console.print(f"[bold]Fix[/]\n  {escape(d.fix)}")
+    if d.verification:
+        console.print("[bold]Verify[/]")
+        console.print(f"  [green]$ {escape(d.verification)}[/]")
+    if d.alternatives:
+        table = Table("alternative", "rank", "host", "confidence", box=None, pad_edge=False)
+        for alt in d.alternatives:
+            table.add_row(alt.signature or "?", str(alt.rank if alt.rank is not None else "-"),
+                          alt.host or "-", f"{alt.confidence:.0%}")
+        console.print(table)
+
+
+def render_markdown(d: Diagnosis) -> str:
+    rc = d.root_cause
+    if d.verdict == "no_failure_found" or rc is None:
+        return "**No failure found** in these logs.\n"
+    out = [f"## {rc.title}", "",
+           f"- **Initiating:** {_who(rc.rank, rc.host)}",
+           f"- **Signature:** `{rc.signature}` ({rc.category}), confidence {rc.confidence:.0%}"]
+    if rc.time:
+        out.append(f"- **Time:** {rc.time.isoformat(timespec='seconds')}")
+    out += ["", "### Evidence", "```"]
+    out += [f"{e.source}:{e.line}: {e.text[:300]}" for e in rc.evidence]
+    out += ["```", "", "### Why this one"] + [f"- {s}" for s in rc.explanation]
+    if d.collateral:
+        out += ["", "### Collateral"] + [f"- {_collateral_line(g)}" for g in d.collateral[:10]]
+    if d.fix:
+        out += ["", "### Fix", d.fix]
+    if d.verification:
+        out += ["", "### Verify", "```sh", d.verification, "```"]
+    return "\n".join(out) + "\n"
