@@ -147,7 +147,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
               offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult]) -> Diagnosis:
     cand = ranked[0]
     root = cand.best_event()
-    assert root is not None  # a candidate only scores through events or exits
+    if root is None:  # only an exit code speaks for it
+        return _collateral_only(failures, ids, offsets)
     sig = root.signature
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}

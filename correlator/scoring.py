@@ -31,6 +31,7 @@ class Candidate:
     score: float = 0.0
     reasons: list[str] = field(default_factory=list)
     own_events: list[Event] = field(default_factory=list)
+    support_events: list[Event] = field(default_factory=list)  # others' lines that point at it
     first_time: datetime | None = None
 
     def add(self, weight: float, reason: str) -> None:
@@ -41,7 +42,9 @@ class Candidate:
         def key(ev: Event) -> tuple[int, float, int]:
             return (0 if ev.best.generic else 1, W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value],
                     -ev.best.order)
-        return max(self.own_events, key=key) if self.own_events else None
+        if self.own_events:
+            return max(self.own_events, key=key)
+        return min(self.support_events, key=lambda ev: ev.best.order) if self.support_events else None
 
 
 class Board:
@@ -99,9 +102,28 @@ def _blame(board: Board, events: list[Event]) -> None:
                              f"`{ev.signature.id}` with peer {ev.unmapped_peer}, which no log here maps to a host")
             for target in ev.implicated:
                 peer_reporters[target].add(ev.reporter)
+                board.get(target).support_events.append(ev)
     for target, reporters in peer_reporters.items():
         weight = min(W_PEER_CAP, W_PEER * len(reporters))
         board.get(target).add(weight, f"{len(reporters)} other rank(s)/host(s) lost their connection to it")
+
+
+def _fold_hosts_into_ranks(board: Board) -> None:
+    """Blame that names only a host (a peer address) goes to the rank on that host with a fault of its own."""
+    for key, cand in list(board.by_key.items()):
+        if key[0] != "host" or cand.target.host is None:
+            continue
+        on_host = [c for c in board.by_key.values()
+                   if c.target.rank is not None and c.target.host == cand.target.host
+                   and any(ev.role in (Role.INITIATING, Role.EITHER) for ev in c.own_events)]
+        if not on_host:
+            continue
+        heir = max(on_host, key=lambda c: c.score)
+        heir.score += cand.score
+        heir.reasons += [f"its host {cand.target.host}: {r}" for r in cand.reasons]
+        heir.support_events += cand.support_events
+        heir.own_events += [ev for ev in cand.own_events if ev not in heir.own_events]
+        del board.by_key[key]
 
 
 def _exits(board: Board, ids: IdentityMap) -> None:
@@ -161,6 +183,7 @@ def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timed
     _blame(board, events)
     _exits(board, ids)
     _odd_sequence(board, events)
+    _fold_hosts_into_ranks(board)
     _earliest(board, offsets)
     return [c for c in board.ranked() if c.score > 0]
 
