@@ -1,0 +1,574 @@
+"""Throughput of firstfault's matcher (Hyperscan and the ``re`` fallback) and of ``firstfault diagnose`` against
+``rg -c -f PATTERNS`` with the same regexes, on the same generated multi-rank logs.
+
+    python -m bench.matcher                       # 64 ranks x 500 MB, curve at 100/300/500/1000 MB, 3 runs each
+    python -m bench.matcher --size 200MB --curve 50MB,100MB,200MB --runs 3 --re-mb 8
+    python -m bench.matcher --profile             # also cProfile the in-process scan (bench/out/profile-*.txt)
+
+Prints a Markdown report to stdout and writes ``bench/out/results.json``. Data sets are generated on first use
+under ``bench/out/data`` (gitignored) and reused. Every figure is the median of ``--runs`` runs, page cache warm.
+MB = 10**6 bytes. See bench/README.md for what each column and ratio means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import pinned
+from bench.generate import generate, human, parse_size
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+RG_FLAGS = ["--no-config", "--no-ignore", "--hidden", "--no-unicode", "--no-messages"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data
+
+
+@dataclass
+class DataSet:
+    root: Path
+    truth: dict[str, Any]
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.logs.rglob("*") if p.is_file())
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.files)
+
+
+def dataset(base: Path, ranks: int, size: int, seed: int, failure: str, jobs: int) -> DataSet:
+    root = base / f"r{ranks}-{size // 10**6}MB-s{seed}-{failure}"
+    truth_path = root / "truth.json"
+    if truth_path.exists():
+        truth = json.loads(truth_path.read_text())
+        if (truth.get("ranks"), truth.get("size"), truth.get("seed"), truth.get("failure")) == (ranks, size, seed,
+                                                                                                  failure):
+            return DataSet(root, truth)
+    if root.exists():
+        shutil.rmtree(root)
+    log(f"generating {ranks} ranks x {human(size)} (seed {seed}, {failure}) in {root} ...")
+    truth = generate(root, ranks, size, seed, failure, jobs=jobs, quiet=True)
+    log(f"  {human(truth['bytes'])} in {truth['generate_seconds']} s")
+    return DataSet(root, truth)
+
+
+def warm(files: Iterable[Path]) -> None:
+    """Read every file once so all runs see a warm page cache (the machine has RAM to hold them)."""
+    for p in files:
+        with p.open("rb") as fh:
+            while fh.read(8 << 20):
+                pass
+
+
+def log(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Timing helpers
+
+
+@dataclass
+class Timing:
+    name: str
+    nbytes: int
+    runs: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+    @property
+    def mb_s(self) -> float:
+        return self.nbytes / 1e6 / self.median if self.runs else 0.0
+
+    @property
+    def cpu_mb_s(self) -> float:
+        """Per CPU-second: steadier than wall clock on a shared machine (for rg -j2, CPU > wall)."""
+        cpu = statistics.median(self.cpu) if self.cpu else 0.0
+        return self.nbytes / 1e6 / cpu if cpu else 0.0
+
+    def json(self) -> dict[str, Any]:
+        return {"bytes": self.nbytes, "runs_s": [round(x, 4) for x in self.runs],
+                "cpu_s": [round(x, 4) for x in self.cpu], "median_s": round(self.median, 4),
+                "mb_per_s": round(self.mb_s, 2),
+                "mb_per_cpu_s": round(self.cpu_mb_s, 2), **self.extra}
+
+
+def repeat(name: str, nbytes: int, runs: int, fn: Callable[[], dict[str, Any]]) -> Timing:
+    t = Timing(name, nbytes)
+    for i in range(runs):
+        c0, w0 = time.process_time(), time.perf_counter()
+        extra = fn()
+        w1, c1 = time.perf_counter(), time.process_time()
+        t.runs.append(w1 - w0)
+        t.cpu.append(c1 - c0 + extra.pop("_child_cpu", 0.0))
+        for k, v in extra.items():
+            if "rss" in k:
+                t.extra[k] = max(v, t.extra.get(k, v))
+            elif i == 0:
+                t.extra[k] = v
+            elif t.extra.get(k) != v:
+                t.extra.setdefault("warning", f"run {i} gave {k}={v}, run 0 {t.extra.get(k)}")
+    log(f"  {name}: {t.mb_s:,.1f} MB/s (median {t.median:.3f} s of {runs})")
+    return t
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In-process matcher runs
+
+
+def _line_aligned(path: Path) -> Iterable[bytes]:
+    """The file as diagnose reads it (ingest.files.chunks, 4 MB) cut at the last newline, like SourceScanner."""
+    from ingest.files import Source, chunks
+
+    carry = b""
+    for block in chunks(Source(path.name, path)):
+        data = carry + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        carry = data[cut + 1 :]
+        yield data[: cut + 1]
+    if carry:
+        yield carry
+
+
+def run_engine(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
+    lines = 0
+    for p in files:
+        for buf in _line_aligned(p):
+            lines += len(matcher.engine.candidates(buf))
+    return {"candidate_lines": lines}
+
+
+def run_matcher(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
+    lines = 0
+    for p in files:
+        for buf in _line_aligned(p):
+            lines += len(matcher.match(buf))
+    return {"matched_lines": lines}
+
+
+def run_scan(matcher: Any, files: Sequence[Path], logs: Path) -> dict[str, Any]:
+    """The whole per-source reading path diagnose uses (SourceScanner: matcher + speakers/timestamps/findings)."""
+    from firstfault.engine import scan_sources
+    from ingest.files import Source
+
+    scan = scan_sources(matcher, [Source(str(p.relative_to(logs)), p) for p in files], 2026)
+    return {"findings": sum(len(r.findings) for r in scan.results),
+            "context_records": sum(len(r.context) for r in scan.results)}
+
+
+def _hs_scan_only(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
+    """Hyperscan's scan alone with a no-op callback (no Python per match): the floor for the engine."""
+    eng = matcher.engine
+    hits = [0]
+
+    def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
+        hits[0] += 1
+
+    for p in files:
+        for buf in _line_aligned(p):
+            eng._db.scan(buf, match_event_handler=on_match, scratch=eng._scratch)
+    return {"hs_events": hits[0]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ripgrep
+
+
+def rg_path() -> str | None:
+    return shutil.which("rg")
+
+
+def rg_version(rg: str) -> str:
+    return subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+
+
+def export_patterns(patterns: Sequence[str], rg: str | None, dest: Path) -> dict[str, Any]:
+    """The matcher's patterns as rg regexes: the engine's own single-line rewrite, named groups as (?:...).
+
+    Each is checked alone with rg (exit 2 = rejected); rejected ones are dropped and listed."""
+    from catalog.engine import _hyperscan_expression
+
+    exprs = [_hyperscan_expression(p).decode() for p in patterns]
+    kept: list[str] = []
+    rejected: list[dict[str, str]] = []
+    for raw, expr in zip(patterns, exprs, strict=True):
+        if "\n" in expr:
+            rejected.append({"pattern": raw, "error": "contains a newline"})
+            continue
+        if rg is not None:
+            p = subprocess.run([rg, *RG_FLAGS, "-c", "-e", expr, "--", "/dev/null"], capture_output=True, text=True)
+            if p.returncode == 2:
+                rejected.append({"pattern": raw, "error": p.stderr.strip()[-300:]})
+                continue
+        kept.append(expr)
+    dest.write_text("".join(e + "\n" for e in kept))
+    return {"file": str(dest), "patterns": len(patterns), "exported": len(kept), "rejected": rejected}
+
+
+def run_rg(rg: str, pattern_file: Path, target: Sequence[Path], threads: int | None) -> dict[str, Any]:
+    cmd = [rg, *RG_FLAGS, "-c", "-f", str(pattern_file)]
+    if threads:
+        cmd += ["-j", str(threads)]
+    p, usage = _run_child([*cmd, *map(str, target)], stdout=subprocess.PIPE)
+    if p["rc"] not in (0, 1):
+        raise RuntimeError(f"rg failed ({p['rc']}): {p['stderr'][-500:]}")
+    lines = sum(int(row.rsplit(":", 1)[1]) for row in p["stdout"].splitlines() if ":" in row)
+    return {"matched_lines": lines, "_child_cpu": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Child processes with their own rusage
+
+
+def _run_child(cmd: list[str], stdout: Any = subprocess.DEVNULL, stdout_path: Path | None = None
+               ) -> tuple[dict[str, Any], Any]:
+    """Run ``cmd``; returns its output and the rusage of that child alone (os.wait4), not of all children."""
+    import tempfile
+
+    out_fh = stdout_path.open("wb") if stdout_path else None
+    with tempfile.TemporaryFile() as err_fh:
+        proc = subprocess.Popen(cmd, stdout=out_fh or stdout, stderr=err_fh, cwd=HERE.parent)
+        out = proc.stdout.read() if proc.stdout is not None else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        err_fh.seek(0)
+        err = err_fh.read()
+    if out_fh:
+        out_fh.close()
+    return ({"rc": proc.returncode, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")},
+            usage)
+
+
+def run_diagnose(snapshot_dir: Path, logs: Path, out_json: Path, engine: str = "auto") -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.pinned", str(snapshot_dir), "diagnose", str(logs), "--format", "json",
+           "--year", "2026", "--engine", engine]
+    res, usage = _run_child(cmd, stdout_path=out_json)
+    if res["rc"] != 0:
+        raise RuntimeError(f"diagnose failed ({res['rc']}): {res['stderr'][-2000:]}")
+    return {"peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "_child_cpu": usage.ru_utime + usage.ru_stime}
+
+
+def verdict(out_json: Path, truth: dict[str, Any]) -> dict[str, Any]:
+    d = json.loads(out_json.read_text())
+    rc = d.get("root_cause") or {}
+    return {"verdict": d.get("verdict"), "signature": rc.get("signature"), "rank": rc.get("rank"),
+            "host": rc.get("host"), "confidence": rc.get("confidence"), "truth_rank": truth["victim"],
+            "truth_host": truth["victim_host"],
+            "correct": rc.get("rank") == truth["victim"] or (rc.get("rank") is None
+                                                             and rc.get("host") == truth["victim_host"])}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The benchmark
+
+
+def _subset(files: Sequence[Path], limit: int) -> list[Path]:
+    """The largest files first until ``limit`` bytes (rank logs, so the sample looks like the whole)."""
+    chosen, total = [], 0
+    for p in sorted(files, key=lambda q: (-q.stat().st_size, str(q))):
+        if total >= limit:
+            break
+        chosen.append(p)
+        total += p.stat().st_size
+    return sorted(chosen)
+
+
+def _fit(points: list[tuple[int, float]]) -> dict[str, float]:
+    """Least squares seconds = a + b * MB; 1/b is the marginal MB/s, a the fixed cost."""
+    if len(points) < 2:
+        return {}
+    xs = [b / 1e6 for b, _ in points]
+    ys = [t for _, t in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    a = my - b * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True)) / ss_tot if ss_tot else 1.0
+    return {"fixed_s": round(a, 3), "marginal_mb_per_s": round(1 / b, 1) if b > 0 else float("inf"),
+            "r2": round(r2, 5)}
+
+
+def _tiny(base: Path) -> Path:
+    d = base / "tiny" / "logs" / "node000"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "rank0.log").write_text("[2026-11-29 10:00:00,000] [INFO] [rank0] step 1 loss 2.9000\n")
+    return d.parent
+
+
+def profile_scan(matcher: Any, files: Sequence[Path], logs: Path, dest: Path, label: str) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    run_scan(matcher, files, logs)
+    prof.disable()
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("tottime")
+    stats.print_stats(18)
+    dest.write_text(buf.getvalue())
+    return buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.matcher", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--size", type=parse_size, default=parse_size("500MB"), help="main data set size")
+    ap.add_argument("--curve", default="100MB,300MB,1000MB",
+                    help="comma-separated extra sizes for the cost curve (the main size is always included)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--failure", default="oom_kill", choices=("oom_kill", "cuda_oom"))
+    ap.add_argument("--re-mb", type=parse_size, default=parse_size("8MB"),
+                    help="bytes of the main set the re fallback scans (it runs at ~1 MB/s; whole rank files)")
+    ap.add_argument("--data", type=Path, default=OUT / "data")
+    ap.add_argument("--out", type=Path, default=OUT / "results.json")
+    ap.add_argument("--jobs", type=int, default=2, help="processes for generating data")
+    ap.add_argument("--profile", action="store_true", help="cProfile the in-process scan of the main set")
+    a = ap.parse_args(argv)
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    import hyperscan
+
+    from firstfault.engine import build_matcher
+
+    # 1. One catalog snapshot for every measurement of this run.
+    snap_dir = OUT / "catalog-snapshot"
+    manifest = pinned.snapshot(snap_dir)
+    catalog = pinned.load(snap_dir)
+    t0 = time.perf_counter()
+    hs = build_matcher(catalog, "hyperscan")
+    hs_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rx = build_matcher(catalog, "re")
+    re_build = time.perf_counter() - t0
+    patterns = [r.pattern for r in hs._line_regex]
+    fingerprints = sum(len(s.fingerprints) for s in catalog.signatures)
+    log(f"catalog snapshot: {len(catalog)} entries, {len(patterns)} patterns ({len(patterns) - fingerprints} "
+        f"context); dropped files: {list(manifest['dropped']) or 'none'}; hyperscan db built in {hs_build:.2f} s")
+
+    rg = rg_path()
+    if rg is None:
+        log("ripgrep (rg) not found: the rg columns are skipped. Install it with `apt-get install -y ripgrep`.")
+    export = export_patterns(patterns, rg, OUT / "patterns.rg")
+    if rg:
+        log(f"rg: {rg_version(rg)}; {export['exported']}/{export['patterns']} patterns accepted, "
+            f"{len(export['rejected'])} rejected")
+    pattern_file = Path(export["file"])
+
+    # 2. Data sets.
+    sizes = sorted({a.size, *(parse_size(s) for s in a.curve.split(",") if s.strip())})
+    sets = {s: dataset(a.data, a.ranks, s, a.seed, a.failure, a.jobs) for s in sizes}
+    main_set = sets[a.size]
+    files = main_set.files
+    nbytes = main_set.bytes
+    log(f"main set: {main_set.logs} ({human(nbytes)}, {len(files)} files); warming page cache ...")
+    warm(files)
+
+    R = a.runs
+    res: dict[str, Timing] = {}
+    log(f"[in-process, {human(nbytes)}]")
+    res["hs_scan_only"] = repeat("hyperscan db.scan only (no-op callback)", nbytes, R,
+                                 lambda: _hs_scan_only(hs, files))
+    res["hs_engine"] = repeat("hyperscan engine.candidates", nbytes, R, lambda: run_engine(hs, files))
+    res["hs_matcher"] = repeat("hyperscan Matcher.match", nbytes, R, lambda: run_matcher(hs, files))
+    res["hs_scan"] = repeat("hyperscan scan_sources (SourceScanner)", nbytes, R,
+                            lambda: run_scan(hs, files, main_set.logs))
+    re_files = _subset(files, a.re_mb)
+    re_bytes = sum(p.stat().st_size for p in re_files)
+    log(f"[re fallback on {len(re_files)} rank files, {human(re_bytes)} of the main set]")
+    res["re_matcher"] = repeat("re Matcher.match", re_bytes, R, lambda: run_matcher(rx, re_files))
+    res["hs_matcher_subset"] = repeat("hyperscan Matcher.match (same subset)", re_bytes, R,
+                                      lambda: run_matcher(hs, re_files))
+    if rg:
+        log("[ripgrep, same files]")
+        res["rg"] = repeat(f"rg -c -f (default threads, {os.cpu_count()} cores)", nbytes, R,
+                           lambda: run_rg(rg, pattern_file, [main_set.logs], None))
+        res["rg_j1"] = repeat("rg -c -f -j1", nbytes, R, lambda: run_rg(rg, pattern_file, [main_set.logs], 1))
+        res["rg_subset_j1"] = repeat("rg -c -f -j1 (re subset)", re_bytes, R,
+                                     lambda: run_rg(rg, pattern_file, re_files, 1))
+    log("[end to end]")
+    tiny = _tiny(OUT)
+    res["diagnose_tiny"] = repeat("firstfault diagnose (tiny input: start-up cost)", 1, R,
+                                  lambda: run_diagnose(snap_dir, tiny, OUT / "diagnosis-tiny.json"))
+    diag_json = OUT / f"diagnosis-{main_set.root.name}.json"
+    res["diagnose"] = repeat("firstfault diagnose --format json", nbytes, R,
+                             lambda: run_diagnose(snap_dir, main_set.logs, diag_json))
+    main_verdict = verdict(diag_json, main_set.truth)
+
+    profiles: dict[str, str] = {}
+    if a.profile:
+        log("[profiling scan_sources with cProfile]")
+        profiles["hyperscan"] = profile_scan(hs, files, main_set.logs, OUT / "profile-hyperscan.txt", "hyperscan")
+        profiles["re"] = profile_scan(rx, re_files[:1], main_set.logs, OUT / "profile-re.txt", "re")
+
+    # 3. Cost curve.
+    curve = []
+    for s in sizes:
+        ds = sets[s]
+        fs = ds.files
+        nb = ds.bytes
+        log(f"[curve {human(nb)}]")
+        warm(fs)
+        point: dict[str, Any] = {"size": s, "bytes": nb, "files": len(fs)}
+        if s == a.size:
+            m, d = res["hs_matcher"], res["diagnose"]
+            r = res.get("rg")
+        else:
+            m = repeat("hyperscan Matcher.match", nb, R, lambda fs=fs: run_matcher(hs, fs))
+            out_json = OUT / f"diagnosis-{ds.root.name}.json"
+            d = repeat("firstfault diagnose", nb, R, lambda ds=ds, o=out_json: run_diagnose(snap_dir, ds.logs, o))
+            r = repeat("rg -c -f", nb, R, lambda ds=ds: run_rg(rg, pattern_file, [ds.logs], None)) if rg else None
+        point.update({"matcher_mb_s": round(m.mb_s, 1), "matcher_s": round(m.median, 3),
+                      "diagnose_mb_s": round(d.mb_s, 1), "diagnose_s": round(d.median, 3),
+                      "diagnose_rss_mb": d.extra.get("peak_rss_mb"),
+                      "rg_mb_s": round(r.mb_s, 1) if r else None, "rg_s": round(r.median, 3) if r else None})
+        out_json = OUT / f"diagnosis-{ds.root.name}.json"
+        if out_json.exists():
+            point["verdict"] = verdict(out_json, ds.truth)
+        curve.append(point)
+
+    # 4. Ratios and report.
+    def ratio(x: str, y: str) -> float | None:
+        return round(res[x].mb_s / res[y].mb_s, 3) if x in res and y in res and res[y].mb_s else None
+
+    ratios = {
+        "matcher_hyperscan_over_re": ratio("hs_matcher_subset", "re_matcher"),
+        "matcher_hyperscan_over_rg": ratio("hs_matcher", "rg"),
+        "matcher_hyperscan_over_rg_j1": ratio("hs_matcher", "rg_j1"),
+        "matcher_re_over_rg_j1": ratio("re_matcher", "rg_subset_j1"),
+        "diagnose_over_rg": ratio("diagnose", "rg"),
+        "diagnose_over_rg_j1": ratio("diagnose", "rg_j1"),
+    }
+    fits = {"matcher": _fit([(p["bytes"], p["matcher_s"]) for p in curve]),
+            "diagnose": _fit([(p["bytes"], p["diagnose_s"]) for p in curve])}
+    if rg:
+        fits["rg"] = _fit([(p["bytes"], p["rg_s"]) for p in curve])
+    results = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": " ".join(["python -m bench.matcher", *(argv if argv is not None else sys.argv[1:])]),
+        "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
+                    "hyperscan_py": getattr(hyperscan, "__version__", "?"), "rg": rg_version(rg) if rg else None,
+                    "loadavg_at_start": os.getloadavg()},
+        "catalog": {"entries": len(catalog), "patterns": len(patterns), "snapshot": manifest,
+                    "hyperscan_build_s": round(hs_build, 3), "re_build_s": round(re_build, 3),
+                    "rg_export": {k: v for k, v in export.items()}},
+        "main": {"dataset": str(main_set.root), "bytes": nbytes, "files": len(files), "truth": main_set.truth,
+                 "re_subset": {"files": [str(p.relative_to(main_set.logs)) for p in re_files], "bytes": re_bytes},
+                 "timings": {k: v.json() for k, v in res.items()}, "ratios": ratios, "verdict": main_verdict},
+        "curve": curve,
+        "fits": fits,
+        "profiles": profiles,
+        "elapsed_s": round(time.time() - started, 1),
+    }
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(results, indent=2) + "\n")
+    sys.stdout.write(report(results, res, rg is not None))
+    log(f"wrote {a.out}")
+    return 0
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> str:
+    m = results["main"]
+    c = results["catalog"]
+    out = io.StringIO()
+    w = out.write
+    w("## firstfault matcher benchmark\n\n")
+    w(f"- data: {m['truth']['ranks']} ranks, {human(m['bytes'])} in {m['files']} files "
+      f"({m['truth']['failure']} on rank {m['truth']['victim']}), page cache warm, median of "
+      f"{len(next(iter(res.values())).runs)} runs\n")
+    w(f"- catalog snapshot: {c['entries']} entries, {c['patterns']} patterns; hyperscan db build "
+      f"{c['hyperscan_build_s']} s; dropped files: {list(c['snapshot']['dropped']) or 'none'}\n")
+    mach = results["machine"]
+    w(f"- machine: {mach['cpus']} x {mach['cpu']}, Python {mach['python']}, {mach['rg'] or 'rg: not installed'}, "
+      f"load at start {', '.join(f'{x:.2f}' for x in mach['loadavg_at_start'])}\n")
+    if have_rg:
+        e = c["rg_export"]
+        w(f"- rg patterns: {e['exported']}/{e['patterns']} exported to {e['file']} "
+          f"({len(e['rejected'])} rejected by rg and dropped)\n")
+    else:
+        w("- **rg not installed: rg columns skipped** (`apt-get install -y ripgrep`)\n")
+    v = m["verdict"]
+    w(f"- diagnosis: {v['verdict']}, {v['signature']} rank {v['rank']} on {v['host']} "
+      f"(planted: rank {v['truth_rank']} on {v['truth_host']}) -> {'correct' if v['correct'] else 'WRONG'}\n\n")
+
+    w("| measurement | bytes | median s | MB/s | CPU s | MB/CPU-s | lines | peak RSS MB |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|\n")
+    for _key, t in res.items():
+        lines = t.extra.get("matched_lines", t.extra.get("candidate_lines", t.extra.get("findings",
+                                                                                         t.extra.get("hs_events", ""))))
+        w(f"| {t.name} | {human(t.nbytes)} | {t.median:.3f} | {t.mb_s:,.1f} | {statistics.median(t.cpu):.2f} | "
+          f"{t.cpu_mb_s:,.1f} | {lines} | {t.extra.get('peak_rss_mb', '')} |\n")
+    w("\n| ratio | value | meaning |\n|---|---:|---|\n")
+    meanings = {
+        "matcher_hyperscan_over_re": "Matcher.match MB/s, Hyperscan engine / re fallback (same rank files)",
+        "matcher_hyperscan_over_rg": "in-process Matcher.match MB/s / `rg -c -f` MB/s (rg with all cores)",
+        "matcher_hyperscan_over_rg_j1": "in-process Matcher.match MB/s / `rg -c -f -j1` MB/s (one core each)",
+        "matcher_re_over_rg_j1": "re fallback Matcher.match MB/s / `rg -j1` MB/s on the same subset",
+        "diagnose_over_rg": "`firstfault diagnose` wall-clock MB/s / `rg -c -f` (both end to end, start-up included)",
+        "diagnose_over_rg_j1": "`firstfault diagnose` MB/s / `rg -c -f -j1` MB/s",
+    }
+    for k, val in m["ratios"].items():
+        w(f"| {k} | {'n/a' if val is None else f'{val:.3f}'} | {meanings[k]} |\n")
+    w("\n### cost curve (median of runs; seconds = fixed + MB / marginal rate)\n\n")
+    w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | diagnose peak RSS MB | rg MB/s | correct |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---|\n")
+    for p in results["curve"]:
+        ok = p.get("verdict", {}).get("correct")
+        w(f"| {human(p['bytes'])} | {p['files']} | {p['matcher_mb_s']:,.1f} | {p['diagnose_mb_s']:,.1f} | "
+          f"{p['diagnose_s']:.2f} | {p['diagnose_rss_mb']} | {p['rg_mb_s'] if p['rg_mb_s'] is not None else 'n/a'} "
+          f"| {ok} |\n")
+    w("\n")
+    for name, f in results["fits"].items():
+        if f:
+            w(f"- {name}: fixed {f['fixed_s']} s + marginal {f['marginal_mb_per_s']} MB/s (R² {f['r2']})\n")
+    for name, text in results.get("profiles", {}).items():
+        w(f"\n<details><summary>cProfile: scan_sources with {name}</summary>\n\n```\n{text.strip()}\n```\n</details>\n")
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
