@@ -92,30 +92,47 @@ class HyperscanEngine:
         import hyperscan  # imported here so that a missing or broken library leaves the fallback usable
 
         self._hs = hyperscan
-        exprs: list[bytes] = []
-        ids: list[int] = []
-        flags: list[int] = []
+        self._mode = hyperscan.HS_MODE_BLOCK | hyperscan.HS_MODE_SOM_HORIZON_LARGE
         self._leftover: list[tuple[int, re.Pattern[bytes]]] = []
-        for index, pattern in enumerate(patterns):
-            expr = _hyperscan_expression(pattern)
-            flag = self._flag_for(expr)
-            if flag is None:
-                # Not expressible in Hyperscan even as a prefilter: scan this one with `re`.
-                self._leftover.append((index, re.compile(single_line(pattern).encode(), re.ASCII | re.MULTILINE)))
-                continue
-            exprs.append(expr)
-            ids.append(index)
-            flags.append(flag)
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        if exprs:
-            self._db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+        exprs = [_hyperscan_expression(p) for p in patterns]
+        ids = list(range(len(patterns)))
+        flags = [self._base_flag()] * len(exprs)
+        self._db = hyperscan.Database(mode=self._mode)
+        if exprs and not self._compile_into(self._db, exprs, ids, flags):
+            # Some pattern needs a weaker mode: find which, one by one (slow, so only when needed).
+            exprs, ids, flags = [], [], []
+            for index, pattern in enumerate(patterns):
+                expr = _hyperscan_expression(pattern)
+                flag = self._flag_for(expr)
+                if flag is None:
+                    # Not expressible in Hyperscan even as a prefilter: scan this one with `re`.
+                    self._leftover.append((index, re.compile(single_line(pattern).encode(), re.ASCII | re.M)))
+                    continue
+                exprs.append(expr)
+                ids.append(index)
+                flags.append(flag)
+            if exprs:
+                self._db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         self._empty = not exprs
         self._scratch = hyperscan.Scratch(self._db) if exprs else None
 
+    def _base_flag(self) -> int:
+        hs = self._hs
+        return int(hs.HS_FLAG_MULTILINE | hs.HS_FLAG_SOM_LEFTMOST)
+
+    def _compile_into(self, db: object, exprs: list[bytes], ids: list[int], flags: list[int]) -> bool:
+        try:
+            db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)  # type: ignore[attr-defined]
+        except self._hs.error:
+            return False
+        return True
+
     def _flag_for(self, expr: bytes) -> int | None:
         hs = self._hs
-        for flag in (hs.HS_FLAG_MULTILINE, hs.HS_FLAG_MULTILINE | hs.HS_FLAG_PREFILTER):
-            probe = hs.Database(mode=hs.HS_MODE_BLOCK)
+        # SOM_LEFTMOST on purpose: without it this Hyperscan build drops matches when two patterns share a
+        # prefix such as `\[\d+\] ` (seen on PyTorch's desync report; tests/unit/test_engines.py guards it).
+        for flag in (self._base_flag(), hs.HS_FLAG_MULTILINE, hs.HS_FLAG_MULTILINE | hs.HS_FLAG_PREFILTER):
+            probe = hs.Database(mode=self._mode)
             try:
                 probe.compile(expressions=[expr], ids=[0], elements=1, flags=[flag])
             except hs.error:

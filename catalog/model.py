@@ -117,6 +117,9 @@ class Signature(BaseModel):
     scope: Scope = Scope.RANK
     implicates: Implicates = Implicates.SELF
     generic: bool = False
+    # The message wraps a cause printed elsewhere (ncclSystemError, "NCCL error in: ..."): it ranks below any
+    # specific cause found on the same rank or its peers.
+    wrapper: bool = False
     fingerprints: list[Fingerprint] = Field(min_length=1)
     meaning: str = Field(min_length=10)
     discriminators: list[str] = Field(default_factory=list)

@@ -23,5 +23,7 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # Anything that reads like an error, for the differential view of failures no entry knows.
     "errorish": r"(?i)\b(?:error|fatal|exception|failed|killed|abort(?:ed|ing)?|segmentation fault|core dumped|"
     r"traceback)\b",
+    # kubectl describe pod: the node the pod ran on
+    "k8s_node": r"^Node:[ \t]+(?P<host>[\w.-]+)(?:/[\d.]+)?[ \t]*$",
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
 }

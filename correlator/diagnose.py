@@ -25,6 +25,8 @@ from schemas.findings import Role
 
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
+# Schedulers report about a step, a pod or a node, never a rank: no rank-0 default for their lines.
+REPORTS_ABOUT_STEPS = frozenset({"slurm", "k8s", "ray"})
 
 
 def diagnose(
@@ -91,7 +93,8 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
     if scope is Scope.RANK and len(reporters) >= 3 and _all_ranks_alike(reporters, failures):
         notes.append(f"all {len(reporters)} reporting ranks fail the same way: no single rank is the cause")
         return None, None, notes
-    if rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1:
+    if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1
+            and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS):
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
         rank = 0
     return rank, host, notes

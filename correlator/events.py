@@ -45,7 +45,14 @@ class Event:
 def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
     if f.speaker.rank is not None:
         return f.speaker.rank
-    return ids.rank_of(f.speaker.host, f.speaker.pid)
+    rank = ids.rank_of(f.speaker.host, f.speaker.pid)
+    if rank is None and f.speaker.pid is not None and (f.speaker.host, f.speaker.pid) not in ids.by_host_pid:
+        rank = ids.rank_of_device(f.speaker.host, f.speaker.device)
+    return rank
+
+
+def _host_of(f: Finding, ids: IdentityMap) -> str | None:
+    return f.speaker.host or ids.host_of_source.get(f.source)
 
 
 def _target(rank: int | None, host: str | None, ids: IdentityMap) -> Target:
@@ -56,7 +63,7 @@ def _target(rank: int | None, host: str | None, ids: IdentityMap) -> Target:
 
 def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
     fields = f.fields
-    host = fields.get("host") if isinstance(fields.get("host"), str) else f.speaker.host
+    host = _host_of(f, ids)
     if isinstance(fields.get("host"), str):
         mapped = ids.host_of(str(fields["host"]))
         host = mapped or str(fields["host"])
@@ -104,11 +111,11 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
         for f in members:
             sig = catalog.get(f.signature)
             if sig is not None:
-                scored.append((event_rank(f, sig.severity.value), -f.order, f, sig))
+                scored.append((event_rank(f, sig), -f.order, f, sig))
         if not scored:
             continue
         _, _, best, sig = max(scored, key=lambda t: (t[0], t[1]))
-        reporter = _target(_rank_of(best, ids), best.speaker.host, ids)
+        reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
         ev = Event(best, sig, sorted(members, key=lambda x: x.order), reporter)
         _implicated(ev, ids)
         events.append(ev)

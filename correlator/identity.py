@@ -37,6 +37,8 @@ class IdentityMap:
     world_size: int | None = None
     exits: list[ExitRecord] = field(default_factory=list)
     sigtermed_pids: set[int] = field(default_factory=set)
+    host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
+    device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
 
     def rank_of(self, host: str | None, pid: int | None, local_rank: int | None = None) -> int | None:
         if pid is not None:
@@ -47,6 +49,12 @@ class IdentityMap:
         if local_rank is not None:
             return self.by_host_local.get((host, local_rank))
         return None
+
+    def rank_of_device(self, host: str | None, device: int | None) -> int | None:
+        """NCCL numbers a node's ranks cudaDev + k on most launchers; used only when every known pid agrees."""
+        if host is None or device is None or host not in self.device_offset:
+            return None
+        return device + self.device_offset[host]
 
     def host_of(self, address: str) -> str | None:
         """A host for a peer address: an IP seen in NCCL's 'Using' lines, or a host name seen in the logs."""
@@ -118,6 +126,8 @@ def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, st
             )
         elif rec.kind == "worker_sigterm":
             ids.sigtermed_pids.add(int(rec.fields["pid"]))
+        elif rec.kind == "k8s_node":
+            ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
     for row in _table_rows(records):
@@ -131,10 +141,22 @@ def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, st
                 ids.by_pid.setdefault(row.pid, row.rank)
             if row.local_rank is not None:
                 ids.by_host_local.setdefault((row.host, row.local_rank), row.rank)
+    _device_offsets(ids, records)
     for rank, host in (rank_hosts or {}).items():
         ids.host_of_rank[int(rank)] = host
     _fill_exit_ranks(ids)
     return ids
+
+
+def _device_offsets(ids: IdentityMap, records: list[ContextRecord]) -> None:
+    offsets: dict[str, set[int]] = defaultdict(set)
+    for rec in records:
+        if (rec.kind == "nccl_comm" and rec.who.host and rec.who.device is not None
+                and ids.by_host_pid.get((rec.who.host, rec.who.pid or -1)) == int(rec.fields["rank"])):
+            offsets[rec.who.host].add(int(rec.fields["rank"]) - rec.who.device)
+    for host, values in offsets.items():
+        if len(values) == 1:
+            ids.device_offset[host] = next(iter(values))
 
 
 def _fill_exit_ranks(ids: IdentityMap) -> None:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from catalog.matcher import LineMatch, Matcher
+from catalog.model import Signature
 from correlator.speakers import Who, read_prefixes, read_speaker
 from correlator.timestamps import parse_timestamp
 from schemas.findings import Finding, Role, Speaker
@@ -116,7 +117,9 @@ class SourceScanner:
     def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
         who = self._who(buffer, lm)
         _, body = read_prefixes(lm.text, Who())
-        stamp = parse_timestamp(body, self._year) or parse_timestamp(lm.text, self._year)
+        stamp = parse_timestamp(body, self._year)
+        if stamp is None and body is not lm.text and len(body) != len(lm.text):
+            stamp = parse_timestamp(lm.text, self._year)
         time = stamp.time if stamp else None
         for kind, captures in lm.context.items():
             self.result.context.append(
@@ -171,9 +174,10 @@ class SourceScanner:
         return True
 
 
-def event_rank(finding: Finding, severity: str) -> tuple[int, int, int]:
-    """Order findings inside one event: specific over generic, causes over victims, severe over mild."""
-    return (0 if finding.generic else 1, _ROLE_RANK[finding.role], _SEVERITY_RANK.get(severity, 0))
+def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
+    """Order findings inside one event: specific over generic, causes over wrappers and victims, severe first."""
+    return (0 if finding.generic else 1, 0 if sig.wrapper else 1, _ROLE_RANK[finding.role],
+            _SEVERITY_RANK.get(sig.severity.value, 0))
 
 
 def with_speaker(finding: Finding, **changes: Any) -> Finding:

@@ -14,10 +14,11 @@ from schemas.findings import Role
 W_ROLE = {Role.INITIATING: 3.0, Role.EITHER: 1.5, Role.COLLATERAL: 0.1, Role.CONTEXT: 0.0}
 W_SEVERITY = {"critical": 1.3, "error": 1.0, "warning": 0.45, "info": 0.15}
 W_GENERIC = 0.3  # a catch-all match says little about the cause
+W_WRAPPER = 0.4  # a result code wrapping a cause printed elsewhere
 W_NAMED = 4.0  # a desync report or barrier naming the rank is computed from every rank's counters
 W_PEER = 0.9  # each distinct survivor whose connection to this peer broke
 W_PEER_CAP = 3.5
-W_UNMAPPED_PEER_SELF = 0.6  # a peer error whose peer is not in these logs still says the reporter was there
+W_UNMAPPED_PEER_SELF = 0.8  # a peer error whose peer is in no log here: the reporter is the best lead left
 W_EXIT = {-9: 2.5, 137: 2.5, -11: 2.5, 139: 2.5, -7: 2.2, 135: 2.2, -6: 0.8, 134: 0.8, 1: 0.6}
 W_EXIT_TEARDOWN = {-15, 143, 15, -2, 130}
 W_ODD_SEQ = 1.0
@@ -80,6 +81,7 @@ def _own_fault(board: Board, events: list[Event]) -> None:
                 continue  # the same fault printed again on the same rank is not new evidence
             weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value]
             weight *= W_GENERIC if ev.best.generic else 1.0
+            weight *= W_WRAPPER if ev.signature.wrapper else 1.0
             if weight > 0:
                 cand.add(weight, f"{ev.role.value} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
 
@@ -98,7 +100,7 @@ def _blame(board: Board, events: list[Event]) -> None:
                 cand = board.get(ev.reporter)
                 cand.own_events.append(ev)
                 if ev.role is not Role.COLLATERAL:
-                    cand.add(W_UNMAPPED_PEER_SELF * W_ROLE[ev.role] / 1.5,
+                    cand.add(W_UNMAPPED_PEER_SELF * W_ROLE[ev.role],
                              f"`{ev.signature.id}` with peer {ev.unmapped_peer}, which no log here maps to a host")
             for target in ev.implicated:
                 peer_reporters[target].add(ev.reporter)

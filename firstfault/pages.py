@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from catalog.loader import Catalog
 from catalog.model import Signature
@@ -18,7 +18,7 @@ def catalog_json(catalog: Catalog) -> list[dict[str, Any]]:
 
 
 def print_list(signatures: Iterable[Signature], out: Console) -> None:
-    table = Table("id", "role", "category", "title", box=None, pad_edge=False)
+    table = Table(Column("id", no_wrap=True), "role", "category", "title", box=None, pad_edge=False)
     for s in signatures:
         table.add_row(s.id + (" (generic)" if s.generic else ""), s.role.value, s.category.value, escape(s.title))
     out.print(table)

@@ -59,7 +59,7 @@ def test_duplicate_ids_fail_naming_both_files() -> None:
 
 def test_related_ids_must_exist() -> None:
     bad = GOOD.replace("severity: error", "severity: error\n    related: [no.such.entry]")
-    with pytest.raises(CatalogError, match="no.such.entry"):
+    with pytest.raises(CatalogError, match=r"no\.such\.entry"):
         build_catalog(_file(bad))
 
 

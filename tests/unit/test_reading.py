@@ -81,7 +81,8 @@ def test_a_traceback_is_one_event(matcher: Matcher) -> None:
 
 
 def test_binary_junk_and_invalid_utf8_do_not_stop_reading(matcher: Matcher) -> None:
-    junk = bytes(b for b in range(256) if b != 10) * 50 + b"\xff\xfe\n" + b"torch.OutOfMemoryError: CUDA out of memory.\r\n"
+    junk = bytes(b for b in range(256) if b != 10) * 50 + b"\xff\xfe\n"
+    junk += b"torch.OutOfMemoryError: CUDA out of memory.\r\n"
     found = _scan(matcher, junk, 333)
     assert [(s, n) for s, n, _, _ in found] == [("t.cuda.oom", 2)]
 

@@ -1,0 +1,99 @@
+"""The command line as a user meets it: the JSON contract, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "firstfault.cli", *args], input=stdin, capture_output=True,
+                          timeout=120)
+
+
+def test_diagnose_json_follows_the_contract() -> None:
+    p = run("diagnose", str(EXAMPLE), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert set(d) == {"verdict", "root_cause", "collateral", "fix", "verification", "timeline", "alternatives"}
+    rc = d["root_cause"]
+    assert set(rc) == {"signature", "title", "category", "tags", "rank", "host", "confidence", "time", "evidence",
+                       "explanation"}
+    assert d["verdict"] == "diagnosed"
+    assert rc["rank"] == 37 and rc["host"] == "node004"
+    assert all(set(e) == {"source", "line", "text"} for e in rc["evidence"])
+    assert {e["role"] for e in d["timeline"]} <= {"initiating", "collateral", "context"}
+    for group in d["collateral"]:
+        assert set(group) == {"signature", "ranks", "hosts", "count"}
+    assert d["fix"] and d["verification"]
+
+
+def test_text_report_names_rank_evidence_fix_and_verification() -> None:
+    p = run("diagnose", str(EXAMPLE))
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode()
+    assert "rank 37 on node004" in out
+    assert "node004/dmesg.log:" in out
+    assert "Fix" in out and "Verify" in out and "$ " in out
+
+
+def test_markdown_report() -> None:
+    p = run("diagnose", str(EXAMPLE), "--format", "markdown")
+    assert p.returncode == 0
+    assert p.stdout.decode().startswith("## ")
+
+
+def test_stdin_is_read_with_dash() -> None:
+    log = (EXAMPLE / "node004" / "dmesg.log").read_bytes()
+    p = run("diagnose", "-", "--format", "json", stdin=log)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["verdict"] == "diagnosed"
+
+
+@pytest.mark.parametrize("args", [("diagnose", "/no/such/path"), ("diagnose",), ("frobnicate",),
+                                  ("diagnose", ".", "--format", "yaml"), ("catalog", "show", "no.such.id")])
+def test_bad_usage_exits_2_with_one_line(args: tuple[str, ...]) -> None:
+    p = run(*args)
+    assert p.returncode == 2
+    err = p.stderr.decode().strip()
+    assert err.startswith("firstfault: ") and "\n" not in err and "Traceback" not in err
+
+
+def test_empty_and_binary_files_do_not_crash(tmp_path: Path) -> None:
+    (tmp_path / "empty.log").write_bytes(b"")
+    (tmp_path / "junk.bin").write_bytes(bytes(range(256)) * 4000)
+    p = run("diagnose", str(tmp_path), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["verdict"] == "no_failure_found"
+
+
+def test_match_prints_one_object_per_matched_line() -> None:
+    p = run("match", str(EXAMPLE / "node004" / "dmesg.log"), "--format", "jsonl")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.decode().splitlines()]
+    assert rows
+    for row in rows:
+        assert set(row) == {"line_no", "text", "signature", "generic", "rank", "host", "time", "fields"}
+    assert any("oom" in row["signature"] for row in rows)
+
+
+def test_catalog_list_json_includes_every_fingerprint() -> None:
+    p = run("catalog", "list", "--format", "json")
+    assert p.returncode == 0
+    entries = json.loads(p.stdout)
+    assert len(entries) >= 60
+    assert all(e["fingerprints"] and all("regex" in f for f in e["fingerprints"]) for e in entries)
+
+
+def test_catalog_show_and_search() -> None:
+    p = run("catalog", "show", "nccl.bootstrap.connection_reset")
+    assert p.returncode == 0
+    assert b"How to confirm" in p.stdout and b"Verify" in p.stdout
+    p = run("catalog", "search", "Connection reset by peer")
+    assert b"nccl.bootstrap.connection_reset" in p.stdout
