@@ -29,9 +29,17 @@ class LineMatch:
     context: dict[str, dict[str, Any]] = field(default_factory=dict)  # context pattern name -> captures
 
 
-def _specificity(sig: Signature, regex: str) -> tuple[int, int]:
-    # A specific entry beats a generic one; among equals the longer (more constrained) pattern wins.
-    return (0 if sig.generic else 1, len(regex))
+_NOT_LITERAL = re.compile(r"\(\?P<\w+>|\(\?[:i]|\[(?:\\.|[^\]])*\]|\\[dDsSwWbB]|\{\d*,?\d*\}|.\?|[()|+*?^$.]")
+
+
+def literal_length(regex: str) -> int:
+    """How many characters a pattern pins down: literals count, classes, optionals and quantifiers do not."""
+    return len(_NOT_LITERAL.sub("", regex).replace("\\", ""))
+
+
+def specificity(sig: Signature, regex: str) -> tuple[int, int, int]:
+    """A specific entry beats a generic one; among equals the pattern that pins down more text wins."""
+    return (0 if sig.generic else 1, literal_length(regex), len(regex))
 
 
 def _captures(m: re.Match[str]) -> dict[str, Any]:
@@ -77,7 +85,7 @@ class Matcher:
     def match_line(
         self, text: str, indexes: Sequence[int] | set[int], start: int = 0, end: int = 0
     ) -> LineMatch | None:
-        best: tuple[tuple[int, int], Signature, dict[str, Any]] | None = None
+        best: tuple[tuple[int, int, int], Signature, dict[str, Any]] | None = None
         context: dict[str, dict[str, Any]] = {}
         for index in sorted(indexes):
             m = self._line_regex[index].search(text)
@@ -87,7 +95,7 @@ class Matcher:
             if sig is None:
                 context[ctx_name] = _captures(m)
                 continue
-            rank = _specificity(sig, m.re.pattern)
+            rank = specificity(sig, m.re.pattern)
             if best is None or rank > best[0]:
                 best = (rank, sig, _captures(m))
         if best is None and not context:

@@ -8,13 +8,13 @@ The covered fraction is a ratchet: raise MIN_COVERAGE when entries are added, ne
 from __future__ import annotations
 
 import re
-from functools import cache
 from pathlib import Path
 
 import pytest
 
 from catalog.loader import default_catalog
 from catalog.model import Signature
+from firstfault.engine import default_matcher
 
 FORMATS_FILE = Path(__file__).resolve().parents[2] / "catalog" / "data" / "nccl_warn_formats.txt"
 PREFIX = "gpu-node-07:41233:41390 [3] transport/net_ib.cc:1296 NCCL WARN "
@@ -164,23 +164,12 @@ def instantiate(fmt: str) -> str:
     return PREFIX + _CONVERSION.sub(value, text)
 
 
-@cache
-def _specific_patterns() -> list[tuple[re.Pattern[str], int, Signature]]:
-    return [
-        (re.compile(fp.regex, re.ASCII), len(fp.regex), sig)
-        for sig in default_catalog().signatures
-        if not sig.generic
-        for fp in sig.fingerprints
-    ]
-
-
 def specific_match(line: str) -> Signature | None:
-    """The non-generic entry that wins on ``line``: the longest matching pattern, as in catalog/matcher.py."""
-    best: tuple[int, Signature] | None = None
-    for rx, length, sig in _specific_patterns():
-        if (best is None or length > best[0]) and rx.search(line):
-            best = (length, sig)
-    return best[1] if best else None
+    """The entry the real matcher picks for ``line``, when it is not a generic fallback."""
+    hit = default_matcher().match_text(line)
+    if hit is None or hit.signature is None or hit.signature.generic:
+        return None
+    return hit.signature
 
 
 def coverage() -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:

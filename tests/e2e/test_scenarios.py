@@ -1,0 +1,46 @@
+"""Simulated jobs with a known answer: the initiator is found whatever the clocks say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from firstfault.engine import default_matcher, diagnose_sources
+from firstfault.simulate import oom_killed_rank
+from ingest.files import expand
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_silent_oom_killed_rank_37_of_64_under_five_minutes_of_skew(tmp_path: Path, seed: int) -> None:
+    """Rank 37 is SIGKILLed by the OOM killer and prints nothing; 63 ranks time out and lose connections, with
+    per-host clocks skewed by up to 5 minutes. The answer is rank 37, with the kernel's OOM kill as evidence."""
+    truth = oom_killed_rank(tmp_path, world_size=64, victim=37, seed=seed)
+    d = diagnose_sources(default_matcher(), expand([str(tmp_path)]), 2026)
+    assert d.verdict == "diagnosed"
+    assert d.root_cause is not None
+    assert (d.root_cause.rank, d.root_cause.host) == (37, truth.host)
+    assert "oom" in (d.root_cause.signature or "")
+    assert any("Out of memory: Killed process" in e.text and e.source.endswith("dmesg.log")
+               for e in d.root_cause.evidence)
+    watchdog = [g for g in d.collateral if "watchdog" in g.signature]
+    assert watchdog and len(set().union(*(set(g.ranks) for g in watchdog))) == 63
+    assert 37 not in {r for g in d.collateral for r in g.ranks}
+
+
+def test_the_same_job_interleaved_in_one_file(tmp_path: Path) -> None:
+    """All ranks pasted into one file, lines prefixed with [rankN]: as torchrun --tee does."""
+    truth = oom_killed_rank(tmp_path / "job", seed=5)
+    merged = tmp_path / "all.log"
+    with merged.open("w") as out:
+        for path in truth.files:
+            for line in path.read_text().splitlines():
+                if path.name == "dmesg.log":
+                    out.write(f"{truth.host}: {line}\n")
+                elif line.startswith("[rank"):
+                    out.write(line + "\n")
+                else:
+                    out.write(f"[{path.stem}]: {line}\n")
+    d = diagnose_sources(default_matcher(), expand([str(merged)]), 2026)
+    assert d.root_cause is not None
+    assert d.root_cause.rank == 37
