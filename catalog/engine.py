@@ -92,7 +92,7 @@ class HyperscanEngine:
         import hyperscan  # imported here so that a missing or broken library leaves the fallback usable
 
         self._hs = hyperscan
-        self._mode = hyperscan.HS_MODE_BLOCK | hyperscan.HS_MODE_SOM_HORIZON_LARGE
+        self._mode = hyperscan.HS_MODE_BLOCK
         self._leftover: list[tuple[int, re.Pattern[bytes]]] = []
         exprs = [_hyperscan_expression(p) for p in patterns]
         ids = list(range(len(patterns)))
@@ -117,8 +117,12 @@ class HyperscanEngine:
         self._scratch = hyperscan.Scratch(self._db) if exprs else None
 
     def _base_flag(self) -> int:
-        hs = self._hs
-        return int(hs.HS_FLAG_MULTILINE | hs.HS_FLAG_SOM_LEFTMOST)
+        return int(self._hs.HS_FLAG_MULTILINE)
+
+    def also_with_re(self, patterns: dict[int, str]) -> None:
+        """Scan these patterns with `re` as well: Hyperscan was seen to miss them (see Matcher.self_check)."""
+        for index, pattern in patterns.items():
+            self._leftover.append((index, re.compile(single_line(pattern).encode(), re.ASCII | re.M)))
 
     def _compile_into(self, db: object, exprs: list[bytes], ids: list[int], flags: list[int]) -> bool:
         try:
@@ -129,9 +133,7 @@ class HyperscanEngine:
 
     def _flag_for(self, expr: bytes) -> int | None:
         hs = self._hs
-        # SOM_LEFTMOST on purpose: without it this Hyperscan build drops matches when two patterns share a
-        # prefix such as `\[\d+\] ` (seen on PyTorch's desync report; tests/unit/test_engines.py guards it).
-        for flag in (self._base_flag(), hs.HS_FLAG_MULTILINE, hs.HS_FLAG_MULTILINE | hs.HS_FLAG_PREFILTER):
+        for flag in (self._base_flag(), hs.HS_FLAG_MULTILINE | hs.HS_FLAG_PREFILTER):
             probe = hs.Database(mode=self._mode)
             try:
                 probe.compile(expressions=[expr], ids=[0], elements=1, flags=[flag])

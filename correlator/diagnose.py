@@ -25,6 +25,7 @@ from schemas.findings import Role
 
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
+MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 # Schedulers report about a step, a pod or a node, never a rank: no rank-0 default for their lines.
 REPORTS_ABOUT_STEPS = frozenset({"slurm", "k8s", "ray"})
 
@@ -182,7 +183,7 @@ def _why_not_others(ranked: list[Candidate], failures: Sequence[Event], root_eve
         sigs = sorted({ev.signature.id for ev in victims})
         lines.append(f"{len(ranks)} other rank(s)/host(s) show only consequences ({', '.join(sigs[:4])}): "
                      "their catalog role is collateral")
-    for other in ranked[1:3]:
+    for other in [c for c in ranked[1:] if c.score >= MIN_ALTERNATIVE_SCORE][:2]:
         lines.append(f"{other.target.label} scored {other.score:.1f} against {ranked[0].score:.1f}: "
                      + "; ".join(other.reasons[:2]))
     return lines
@@ -190,7 +191,7 @@ def _why_not_others(ranked: list[Candidate], failures: Sequence[Event], root_eve
 
 def _alternatives(ranked: list[Candidate], top_conf: float) -> list[Alternative]:
     out = []
-    for other in ranked[1:4]:
+    for other in [c for c in ranked[1:] if c.score >= MIN_ALTERNATIVE_SCORE][:3]:
         ev = other.best_event()
         share = other.score / (ranked[0].score + other.score) if ranked[0].score else 0.0
         out.append(Alternative(signature=ev.signature.id if ev else None, rank=other.target.rank,
