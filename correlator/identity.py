@@ -169,10 +169,3 @@ def _fill_exit_ranks(ids: IdentityMap) -> None:
             rec.rank = rec.local_rank  # one node: the local rank is the rank
         if rec.rank is not None and rec.pid is not None:
             ids.by_pid.setdefault(rec.pid, rec.rank)
-
-
-def addresses_by_host(ids: IdentityMap) -> Mapping[str, list[str]]:
-    out: dict[str, list[str]] = defaultdict(list)
-    for ip, host in ids.host_of_ip.items():
-        out[host].append(ip)
-    return out

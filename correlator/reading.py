@@ -7,7 +7,7 @@ memory stays bounded whatever the input.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -178,14 +178,3 @@ def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
     """Order findings inside one event: specific over generic, causes over wrappers and victims, severe first."""
     return (0 if finding.generic else 1, 0 if sig.wrapper else 1, _ROLE_RANK[finding.role],
             _SEVERITY_RANK.get(sig.severity.value, 0))
-
-
-def with_speaker(finding: Finding, **changes: Any) -> Finding:
-    return finding.model_copy(update={"speaker": replace_speaker(finding.speaker, **changes)})
-
-
-def replace_speaker(speaker: Speaker, **changes: Any) -> Speaker:
-    return speaker.model_copy(update=changes)
-
-
-__all__ = ["ContextRecord", "SourceResult", "SourceScanner", "event_rank", "replace", "with_speaker"]

@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from catalog.loader import default_catalog
-from correlator.speakers import who_from_path
 from firstfault import __version__
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
 from firstfault.render import render_markdown, render_text
@@ -92,7 +91,6 @@ def cmd_match(args: argparse.Namespace) -> int:
                "rank": f.speaker.rank, "host": f.speaker.host,
                "time": f.time.isoformat() if f.time and f.clock == "wall" else None, "fields": f.fields}
         sys.stdout.write(json.dumps(row) + "\n")
-    _ = who_from_path
     return 0
 
 
