@@ -1,0 +1,1 @@
+"""HTTP API and web pages (FastAPI): ingest, incident history, subscriptions, catalog."""

@@ -1,0 +1,19 @@
+"""Where validated input goes next. The Kafka consumer and the HTTP ingest hand messages to a Dispatcher;
+in distributed mode it enqueues Celery tasks, in embedded mode it runs the same work in-process.
+
+A dispatcher returns only once the work is durably handed on (the consumer commits offsets after that); when it
+cannot hand on, it raises RetryableError and the consumer retries the same message later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from schemas.wire import JobEvent, LogShard
+
+
+class Dispatcher(Protocol):
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None: ...
+
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None: ...

@@ -1,0 +1,1 @@
+"""Notifiers (Slack, PagerDuty, webhook, console), routing by subscription, outbox delivery."""
