@@ -1,0 +1,87 @@
+"""When a failed job is ready to correlate, and what a new diagnosis changes in its incident. Pure; time is an
+argument.
+
+A job is correlated once its failure event has arrived and either every expected source is complete (eof and no
+gap in seq) or group_wait has passed since the failure event — Alertmanager's group_wait, for the same reason:
+the shard that names the cause is often the last to arrive. Evidence that arrives later revises the incident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from correlator.shards import SourceKey
+from schemas.diagnosis import Diagnosis
+from schemas.wire import JobEvent
+
+FAILED_STATES = frozenset({"failed", "timeout"})
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    due: datetime | None  # when to look again if not ready; None when nothing will make it ready
+    reason: str
+
+
+def readiness(job: JobEvent | None, failed_at: datetime | None, complete: Iterable[SourceKey],
+              seen: Iterable[SourceKey], now: datetime, group_wait: timedelta) -> Readiness:
+    if job is None or job.state not in FAILED_STATES or failed_at is None:
+        return Readiness(False, None, "no failure event yet")
+    complete_set, seen_set = set(complete), set(seen)
+    if _expected_complete(job, complete_set, seen_set):
+        return Readiness(True, now, "every expected source is complete")
+    deadline = failed_at + group_wait
+    if now >= deadline:
+        return Readiness(True, now, f"group_wait of {group_wait.total_seconds():g}s passed")
+    return Readiness(False, deadline, "waiting for shards")
+
+
+def _expected_complete(job: JobEvent, complete: set[SourceKey], seen: set[SourceKey]) -> bool:
+    if job.world_size is not None:
+        ranks = {k.rank for k in complete if k.rank is not None}
+        if ranks >= set(range(job.world_size)):
+            return True
+    if job.hosts:
+        hosts = {k.host for k in complete if k.host} | {job.rank_hosts.get(k.rank) for k in complete
+                                                          if k.rank is not None}
+        if hosts >= set(job.hosts):
+            return True
+    if job.world_size is None and not job.hosts:
+        return bool(seen) and seen <= complete
+    return False
+
+
+def _who(rank: int | None, host: str | None) -> str:
+    if rank is not None and host:
+        return f"rank {rank} on {host}"
+    if rank is not None:
+        return f"rank {rank}"
+    return host or "the whole job"
+
+
+def changes(previous: Diagnosis | None, current: Diagnosis) -> list[str]:
+    """What a reader of the first post needs to know about this revision; empty when nothing material changed."""
+    if previous is None:
+        return []
+    out: list[str] = []
+    old, new = previous.root_cause, current.root_cause
+    if (old is None) != (new is None) or previous.verdict != current.verdict:
+        out.append(f"verdict {previous.verdict} → {current.verdict}")
+    if old and new:
+        if old.signature != new.signature or (old.rank, old.host) != (new.rank, new.host):
+            out.append(f"root cause {old.signature} ({_who(old.rank, old.host)}) → "
+                       f"{new.signature} ({_who(new.rank, new.host)})")
+        elif abs(old.confidence - new.confidence) >= 0.05:
+            out.append(f"confidence {old.confidence:.0%} → {new.confidence:.0%}")
+        fresh = [e for e in new.evidence if e not in old.evidence]
+        if fresh and out:
+            out.append(f"new evidence: {fresh[0].source}:{fresh[0].line}")
+    before = {g.signature: g.count for g in previous.collateral}
+    after = {g.signature: g.count for g in current.collateral}
+    grown = sum(after.values()) - sum(before.values())
+    if set(before) != set(after) or (grown and out):
+        out.append(f"collateral {sum(before.values())} → {sum(after.values())} rank(s)/host(s)")
+    return out

@@ -1,0 +1,144 @@
+"""Log shards as the pipeline keeps them: one scanned piece of one source, merged back in order to diagnose. Pure.
+
+A worker scans each shard on its own (line numbers start at 1 in every shard) and stores the findings and context
+records as JSON; the correlator merges a source's shards by seq, shifting line numbers by the lines of the shards
+before it, so evidence cites the line a user finds in the original file.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from correlator.reading import MAX_EVENT_GAP, ContextRecord, SourceResult
+from correlator.speakers import Who, who_from_path
+from schemas.findings import Finding
+
+
+@dataclass(frozen=True)
+class SourceKey:
+    """One source of a job: its stream, who wrote it and its name. Shards of one source share a key."""
+
+    stream: str
+    rank: int | None
+    host: str | None
+    name: str
+
+    @property
+    def token(self) -> str:
+        """A stable string for idempotency keys and database columns."""
+        who = f"r{self.rank}" if self.rank is not None else f"h{self.host}" if self.host else "-"
+        return f"{self.stream}|{who}|{self.name}"
+
+
+def source_key(stream: str, rank: int | None, host: str | None, source: str | None) -> SourceKey:
+    if source:
+        name = source
+    elif rank is not None:
+        name = f"rank{rank}/{stream}"
+    elif host:
+        name = f"{host}/{stream}"
+    else:
+        name = stream
+    return SourceKey(stream, rank, host, name)
+
+
+def base_who(key: SourceKey) -> Who:
+    """Who wrote a source: the shard's own rank/host, else what its name says."""
+    named = who_from_path(key.name)
+    return Who(rank=key.rank if key.rank is not None else named.rank, host=key.host or named.host)
+
+
+def result_to_json(result: SourceResult) -> dict[str, Any]:
+    return {
+        "lines": result.lines,
+        "bytes": result.bytes,
+        "findings": [f.model_dump(mode="json") for f in result.findings],
+        "context": [_context_json(c) for c in result.context],
+    }
+
+
+def _context_json(record: ContextRecord) -> dict[str, Any]:
+    row = asdict(record)
+    row["time"] = record.time.isoformat() if record.time else None
+    return row
+
+
+def _context_from(row: Mapping[str, Any]) -> ContextRecord:
+    data = dict(row)
+    data["who"] = Who(**data["who"])
+    data["time"] = datetime.fromisoformat(data["time"]) if data.get("time") else None
+    return ContextRecord(**data)
+
+
+@dataclass(frozen=True)
+class StoredShard:
+    key: SourceKey
+    seq: int
+    eof: bool
+    scanned: Mapping[str, Any]  # result_to_json of this shard alone
+
+
+def merge(shards: Iterable[StoredShard]) -> list[SourceResult]:
+    """Every source's shards in seq order, as the SourceResults one pass over the whole file would give."""
+    by_source: dict[SourceKey, list[StoredShard]] = defaultdict(list)
+    for shard in shards:
+        by_source[shard.key].append(shard)
+    results = []
+    for index, key in enumerate(sorted(by_source, key=lambda k: k.token)):
+        results.append(_merge_source(key, sorted(by_source[key], key=lambda s: s.seq), index << 32))
+    return results
+
+
+def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int) -> SourceResult:
+    merged = SourceResult(key.name)
+    offset = 0
+    order = order_base
+    for shard in shards:
+        scanned = shard.scanned
+        joined = _joined_event(merged.findings, scanned, offset)
+        for row in scanned["findings"]:
+            order += 1
+            finding = Finding.model_validate(row)
+            event = finding.event + offset
+            if joined is not None and finding.event == joined[0]:
+                event = joined[1]
+            merged.findings.append(finding.model_copy(update={
+                "source": key.name, "line_no": finding.line_no + offset, "event": event, "order": order,
+            }))
+        for row in scanned["context"]:
+            record = _context_from(row)
+            merged.context.append(ContextRecord(record.kind, record.fields, key.name, record.line_no + offset,
+                                                record.who, record.time, record.text))
+        offset += int(scanned["lines"])
+        merged.bytes += int(scanned["bytes"])
+    merged.lines = offset
+    return merged
+
+
+def _joined_event(before: Sequence[Finding], scanned: Mapping[str, Any], offset: int) -> tuple[int, int] | None:
+    """A traceback cut by a shard boundary is one event, as it is in one pass over the file: when the shard's
+    first finding is near its start and the last finding before it is by the same speaker near the boundary,
+    the shard's first event continues that one. Returns (local event id, merged event id)."""
+    if not before or not scanned["findings"]:
+        return None
+    first = Finding.model_validate(scanned["findings"][0])
+    last = before[-1]
+    near = (offset - last.line_no) + first.line_no <= MAX_EVENT_GAP
+    if near and first.event == first.line_no and first.speaker == last.speaker:
+        return first.event, last.event
+    return None
+
+
+def complete_sources(shards: Iterable[StoredShard]) -> set[SourceKey]:
+    """Sources whose eof shard arrived and every seq before it too."""
+    seqs: dict[SourceKey, set[int]] = defaultdict(set)
+    last: dict[SourceKey, int] = {}
+    for shard in shards:
+        seqs[shard.key].add(shard.seq)
+        if shard.eof:
+            last[shard.key] = shard.seq
+    return {key for key, end in last.items() if seqs[key] >= set(range(end + 1))}

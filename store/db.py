@@ -1,0 +1,64 @@
+"""Engines and migrations. SQLite by default (a file, no service), PostgreSQL by URL; Alembic owns the schema."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Engine
+
+from schemas.errors import TransportError, UsageError
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def default_url() -> str:
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "firstfault"
+    return f"sqlite:///{base / 'firstfault.db'}"
+
+
+def normalize_url(url: str) -> str:
+    """postgresql:// means psycopg 3 here (the driver we install), not psycopg2."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")  # readers (the CLI, the API) never block the pipeline's writer
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    url = normalize_url(url)
+    try:
+        if url.startswith("sqlite"):
+            path = sa.engine.make_url(url).database
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+            sa.event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return sa.create_engine(url, pool_pre_ping=True)
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise UsageError(f"database URL {url!r}: {exc}") from exc
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (idempotent)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    except sa.exc.OperationalError as exc:
+        raise TransportError(f"database unreachable: {exc.orig}") from exc

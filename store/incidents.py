@@ -1,0 +1,198 @@
+"""The store's one adapter: jobs, shards and incidents over SQLModel sessions (SQLite or PostgreSQL).
+
+Every write is idempotent on its natural key — (job_id, source, seq) for shards, (job_id, attempt) for incidents —
+so a redelivered Kafka message or Celery task never duplicates a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from correlator.shards import SourceKey, StoredShard
+from schemas.errors import TransportError
+from schemas.incident import Incident
+from schemas.wire import JobEvent
+from store.db import make_engine, migrate
+from store.tables import IncidentRow, JobRow, RevisionRow, ShardRow
+
+# Called inside the incident's transaction, so that what it writes (the outbox) commits or rolls back with it.
+OnSaved = Callable[[Session, Incident, Incident | None], None]
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """SQLite hands datetimes back naive; everything here is UTC."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+@dataclass(frozen=True)
+class JobView:
+    event: JobEvent | None
+    failed_at: datetime | None
+    correlate_at: datetime | None
+    shards: list[StoredShard]
+
+
+class Store:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str, migrate_schema: bool = True) -> Store:
+        engine = make_engine(url)
+        if migrate_schema:
+            migrate(engine)
+        return cls(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        try:
+            with Session(self.engine, expire_on_commit=False) as session, session.begin():
+                yield session
+        except sa.exc.OperationalError as exc:  # unreachable, locked, failed over: try again later
+            raise TransportError(f"database: {exc.orig}") from exc
+
+    # -- jobs ---------------------------------------------------------------------------------------------------
+    def record_job(self, event: JobEvent, now: datetime) -> None:
+        with self.session() as s:
+            row = s.get(JobRow, event.job_id, with_for_update=True)
+            if row is None:
+                row = JobRow(job_id=event.job_id, state=event.state, created_at=now, updated_at=now)
+            if event.attempt < row.attempt:
+                return  # an older attempt's event, delivered late
+            failed = event.state in ("failed", "timeout")
+            if failed and (row.failed_at is None or event.attempt > row.attempt or row.state not in ("failed",
+                                                                                                     "timeout")):
+                row.failed_at = now
+            row.attempt, row.state = event.attempt, event.state
+            row.event = event.model_dump(mode="json")
+            row.cluster, row.team, row.updated_at = event.cluster, event.team, now
+            s.add(row)
+
+    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+                     now: datetime) -> bool:
+        """Store one scanned shard; False when it was already stored (a redelivery)."""
+        row = ShardRow(job_id=job_id, source_token=key.token, stream=key.stream, rank=key.rank, host=key.host,
+                       name=key.name, seq=seq, eof=eof, lines=int(scanned["lines"]), bytes=int(scanned["bytes"]),
+                       scanned=scanned, received_at=now)
+        try:
+            with self.session() as s:
+                s.add(row)
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def job(self, job_id: str) -> JobView:
+        with self.session() as s:
+            row = s.get(JobRow, job_id)
+            shards = s.exec(select(ShardRow).where(ShardRow.job_id == job_id)).all()
+            return JobView(
+                event=JobEvent.model_validate(row.event) if row else None,
+                failed_at=_aware(row.failed_at) if row else None,
+                correlate_at=_aware(row.correlate_at) if row else None,
+                shards=[StoredShard(SourceKey(r.stream, r.rank, r.host, r.name), r.seq, r.eof, r.scanned)
+                        for r in shards],
+            )
+
+    def schedule(self, job_id: str, due: datetime, now: datetime) -> bool:
+        """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue)."""
+        with self.session() as s:
+            row = s.get(JobRow, job_id, with_for_update=True)
+            if row is None:
+                return False
+            pending = _aware(row.correlate_at)
+            if pending is not None and now <= pending <= due:
+                return False
+            row.correlate_at = due
+            s.add(row)
+            return True
+
+    def unschedule(self, job_id: str, now: datetime) -> None:
+        with self.session() as s:
+            row = s.get(JobRow, job_id, with_for_update=True)
+            pending = _aware(row.correlate_at) if row else None
+            if row is not None and pending is not None and pending <= now:
+                row.correlate_at = None
+                s.add(row)
+
+    # -- incidents ----------------------------------------------------------------------------------------------
+    def save_incident(self, job_id: str, build: Callable[[Incident | None], Incident | None],
+                      on_saved: OnSaved | None = None) -> Incident | None:
+        """Lock the job, give `build` the current incident, write what it returns (None: leave it) and call
+        `on_saved` in the same transaction. Concurrent correlations of one job serialize on the job row."""
+        with self.session() as s:
+            s.get(JobRow, job_id, with_for_update=True)
+            current_row = s.exec(select(IncidentRow).where(IncidentRow.job_id == job_id)
+                                 .order_by(col(IncidentRow.attempt).desc())).first()
+            current = _incident(current_row) if current_row else None
+            new = build(current)
+            if new is None:
+                return None
+            row = s.get(IncidentRow, new.id) or IncidentRow(id=new.id, job_id=new.job_id, verdict=new.diagnosis.verdict,
+                                                            created_at=new.created_at, updated_at=new.updated_at)
+            _fill(row, new)
+            s.add(row)
+            if current is None or current.id != new.id or current.revision != new.revision:
+                s.add(RevisionRow(incident_id=new.id, revision=new.revision,
+                                  diagnosis=new.diagnosis.model_dump(mode="json"), changes=new.changes,
+                                  created_at=new.updated_at))
+            if on_saved is not None:
+                s.flush()
+                on_saved(s, new, current if current and current.id == new.id else None)
+            return new
+
+    def incident(self, incident_id: str) -> Incident | None:
+        with self.session() as s:
+            row = s.get(IncidentRow, incident_id)
+            return _incident(row) if row else None
+
+    def incident_for_job(self, job_id: str) -> Incident | None:
+        with self.session() as s:
+            row = s.exec(select(IncidentRow).where(IncidentRow.job_id == job_id)
+                         .order_by(col(IncidentRow.attempt).desc())).first()
+            return _incident(row) if row else None
+
+    def incidents(self, limit: int = 50, offset: int = 0) -> list[Incident]:
+        with self.session() as s:
+            rows = s.exec(select(IncidentRow).order_by(col(IncidentRow.created_at).desc(), col(IncidentRow.id))
+                          .offset(offset).limit(limit)).all()
+            return [_incident(r) for r in rows]
+
+    def revisions(self, incident_id: str) -> list[tuple[int, datetime, list[str]]]:
+        with self.session() as s:
+            rows = s.exec(select(RevisionRow).where(RevisionRow.incident_id == incident_id)
+                          .order_by(col(RevisionRow.revision))).all()
+            return [(r.revision, _aware(r.created_at) or r.created_at, list(r.changes)) for r in rows]
+
+
+def _fill(row: IncidentRow, inc: Incident) -> None:
+    rc = inc.diagnosis.root_cause
+    row.attempt, row.cluster, row.team, row.state = inc.attempt, inc.cluster, inc.team, inc.state
+    row.revision, row.severity, row.verdict = inc.revision, inc.severity, inc.diagnosis.verdict
+    row.signature, row.category, row.tags = inc.signature, inc.category, inc.tags
+    row.rank, row.host, row.hosts = inc.rank, inc.host, inc.hosts
+    row.confidence = rc.confidence if rc else None
+    row.labels, row.changes = dict(inc.labels), list(inc.changes)
+    row.diagnosis = inc.diagnosis.model_dump(mode="json")
+    row.updated_at = inc.updated_at
+
+
+def _incident(row: IncidentRow) -> Incident:
+    return Incident.model_validate({
+        "id": row.id, "job_id": row.job_id, "attempt": row.attempt, "cluster": row.cluster, "team": row.team,
+        "labels": row.labels, "state": row.state, "revision": row.revision, "severity": row.severity,
+        "created_at": _aware(row.created_at), "updated_at": _aware(row.updated_at), "diagnosis": row.diagnosis,
+        "changes": row.changes,
+    })

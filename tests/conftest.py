@@ -1,0 +1,64 @@
+"""Fixtures shared across the suite: databases (SQLite files, a fresh PostgreSQL database per session)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_ADMIN = os.environ.get("FIRSTFAULT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_admin_connect():  # type: ignore[no-untyped-def]
+    import psycopg
+
+    try:
+        return psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:  # CI starts PostgreSQL; a laptop may not have it
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN}: {exc}")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test session, dropped afterwards."""
+    name = f"ff_test_{uuid.uuid4().hex[:10]}"
+    with _pg_admin_connect() as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    with _pg_admin_connect() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'firstfault.db'}"
+
+
+@pytest.fixture
+def fresh_pg_url(pg_url: str) -> Iterator[str]:
+    """pg_url with every table emptied first, so each test starts from nothing."""
+    import sqlalchemy as sa
+
+    from store.db import make_engine
+
+    engine = make_engine(pg_url)
+    with engine.begin() as conn:
+        tables = [r[0] for r in conn.execute(sa.text(
+            "select tablename from pg_tables where schemaname = 'public' and tablename <> 'alembic_version'"))]
+        if tables:
+            conn.execute(sa.text("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " CASCADE"))
+    engine.dispose()
+    yield pg_url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Each store test runs on SQLite (embedded) and on PostgreSQL (distributed)."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    request.applymarker(pytest.mark.integration)
+    return str(request.getfixturevalue("fresh_pg_url"))

@@ -1,0 +1,104 @@
+"""The store on SQLite and on PostgreSQL: one suite, both engines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlmodel import SQLModel
+
+from correlator.shards import SourceKey
+from schemas.diagnosis import Diagnosis, RootCause
+from schemas.incident import Incident, incident_id
+from store.incidents import Store
+from tests.pipeline.helpers import failed_job
+
+T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+KEY = SourceKey("stdout", 3, "node001", "node001/rank3.log")
+SCANNED = {"lines": 10, "bytes": 100, "findings": [], "context": []}
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    opened = Store.open(db_url)
+    yield opened
+    opened.close()
+
+
+def test_migrations_create_exactly_the_models(store: Store) -> None:
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+    assert diff == []
+
+
+def test_migrating_twice_is_harmless(db_url: str) -> None:
+    Store.open(db_url).close()
+    again = Store.open(db_url)
+    again.record_job(failed_job("j"), T0)
+    again.close()
+
+
+def test_a_redelivered_shard_is_kept_once(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+    assert store.record_shard("j", KEY, 0, False, SCANNED, T0) is True
+    assert store.record_shard("j", KEY, 0, False, SCANNED, T0) is False
+    assert store.record_shard("j", KEY, 1, True, SCANNED, T0) is True
+    view = store.job("j")
+    assert sorted((s.seq, s.eof) for s in view.shards) == [(0, False), (1, True)]
+    assert view.shards[0].key == KEY
+
+
+def test_failed_at_is_when_the_failure_arrived_not_redeliveries(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+    store.record_job(failed_job("j"), T0 + timedelta(minutes=5))
+    assert store.job("j").failed_at == T0
+    store.record_job(failed_job("j", attempt=1), T0 + timedelta(minutes=9))
+    assert store.job("j").failed_at == T0 + timedelta(minutes=9)
+    store.record_job(failed_job("j", attempt=0, state="succeeded"), T0 + timedelta(minutes=10))
+    assert store.job("j").event.attempt == 1  # type: ignore[union-attr]
+
+
+def test_schedule_enqueues_only_an_earlier_correlation(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+    assert store.schedule("j", T0 + timedelta(seconds=30), T0)
+    assert not store.schedule("j", T0 + timedelta(seconds=40), T0)
+    assert store.schedule("j", T0 + timedelta(seconds=5), T0)
+    store.unschedule("j", T0 + timedelta(seconds=6))
+    assert store.job("j").correlate_at is None
+    assert store.schedule("j", T0 + timedelta(seconds=40), T0 + timedelta(seconds=6))
+
+
+def _incident(revision: int, rank: int) -> Incident:
+    diag = Diagnosis(verdict="diagnosed", root_cause=RootCause(signature="xid.79", title="t", category="gpu",
+                                                               rank=rank, host="n1", confidence=0.9, tags=["xid"]))
+    return Incident(id=incident_id("j"), job_id="j", team="llm", revision=revision, created_at=T0,
+                    updated_at=T0 + timedelta(seconds=revision), diagnosis=diag,
+                    changes=[f"rev {revision}"] if revision > 1 else [])
+
+
+def test_incident_revisions_are_kept_and_the_hook_runs_in_the_transaction(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+    seen: list[tuple[int, int | None]] = []
+    hook = lambda session, new, old: seen.append((new.revision, old.revision if old else None))  # noqa: E731
+    store.save_incident("j", lambda cur: _incident(1, 3), hook)
+    store.save_incident("j", lambda cur: None, hook)  # nothing changed: nothing written, no hook
+    store.save_incident("j", lambda cur: _incident(cur.revision + 1, 5) if cur else None, hook)
+    inc = store.incident_for_job("j")
+    assert inc is not None and inc.revision == 2 and inc.rank == 5 and inc.tags == ["xid"]
+    assert seen == [(1, None), (2, 1)]
+    assert [r[0] for r in store.revisions(inc.id)] == [1, 2]
+    assert store.incidents()[0].id == inc.id
+
+
+def test_a_failing_hook_rolls_the_incident_back(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+
+    def boom(*_: object) -> None:
+        raise RuntimeError("outbox write failed")
+
+    with pytest.raises(RuntimeError):
+        store.save_incident("j", lambda cur: _incident(1, 3), boom)
+    assert store.incident_for_job("j") is None

@@ -1,0 +1,59 @@
+"""Shards scanned one by one and merged give the diagnosis one pass over the whole files gives."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from correlator.diagnose import diagnose
+from correlator.reading import SourceScanner
+from correlator.shards import StoredShard, base_who, complete_sources, merge, result_to_json, source_key
+from firstfault.engine import default_matcher, diagnose_sources
+from ingest.files import expand
+from tests.pipeline.helpers import EXAMPLE, shards_of
+
+YEAR = 2026
+
+
+def _stored(chunk: int) -> list[StoredShard]:
+    out = []
+    for shard in shards_of("j", EXAMPLE, chunk=chunk):
+        key = source_key(shard.stream, shard.rank, shard.host, shard.source)
+        scanner = SourceScanner(default_matcher(), key.name, base_who(key), YEAR)
+        scanner.feed(shard.data.encode())
+        out.append(StoredShard(key, shard.seq, shard.eof, result_to_json(scanner.finish())))
+    return out
+
+
+def test_merged_shards_diagnose_like_the_whole_directory() -> None:
+    whole = diagnose_sources(default_matcher(), expand([str(EXAMPLE)]), YEAR)
+    stored = _stored(chunk=700)  # small chunks: every file is cut into several shards
+    assert max(s.seq for s in stored) >= 3
+    pieced = diagnose(merge(stored), default_matcher().catalog)
+    assert pieced.root_cause is not None and whole.root_cause is not None
+    assert (pieced.root_cause.signature, pieced.root_cause.rank, pieced.root_cause.host) == (
+        whole.root_cause.signature, whole.root_cause.rank, whole.root_cause.host)
+    # evidence cites the line of the original file, not of the shard
+    assert pieced.root_cause.evidence == whole.root_cause.evidence
+    assert pieced.collateral == whole.collateral
+
+
+def test_merge_does_not_depend_on_arrival_order() -> None:
+    stored = _stored(chunk=700)
+    a = diagnose(merge(stored), default_matcher().catalog)
+    b = diagnose(merge(list(reversed(stored))), default_matcher().catalog)
+    assert a.model_dump(mode="json") == b.model_dump(mode="json")
+
+
+def test_a_source_with_a_gap_before_its_eof_is_not_complete() -> None:
+    stored = [s for s in _stored(chunk=700) if not (s.key.rank == 37 and s.seq == 1)]
+    done = complete_sources(stored)
+    assert all(k.rank != 37 for k in done)
+    assert any(k.rank == 36 for k in done)
+
+
+def test_context_records_survive_json() -> None:
+    stored = _stored(chunk=100_000)
+    merged = merge(stored)
+    times = [c.time for r in merged for c in r.context if c.time is not None]
+    assert times and all(isinstance(t, datetime) and t.tzinfo is not None for t in times)
+    assert all(t.astimezone(UTC).year == YEAR for t in times)
