@@ -1,0 +1,24 @@
+"""The FastAPI application: ingest, and (as they land) incident history, subscriptions and the catalog."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from api.ingest import ingest_router
+from firstfault import __version__
+from firstfault.settings import Settings
+from ingest.dispatch import Dispatcher
+from store.incidents import Store
+
+
+def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> FastAPI:
+    app = FastAPI(title="firstfault", version=__version__,
+                  description="Which rank or node failed first, why, what to do, and how to verify the fix.")
+    app.state.settings, app.state.store = settings, store
+    app.include_router(ingest_router(dispatcher, settings.api_token))
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

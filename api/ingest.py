@@ -1,0 +1,81 @@
+"""HTTP ingest: POST /v1/jobs (a JobEvent) and POST /v1/shards (a LogShard), handed to the Dispatcher.
+
+202 once the message is handed on; 400 with the reason for a message that can never be processed; 401 without
+the configured bearer token; 503 with Retry-After when the pipeline pushes back.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Callable
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from ingest.dispatch import Dispatcher
+from pipeline import tracing
+from pipeline.payload import shard_bytes
+from schemas.errors import InvalidMessage, RetryableError
+from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+
+
+def bearer_guard(token: str | None) -> Callable[[Request], None]:
+    def check(request: Request) -> None:
+        if token is None:
+            return
+        sent = request.headers.get("authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            raise HTTPException(status_code=401, detail="missing or wrong bearer token",
+                                headers={"WWW-Authenticate": "Bearer"})
+    return check
+
+
+def _reason(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
+
+
+async def _body(request: Request) -> object:
+    raw = await request.body()
+    if len(raw) > MAX_SHARD_BYTES + 64 * 1024:
+        raise HTTPException(status_code=413, detail=f"message over {MAX_SHARD_BYTES} bytes: chunk it")
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HTTPException(status_code=400, detail=f"body is not JSON: {exc}") from exc
+
+
+def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["ingest"], dependencies=[Depends(bearer_guard(token))])
+
+    def hand_on(submit: Callable[[], None]) -> JSONResponse:
+        try:
+            submit()
+        except RetryableError as exc:
+            retry = str(int(exc.retry_after or 1))
+            raise HTTPException(status_code=503, detail=str(exc), headers={"Retry-After": retry}) from exc
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    @router.post("/jobs", status_code=202)
+    async def post_job(request: Request) -> JSONResponse:
+        try:
+            event = JobEvent.model_validate(await _body(request))
+        except ValidationError as exc:
+            raise HTTPException(status_code=400, detail=_reason(exc)) from exc
+        with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=event.job_id):
+            return hand_on(lambda: dispatcher.submit_job(event, tracing.headers()))
+
+    @router.post("/shards", status_code=202)
+    async def post_shard(request: Request) -> JSONResponse:
+        try:
+            shard = LogShard.model_validate(await _body(request))
+            shard_bytes(shard)  # refuse undecodable data here, where the sender can still hear about it
+        except ValidationError as exc:
+            raise HTTPException(status_code=400, detail=_reason(exc)) from exc
+        except InvalidMessage as exc:
+            raise HTTPException(status_code=400, detail=exc.reason) from exc
+        with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=shard.job_id, seq=shard.seq):
+            return hand_on(lambda: dispatcher.submit_shard(shard, tracing.headers()))
+
+    return router

@@ -1,0 +1,66 @@
+"""One settings object: defaults, then an optional TOML file, then FIRSTFAULT_* environment variables.
+
+The file is the one FIRSTFAULT_CONFIG names, else ./firstfault.toml if present. Keys are the field names below
+(`database_url = "postgresql://…"`); the variable for a field is FIRSTFAULT_ plus its name in capitals.
+Secrets (tokens, keys) belong in the environment or a file outside the repo, never in a committed TOML.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from schemas.errors import UsageError
+from store.db import default_url
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    database_url: str = Field(default_factory=default_url)
+    kafka_bootstrap: str | None = None  # host:port[,host:port]; set = distributed ingest
+    broker_url: str = "redis://127.0.0.1:6379/0"  # Celery's broker
+    group_wait_s: float = Field(default=30.0, ge=0)  # after a failure event, wait this long for shards
+    revise_wait_s: float = Field(default=10.0, ge=0)  # batch late shards this long before revising
+    http_host: str = "127.0.0.1"
+    http_port: int = 8321
+    api_token: str | None = None  # bearer token for writes (ingest, subscriptions); None: writes are open
+    public_url: str = "http://127.0.0.1:8321"  # links in posts point here
+    tracing: Literal["off", "console", "otlp"] = "off"
+    otlp_endpoint: str | None = None
+    queue_size: int = Field(default=1024, ge=1)  # embedded mode: messages buffered before ingest pushes back
+    slack_token: str | None = None
+    slack_base_url: str = "https://slack.com/api/"
+    pagerduty_url: str = "https://events.pagerduty.com/v2/enqueue"
+    webhook_secret: str | None = None
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        value = environ.get(f"FIRSTFAULT_{name.upper()}")
+        if value is not None and value != "":
+            out[name] = value
+    return out
+
+
+def load_settings(environ: Mapping[str, str] | None = None, path: str | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    file = path or env.get("FIRSTFAULT_CONFIG") or ("firstfault.toml" if Path("firstfault.toml").is_file() else None)
+    values: dict[str, Any] = {}
+    if file:
+        try:
+            values.update(tomllib.loads(Path(file).read_text()))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"settings file {file}: {exc}") from exc
+    values.update(_from_env(env))
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"settings: {problems}") from exc

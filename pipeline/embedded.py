@@ -1,0 +1,133 @@
+"""The embedded mode's queue and timer: the Dispatcher and Scheduler of one process, no Kafka, no Redis.
+
+One worker thread runs every task in arrival order (SQLite has one writer anyway); a timer thread releases
+correlations when they fall due. The queue is bounded: when it is full, submit waits, then raises
+RetryableError, so the HTTP ingest answers 503 and the shipper backs off instead of memory growing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+from pipeline.service import Pipeline
+from schemas.errors import FirstfaultError, RetryableError
+from schemas.wire import JobEvent, LogShard
+
+log = logging.getLogger("firstfault.embedded")
+Task = Callable[[], object]
+MAX_ATTEMPTS = 5
+
+
+class EmbeddedRunner:
+    def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0) -> None:
+        self._queue: queue.Queue[tuple[Task, int] | None] = queue.Queue(maxsize=queue_size)
+        self._put_timeout = put_timeout
+        self._timers: list[tuple[float, int, Task, int]] = []
+        self._timer_seq = itertools.count()
+        self._wake = threading.Condition()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.pipeline: Pipeline | None = None
+        self.failures: list[str] = []  # permanent failures, newest last (also logged)
+
+    def bind(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    # -- Dispatcher ---------------------------------------------------------------------------------------------
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
+        self._put(lambda: self._bound().accept_job(event, headers))
+
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+        self._put(lambda: self._bound().accept_shard(shard, headers))
+
+    # -- Scheduler ----------------------------------------------------------------------------------------------
+    def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
+        delay = max(0.0, (at - datetime.now(UTC)).total_seconds())
+        self._later(delay, lambda: self._bound().correlate(job_id, headers), 0)
+
+    # -- running ------------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        for target in (self._work, self._tick):
+            thread = threading.Thread(target=target, name=f"firstfault-{target.__name__}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._wake:
+            self._wake.notify_all()
+        self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def idle(self) -> bool:
+        with self._wake:
+            return not self._timers and self._queue.unfinished_tasks == 0
+
+    def _bound(self) -> Pipeline:
+        if self.pipeline is None:
+            raise RuntimeError("EmbeddedRunner.bind(pipeline) was not called")
+        return self.pipeline
+
+    def _put(self, task: Task, attempt: int = 0) -> None:
+        try:
+            self._queue.put((task, attempt), timeout=self._put_timeout)
+        except queue.Full as exc:
+            raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0) from exc
+
+    def _later(self, delay: float, task: Task, attempt: int) -> None:
+        with self._wake:
+            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._timer_seq), task, attempt))
+            self._wake.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                self._run(*item)
+            finally:
+                self._queue.task_done()
+
+    def _run(self, task: Task, attempt: int) -> None:
+        try:
+            task()
+        except RetryableError as exc:
+            if attempt + 1 >= MAX_ATTEMPTS:
+                self._fail(f"gave up after {MAX_ATTEMPTS} attempts: {exc}")
+            else:
+                self._later(exc.retry_after or min(30.0, 0.5 * 2**attempt), task, attempt + 1)
+        except FirstfaultError as exc:
+            self._fail(str(exc))
+        except Exception as exc:  # a bug: keep the service up, say what happened
+            log.exception("task failed")
+            self._fail(f"{type(exc).__name__}: {exc}")
+
+    def _fail(self, reason: str) -> None:
+        log.error("dropped a task: %s", reason)
+        self.failures.append(reason)
+
+    def _tick(self) -> None:
+        while not self._stopping.is_set():
+            with self._wake:
+                if not self._timers:
+                    self._wake.wait(timeout=1.0)
+                    continue
+                due, _, task, attempt = self._timers[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._wake.wait(timeout=wait)
+                    continue
+                heapq.heappop(self._timers)
+            try:
+                self._queue.put((task, attempt), timeout=60)
+            except queue.Full:
+                self._later(1.0, task, attempt)

@@ -1,0 +1,120 @@
+"""Accept, scan, decide, correlate, store: the pipeline's work, the same in both modes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from catalog.matcher import Matcher
+from correlator.diagnose import diagnose
+from correlator.jobs import Readiness, changes, readiness
+from correlator.reading import SourceScanner
+from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
+from pipeline import tracing
+from pipeline.payload import shard_bytes
+from schemas.diagnosis import Diagnosis
+from schemas.incident import Incident, Severity, incident_id
+from schemas.wire import JobEvent, LogShard
+from store.incidents import JobView, OnSaved, Store
+
+Clock = Callable[[], datetime]
+
+
+class Scheduler(Protocol):
+    """Runs `Pipeline.correlate(job_id)` at or after `at` (Celery countdown, or the embedded timer)."""
+
+    def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None: ...
+
+
+class Pipeline:
+    def __init__(self, store: Store, matcher: Matcher, scheduler: Scheduler, clock: Clock,
+                 group_wait: timedelta = timedelta(seconds=30), revise_wait: timedelta = timedelta(seconds=10),
+                 on_saved: OnSaved | None = None) -> None:
+        self.store, self.matcher, self.scheduler, self.clock = store, matcher, scheduler, clock
+        self.group_wait, self.revise_wait, self.on_saved = group_wait, revise_wait, on_saved
+
+    def accept_job(self, event: JobEvent, headers: Mapping[str, str] | None = None) -> None:
+        with tracing.span("firstfault.record_job", headers, job_id=event.job_id, state=event.state):
+            self.store.record_job(event, self.clock())
+            self._consider(event.job_id, late_evidence=False)
+
+    def accept_shard(self, shard: LogShard, headers: Mapping[str, str] | None = None) -> bool:
+        """Scan and keep one shard; False when it was a redelivery of one already kept."""
+        with tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp:
+            now = self.clock()
+            key = source_key(shard.stream, shard.rank, shard.host, shard.source)
+            scanner = SourceScanner(self.matcher, key.name, base_who(key), now.year)
+            scanner.feed(shard_bytes(shard))
+            result = scanner.finish()
+            sp.set_attribute("firstfault.findings", len(result.findings))
+            fresh = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, result_to_json(result), now)
+            # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling.
+            self._consider(shard.job_id, late_evidence=fresh)
+            return fresh
+
+    def _consider(self, job_id: str, late_evidence: bool) -> None:
+        now = self.clock()
+        view = self.store.job(job_id)
+        if self.store.incident_for_job(job_id) is not None:
+            if late_evidence:
+                self._schedule(job_id, now + self.revise_wait, now)
+            return
+        ready = self._readiness(view, now)
+        if ready.due is not None:
+            self._schedule(job_id, ready.due, now)
+
+    def _readiness(self, view: JobView, now: datetime) -> Readiness:
+        seen = {s.key for s in view.shards}
+        return readiness(view.event, view.failed_at, complete_sources(view.shards), seen, now, self.group_wait)
+
+    def _schedule(self, job_id: str, due: datetime, now: datetime) -> None:
+        if self.store.schedule(job_id, due, now):
+            self.scheduler.correlate_at(job_id, due, tracing.headers())
+
+    def correlate(self, job_id: str, headers: Mapping[str, str] | None = None) -> Incident | None:
+        """Diagnose the job from every shard kept so far; create or revise its incident. Idempotent."""
+        with tracing.span("firstfault.correlate_job", headers, job_id=job_id):
+            now = self.clock()
+            self.store.unschedule(job_id, now)
+            view = self.store.job(job_id)
+            event = view.event
+            if event is None:
+                return None
+            if self.store.incident_for_job(job_id) is None:
+                ready = self._readiness(view, now)
+                if not ready.ready:
+                    if ready.due is not None:
+                        self._schedule(job_id, ready.due, now)
+                    return None
+            results = merge(view.shards)
+            diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts)
+            with tracing.span("firstfault.store_incident", None, job_id=job_id):
+                return self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
+                                                self.on_saved)
+
+    def _build(self, event: JobEvent, diagnosis: Diagnosis, current: Incident | None,
+               now: datetime) -> Incident | None:
+        new_id = incident_id(event.job_id, event.attempt)
+        if current is not None and current.id == new_id:
+            # compare as stored: the JSON keeps times to the millisecond
+            if current.diagnosis.model_dump(mode="json") == diagnosis.model_dump(mode="json"):
+                return None
+            what = changes(current.diagnosis, diagnosis)
+            return current.model_copy(update={
+                "diagnosis": diagnosis, "updated_at": now, "severity": self._severity(diagnosis),
+                # a revision is what a follow-up post announces; quieter changes update the row in place
+                "revision": current.revision + 1 if what else current.revision,
+                "changes": what or current.changes,
+            })
+        return Incident(id=new_id, job_id=event.job_id, attempt=event.attempt, cluster=event.cluster,
+                        team=event.team, labels=event.labels, severity=self._severity(diagnosis),
+                        created_at=now, updated_at=now, diagnosis=diagnosis)
+
+    def _severity(self, diagnosis: Diagnosis) -> Severity:
+        rc = diagnosis.root_cause
+        sig = self.matcher.catalog.get(rc.signature) if rc and rc.signature else None
+        if sig is not None:
+            value = sig.severity.value
+            return value if value in ("critical", "error", "warning", "info") else "error"  # type: ignore[return-value]
+        return "warning" if diagnosis.verdict == "no_failure_found" else "error"
