@@ -25,6 +25,8 @@ class Settings(BaseModel):
     database_url: str = Field(default_factory=default_url)
     kafka_bootstrap: str | None = None  # host:port[,host:port]; set = distributed ingest
     broker_url: str = "redis://127.0.0.1:6379/0"  # Celery's broker
+    visibility_timeout_s: float = Field(default=300.0, gt=0)  # Redis redelivers a dead worker's task after this
+    redelivery_check_s: float = Field(default=10.0, gt=0)  # how often workers look for such tasks
     group_wait_s: float = Field(default=30.0, ge=0)  # after a failure event, wait this long for shards
     revise_wait_s: float = Field(default=10.0, ge=0)  # batch late shards this long before revising
     http_host: str = "127.0.0.1"
@@ -60,7 +62,13 @@ def load_settings(environ: Mapping[str, str] | None = None, path: str | None = N
             raise UsageError(f"settings file {file}: {exc}") from exc
     values.update(_from_env(env))
     try:
-        return Settings.model_validate(values)
+        settings = Settings.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise UsageError(f"settings: {problems}") from exc
+    longest_wait = max(settings.group_wait_s, settings.revise_wait_s)
+    if settings.visibility_timeout_s <= longest_wait:
+        # Redis would hand a waiting (countdown) task to another worker before it is due, again and again.
+        raise UsageError(f"settings: visibility_timeout_s ({settings.visibility_timeout_s:g}) must exceed "
+                         f"group_wait_s and revise_wait_s ({longest_wait:g})")
+    return settings

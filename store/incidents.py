@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,6 +24,7 @@ from store.db import make_engine, migrate
 from store.tables import IncidentRow, JobRow, RevisionRow, ShardRow
 
 # Called inside the incident's transaction, so that what it writes (the outbox) commits or rolls back with it.
+STALE = timedelta(minutes=10)
 OnSaved = Callable[[Session, Incident, Incident | None], None]
 
 
@@ -107,13 +108,14 @@ class Store:
             )
 
     def schedule(self, job_id: str, due: datetime, now: datetime) -> bool:
-        """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue)."""
+        """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue).
+        A pending one overdue by more than STALE is taken as lost and scheduled again."""
         with self.session() as s:
             row = s.get(JobRow, job_id, with_for_update=True)
             if row is None:
                 return False
             pending = _aware(row.correlate_at)
-            if pending is not None and now <= pending <= due:
+            if pending is not None and now - STALE <= pending <= due:
                 return False
             row.correlate_at = due
             s.add(row)

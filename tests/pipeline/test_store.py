@@ -102,3 +102,13 @@ def test_a_failing_hook_rolls_the_incident_back(store: Store) -> None:
     with pytest.raises(RuntimeError):
         store.save_incident("j", lambda cur: _incident(1, 3), boom)
     assert store.incident_for_job("j") is None
+
+
+def test_an_overdue_correlation_is_not_enqueued_again_until_it_looks_lost(store: Store) -> None:
+    # A busy worker holds the countdown task past its due time; every shard it then stores must not add another.
+    store.record_job(failed_job("j"), T0)
+    assert store.schedule("j", T0 + timedelta(seconds=30), T0)
+    later = T0 + timedelta(seconds=45)
+    assert not store.schedule("j", T0 + timedelta(seconds=30), later)
+    lost = T0 + timedelta(minutes=30)
+    assert store.schedule("j", T0 + timedelta(seconds=30), lost)

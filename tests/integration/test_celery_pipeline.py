@@ -1,0 +1,97 @@
+"""The distributed pipeline's workers: real Celery worker processes on the local Redis, PostgreSQL as the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from firstfault.settings import load_settings
+from store.incidents import Store
+from tests.integration.celery_worker import Worker, service_env, wait_for
+from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
+from workers.app import make_app
+from workers.dispatch import CeleryDispatcher
+
+pytestmark = pytest.mark.integration
+BROKER = "redis://127.0.0.1:6379/9"
+
+
+@pytest.fixture
+def broker() -> Iterator[str]:
+    client = redis.Redis.from_url(BROKER)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        pytest.skip(f"Redis not reachable at {BROKER}: {exc}")
+    client.flushdb()
+    yield BROKER
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def env(fresh_pg_url: str, broker: str) -> dict[str, str]:
+    return service_env(fresh_pg_url, broker)
+
+
+@pytest.fixture
+def store(fresh_pg_url: str) -> Iterator[Store]:
+    opened = Store.open(fresh_pg_url)
+    yield opened
+    opened.close()
+
+
+def _dispatcher(env: dict[str, str]) -> CeleryDispatcher:
+    return CeleryDispatcher(make_app(load_settings(environ=env)))
+
+
+def _counts(store: Store) -> tuple[int, int, int]:
+    with store.engine.connect() as conn:
+        return tuple(conn.execute(sa.text(f"select count(*) from {t}")).scalar_one()  # type: ignore[return-value]
+                     for t in ("shards", "incidents", "incident_revisions"))
+
+
+def _ship(dispatcher: CeleryDispatcher, job_id: str) -> int:
+    dispatcher.submit_job(failed_job(job_id), {})
+    shards = shards_of(job_id, EXAMPLE, chunk=16 * 1024)
+    for shard in shards:
+        dispatcher.submit_shard(shard, {})
+    return len(shards)
+
+
+def test_a_failed_job_becomes_one_incident(env: dict[str, str], store: Store, tmp_path: Path) -> None:
+    worker = Worker(env, tmp_path / "worker.log")
+    try:
+        _ship(_dispatcher(env), "job-1")
+        incident = wait_for(lambda: store.incident_for_job("job-1"), 90, "the incident")
+    finally:
+        worker.stop()
+    assert (incident.signature, incident.rank, incident.host) == ("host.oom_killer", 37, "node004")
+
+
+def test_a_worker_killed_mid_task_leaves_exactly_one_incident(env: dict[str, str], store: Store,
+                                                              tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    worker = Worker(env, log)
+    try:
+        total = _ship(_dispatcher(env), "job-2")
+        wait_for(lambda: _counts(store)[0] >= total // 3, 90, "a third of the shards")
+        worker.kill()  # SIGKILL mid-stream: the task in hand was never acknowledged
+        stored_at_kill = _counts(store)[0]
+        assert stored_at_kill < total
+        worker = Worker(env, log)  # the unacknowledged task comes back after the visibility timeout
+        incident = wait_for(lambda: store.incident_for_job("job-2"), 120, "the incident after the kill")
+        wait_for(lambda: _counts(store)[0] == total, 60, "every shard")
+        # then kill the worker right after the incident is written, before it can acknowledge anything more
+        worker.kill()
+        worker = Worker(env, log)
+        wait_for(lambda: "ready." in log.read_text(errors="replace"), 30, "the restarted worker")
+    finally:
+        worker.stop()
+    shards, incidents, revisions = _counts(store)
+    assert (shards, incidents, revisions) == (total, 1, 1)
+    assert (incident.signature, incident.rank) == ("host.oom_killer", 37)

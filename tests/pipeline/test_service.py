@@ -1,0 +1,106 @@
+"""The pipeline's decisions, with a manual clock: when it correlates, what a late shard does, redelivery."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from firstfault.engine import default_matcher
+from pipeline.service import Pipeline
+from schemas.incident import incident_id
+from store.incidents import Store
+from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of
+
+
+@pytest.fixture
+def parts(sqlite_url: str) -> Iterator[tuple[Pipeline, ManualClock, RecordingScheduler]]:
+    store = Store.open(sqlite_url)
+    clock, scheduler = ManualClock(), RecordingScheduler()
+    yield Pipeline(store, default_matcher(), scheduler, clock), clock, scheduler
+    store.close()
+
+
+def test_correlates_as_soon_as_every_rank_has_sent_eof(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, scheduler = parts
+    pipe.accept_job(failed_job("j"))
+    assert scheduler.calls == [("j", clock.now + pipe.group_wait)]  # nothing yet: wait for shards
+    for shard in shards_of("j", EXAMPLE):
+        pipe.accept_shard(shard)
+    assert scheduler.calls[-1] == ("j", clock.now)  # the last eof made the job ready now
+    incident = pipe.correlate("j")
+    assert incident is not None and incident.id == incident_id("j")
+    assert (incident.signature, incident.rank, incident.host) == ("host.oom_killer", 37, "node004")
+    assert incident.team == "llm" and incident.cluster == "c1" and incident.severity == "critical"
+
+
+def test_a_missing_rank_holds_the_incident_until_group_wait(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, scheduler = parts
+    pipe.accept_job(failed_job("j"))
+    for shard in shards_of("j", EXAMPLE):
+        if shard.rank != 12:
+            pipe.accept_shard(shard)
+    assert all(at == clock.now + pipe.group_wait for _, at in scheduler.calls)
+    clock.advance(10)
+    assert pipe.correlate("j") is None  # too early: rank 12 may still be on its way
+    clock.advance(21)
+    incident = pipe.correlate("j")
+    assert incident is not None and incident.rank == 37
+
+
+def test_late_evidence_revises_the_incident_and_says_what_changed(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, scheduler = parts
+    shards = shards_of("j", EXAMPLE)
+    dmesg = [s for s in shards if s.stream == "dmesg"]
+    assert dmesg, "the example has a node's dmesg"
+    pipe.accept_job(failed_job("j"))
+    for shard in shards:
+        if shard.stream != "dmesg":
+            pipe.accept_shard(shard)
+    first = pipe.correlate("j")
+    assert first is not None and first.revision == 1 and first.signature != "host.oom_killer"
+    clock.advance(60)
+    for shard in dmesg:
+        pipe.accept_shard(shard)
+    assert scheduler.calls[-1] == ("j", clock.now + pipe.revise_wait)
+    clock.advance(10)
+    second = pipe.correlate("j")
+    assert second is not None and second.id == first.id and second.revision == 2
+    assert second.signature == "host.oom_killer"
+    assert any("host.oom_killer" in line for line in second.changes)
+    assert [r[0] for r in pipe.store.revisions(first.id)] == [1, 2]
+
+
+def test_redelivery_changes_nothing(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, _ = parts
+    shards = shards_of("j", EXAMPLE)
+    pipe.accept_job(failed_job("j"))
+    for shard in shards:
+        assert pipe.accept_shard(shard) is True
+    first = pipe.correlate("j")
+    assert first is not None
+    assert pipe.accept_shard(shards[5]) is False
+    pipe.accept_job(failed_job("j"))
+    clock.advance(30)
+    assert pipe.correlate("j") is None  # the same evidence: no new revision, nothing to post
+    again = pipe.store.incident_for_job("j")
+    assert again is not None and again.model_dump(mode="json") == first.model_dump(mode="json")
+
+
+def test_shards_before_the_failure_event_wait_for_it(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, scheduler = parts
+    for shard in shards_of("j", EXAMPLE):
+        pipe.accept_shard(shard)
+    assert scheduler.calls == [] and pipe.correlate("j") is None
+    pipe.accept_job(failed_job("j"))
+    assert scheduler.calls == [("j", clock.now)]
+    assert pipe.correlate("j") is not None
+
+
+def test_a_succeeded_job_gets_no_incident(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, scheduler = parts
+    pipe.accept_job(failed_job("j", state="succeeded"))
+    for shard in shards_of("j", EXAMPLE):
+        pipe.accept_shard(shard)
+    clock.advance(3600)
+    assert pipe.correlate("j") is None and scheduler.calls == []

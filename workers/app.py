@@ -1,0 +1,41 @@
+"""The Celery app (Redis broker by default): `celery -A workers.app worker`.
+
+acks_late + reject_on_worker_lost: a task whose worker dies is delivered again, and every task is idempotent,
+so a redelivery never duplicates anything. Redis redelivers an unacknowledged task after visibility_timeout,
+which must exceed the longest countdown we schedule (group_wait), or a waiting task would loop.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from firstfault.settings import Settings, load_settings
+
+QUEUE = "firstfault"
+
+
+def make_app(settings: Settings | None = None) -> Celery:
+    s = settings or load_settings()
+    app = Celery("firstfault", broker=s.broker_url, include=["workers.tasks"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        task_default_queue=QUEUE,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": s.visibility_timeout_s,
+            # kombu looks for a dead worker's unacknowledged tasks every interval × throttle seconds (100 s by
+            # default); look every interval instead, so a crash costs visibility_timeout plus seconds
+            "unacked_restore_interval": s.redelivery_check_s,
+            "unacked_restore_throttle": 1,
+        },
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+app = make_app()

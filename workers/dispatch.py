@@ -1,0 +1,46 @@
+"""The distributed Dispatcher and Scheduler: Celery tasks on the broker. Broker errors become TransportError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from schemas.errors import TransportError
+from schemas.wire import JobEvent, LogShard
+
+PUBLISH_RETRY = {"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 2}
+
+
+def _send(app: Celery, task: str, args: tuple[Any, ...], headers: Mapping[str, str],
+          countdown: float | None = None) -> None:
+    try:
+        app.send_task(task, args, headers=dict(headers), countdown=countdown, retry=True,
+                      retry_policy=PUBLISH_RETRY)
+    except (OperationalError, ConnectionError, OSError) as exc:
+        raise TransportError(f"Celery broker: {exc}") from exc
+
+
+class CeleryDispatcher:
+    """Hands validated messages to the workers; returns once the broker has them."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
+        _send(self.app, "firstfault.record_job", (event.model_dump(mode="json"),), headers)
+
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+        _send(self.app, "firstfault.match_shard", (shard.model_dump(mode="json"),), headers)
+
+
+class CeleryScheduler:
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
+        delay = max(0.0, (at - datetime.now(UTC)).total_seconds())
+        _send(self.app, "firstfault.correlate_job", (job_id,), headers, countdown=delay or None)
