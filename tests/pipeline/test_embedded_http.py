@@ -1,0 +1,83 @@
+"""`firstfault serve --embedded`'s pieces over real HTTP: ingest, the in-process queue, SQLite, the incident."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from firstfault.serve import Embedded, build_embedded
+from firstfault.settings import load_settings
+from tests.integration.celery_worker import wait_for
+from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
+from tests.pipeline.http_server import serving
+
+TOKEN = "s3cret-test-token"
+
+
+@pytest.fixture
+def embedded(sqlite_url: str) -> Iterator[tuple[Embedded, str]]:
+    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": sqlite_url, "FIRSTFAULT_API_TOKEN": TOKEN,
+                                      "FIRSTFAULT_GROUP_WAIT_S": "1", "FIRSTFAULT_REVISE_WAIT_S": "0.5"},
+                             path="/dev/null")
+    service = build_embedded(settings)
+    service.runner.start()
+    with serving(service.app) as url:
+        yield service, url
+    service.runner.stop()
+    service.store.close()
+
+
+def _client(url: str, token: str | None = TOKEN) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=30)
+
+
+def test_a_job_shipped_over_http_becomes_an_incident(embedded: tuple[Embedded, str]) -> None:
+    service, url = embedded
+    with _client(url) as http:
+        assert http.post("/v1/jobs", json=failed_job("e1").model_dump(mode="json")).status_code == 202
+        for shard in shards_of("e1", EXAMPLE, chunk=32 * 1024):
+            if shard.seq == 0 and shard.rank == 5:  # one shard compressed, as `firstfault ship` sends them
+                packed = base64.b64encode(gzip.compress(shard.data.encode())).decode()
+                shard = shard.model_copy(update={"data": packed, "compression": "gzip"})
+            assert http.post("/v1/shards", json=shard.model_dump(mode="json")).status_code == 202
+    incident = wait_for(lambda: service.store.incident_for_job("e1"), 60, "the incident")
+    assert (incident.signature, incident.rank, incident.host) == ("host.oom_killer", 37, "node004")
+    assert service.runner.failures == []
+
+
+def test_writes_need_the_token(embedded: tuple[Embedded, str]) -> None:
+    _, url = embedded
+    body = failed_job("e2").model_dump(mode="json")
+    with _client(url, token=None) as http:
+        assert http.post("/v1/jobs", json=body).status_code == 401
+    with _client(url, token="wrong") as http:
+        assert http.post("/v1/jobs", json=body).status_code == 401
+
+
+@pytest.mark.parametrize(("path", "body", "says"), [
+    ("/v1/jobs", b"{not json", "not JSON"),
+    ("/v1/jobs", b'{"job_id": "x"}', "state"),
+    ("/v1/jobs", b'{"job_id": "x", "state": "exploded"}', "state"),
+    ("/v1/shards", b'{"job_id": "x", "seq": 0, "data": "%%%", "compression": "zstd"}', "base64"),
+    ("/v1/shards", b'{"job_id": "x", "seq": -1, "data": ""}', "seq"),
+    ("/v1/shards", b"\xff\xfe\x00binary", "not JSON"),
+])
+def test_bad_messages_get_400_with_the_reason(embedded: tuple[Embedded, str], path: str, body: bytes,
+                                              says: str) -> None:
+    _, url = embedded
+    with _client(url) as http:
+        response = http.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert says in response.json()["detail"]
+
+
+def test_an_oversized_message_is_refused(embedded: tuple[Embedded, str]) -> None:
+    _, url = embedded
+    with _client(url) as http:
+        response = http.post("/v1/shards", content=b"x" * (2 << 20), headers={"content-type": "application/json"})
+    assert response.status_code == 413
