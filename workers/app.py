@@ -28,7 +28,7 @@ def make_app(settings: Settings | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         broker_transport_options={
             "visibility_timeout": s.visibility_timeout_s,
-            # kombu looks for a dead worker's unacknowledged tasks every interval × throttle seconds (100 s by
+            # kombu looks for a dead worker's unacknowledged tasks every interval times throttle seconds (100 s by
             # default); look every interval instead, so a crash costs visibility_timeout plus seconds
             "unacked_restore_interval": s.redelivery_check_s,
             "unacked_restore_throttle": 1,

@@ -1,0 +1,72 @@
+"""`firstfault serve`: the embedded pipeline in one process, or the distributed consumers."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from fastapi import FastAPI
+
+from api.app import create_app
+from firstfault.engine import default_matcher
+from firstfault.settings import Settings, load_settings
+from pipeline import tracing
+from pipeline.embedded import EmbeddedRunner
+from pipeline.service import Pipeline, Scheduler
+from store.incidents import OnSaved, Store
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Embedded:
+    app: FastAPI
+    runner: EmbeddedRunner
+    pipeline: Pipeline
+    store: Store
+
+
+def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None) -> Pipeline:
+    return Pipeline(store, default_matcher(), scheduler, utc_now,
+                    group_wait=timedelta(seconds=settings.group_wait_s),
+                    revise_wait=timedelta(seconds=settings.revise_wait_s), on_saved=on_saved)
+
+
+def build_embedded(settings: Settings, on_saved: OnSaved | None = None) -> Embedded:
+    store = Store.open(settings.database_url)
+    runner = EmbeddedRunner(queue_size=settings.queue_size)
+    pipeline = pipeline_for(settings, store, runner, on_saved)
+    runner.bind(pipeline)
+    return Embedded(create_app(settings, runner, store), runner, pipeline, store)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    s = sub.add_parser("serve", help="run the pipeline: --embedded in one process, else the Kafka consumers")
+    s.add_argument("--embedded", action="store_true", help="no Kafka, no Redis: HTTP ingest, SQLite by default")
+    s.add_argument("--host", default=None)
+    s.add_argument("--port", type=int, default=None)
+    s.add_argument("--config", default=None, help="a TOML settings file (default: $FIRSTFAULT_CONFIG)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    settings = load_settings(path=args.config)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    tracing.setup(settings.tracing, settings.otlp_endpoint)
+    host, port = args.host or settings.http_host, args.port or settings.http_port
+    if args.embedded:
+        embedded = build_embedded(settings)
+        embedded.runner.start()
+        try:
+            uvicorn.run(embedded.app, host=host, port=port, log_level="info")
+        finally:
+            embedded.runner.stop()
+        return 0
+    from firstfault.serve_distributed import run_distributed
+
+    return run_distributed(settings, host, port)
