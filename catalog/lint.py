@@ -40,7 +40,8 @@ Rank = tuple[int, int, int]
 @dataclass(frozen=True)
 class LintReport:
     findings: tuple[Finding, ...]
-    entries: int
+    checked: int  # entries reported on (all of them, or those of the focus files)
+    entries: int  # entries in the catalog they were checked against
     files: int
 
     @property
@@ -52,7 +53,8 @@ class LintReport:
         return sum(f.level is Level.WARNING for f in self.findings)
 
     def to_json(self) -> dict[str, Any]:
-        return {"entries": self.entries, "files": self.files, "errors": self.errors, "warnings": self.warnings,
+        return {"checked": self.checked, "entries": self.entries, "files": self.files, "errors": self.errors,
+                "warnings": self.warnings,
                 "findings": [{"level": f.level.value, "kind": f.kind, "file": f.file, "entry": f.entry,
                               "other": f.other, "message": f.message, "example": f.example}
                              for f in self.findings]}
@@ -134,7 +136,7 @@ def _check_positive(ck: _Checker, sig: Signature, line: str, winner: Signature |
         if sig.generic and not winner.generic:
             return False  # a specific entry taking a fallback's line is the design
         ck.add(Level.ERROR, "example-lost", sig, f"its positive example goes to {winner.id}: "
-               f"{_why_wins(won_by, own)} ({won_by.regex})", line, winner.id)
+               f"{_why_wins(won_by, own)} (`{won_by.regex}`)", line, winner.id)
         return False
     for rival in claims.values():
         if rival.sig.id == sig.id or rival.sig.generic != sig.generic:
@@ -158,7 +160,7 @@ def _check_examples(ck: _Checker) -> None:
         for line in sig.examples.negative:
             hit = next((regex for s, regex, rx in ck.fingerprints if s.id == sig.id and rx.search(line)), None)
             if hit is not None:
-                ck.add(Level.ERROR, "negative-matched", sig, f"its negative example matches its fingerprint {hit}",
+                ck.add(Level.ERROR, "negative-matched", sig, f"its negative example matches its fingerprint `{hit}`",
                        line)
 
 
@@ -173,7 +175,7 @@ def _report_overlaps(ck: _Checker) -> None:
             continue
         for owner_id, (claim, own, line) in sorted(owners.items()):
             ck.add(Level.WARNING, "overlap", rival, f"also matches a positive example of {owner_id}, which wins "
-                   f"({_why_wins(own, claim)}), and neither lists the other in `related`: narrow {claim.regex} or "
+                   f"({_why_wins(own, claim)}), and neither lists the other in `related`: narrow `{claim.regex}` or "
                    "link the two so a reader of either page finds the other", line, owner_id)
 
 
@@ -196,9 +198,9 @@ def _check_fields(ck: _Checker) -> None:
             continue
         for fp in sig.fingerprints:
             if literal_length(fp.regex) < WEAK_LITERAL:
-                ck.add(Level.WARNING, "weak-fingerprint", sig, f"the matcher counts {literal_length(fp.regex)} "
-                       f"characters of fixed text in {fp.regex}: any other specific entry matching the same line "
-                       "will win it")
+                ck.add(Level.WARNING, "weak-fingerprint", sig, f"the matcher's precedence counts only "
+                       f"{literal_length(fp.regex)} characters of fixed text in `{fp.regex}`, so any other specific "
+                       "entry that matches the same line wins it")
 
 
 def _in_focus(f: Finding, files: Collection[str] | None, ids: Collection[str]) -> bool:
@@ -217,4 +219,5 @@ def lint(bundled: Sequence[tuple[Path, str]], user: Sequence[tuple[Path, str]] =
     focus_ids = {i for i, src in loaded.catalog.origin.items() if focus is not None and src in focus}
     found = [f for f in (*loaded.findings, *ck.findings) if _in_focus(f, focus, focus_ids)]
     found.sort(key=lambda f: (f.level is not Level.ERROR, f.file, f.entry or "", f.kind))
-    return LintReport(tuple(found), len(loaded.catalog), loaded.files)
+    checked = len(focus_ids) if focus is not None else len(loaded.catalog)
+    return LintReport(tuple(found), checked, len(loaded.catalog), loaded.files)

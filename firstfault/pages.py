@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
+from catalog.lint import LintReport
 from catalog.loader import Catalog
 from catalog.model import Signature
 
@@ -51,3 +53,23 @@ def print_entry(s: Signature, out: Console) -> None:
     out.print("\n[bold]Example[/]")
     for ex in s.examples.positive[:2]:
         out.print(f"  {escape(ex)}")
+
+
+def _shown_path(file: str, cwd: Path) -> str:
+    path = Path(file)
+    return str(path.relative_to(cwd)) if path.is_absolute() and path.is_relative_to(cwd) else file
+
+
+def lint_text(report: LintReport, cwd: Path) -> str:
+    """One `file: entry: level: kind: message` line per finding (the example line under it), then a summary."""
+    lines = []
+    for f in report.findings:
+        where = ": ".join(part for part in (_shown_path(f.file, cwd), f.entry) if part)
+        lines.append(f"{where}: {f.level.value}: {f.kind}: {f.message}")
+        if f.example is not None:
+            lines.append(f"    | {f.example}")
+    scope = (f"{report.checked} entries" if report.checked == report.entries
+             else f"{report.checked} entries (against {report.entries})")
+    lines.append(f"catalog lint: {scope} in {report.files} files: {report.errors} error(s), "
+                 f"{report.warnings} warning(s)")
+    return "\n".join(lines) + "\n"
