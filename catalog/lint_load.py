@@ -81,12 +81,10 @@ def _field_findings(file: str, name: str, raw: object) -> list[Finding]:
     return found
 
 
-def _validation_findings(file: str, name: str, exc: ValidationError, skip: set[str]) -> list[Finding]:
+def _validation_findings(file: str, name: str, exc: ValidationError) -> list[Finding]:
     found = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        if err["loc"] and str(err["loc"][0]) in skip:
-            continue  # already reported as missing-fix / missing-verification
         found.append(_error("invalid", file, name, f"{loc}: {err['msg']}" if loc else err["msg"]))
     return found
 
@@ -94,11 +92,13 @@ def _validation_findings(file: str, name: str, exc: ValidationError, skip: set[s
 def _parse_entry(file: str, raw: object, index: int) -> tuple[Signature | None, list[Finding]]:
     name = _entry_name(raw, index)
     found = _field_findings(file, name, raw)
+    if found and isinstance(raw, dict):
+        # Reported already; stand in for the missing text so the entry's other checks still run.
+        raw = {**raw, **{f.kind.removeprefix("missing-"): "(missing)" for f in found}}
     try:
-        sig = Signature.model_validate(raw)
+        return Signature.model_validate(raw), found
     except ValidationError as exc:
-        return None, found + _validation_findings(file, name, exc, {"fix", "verification"} if found else set())
-    return (None if found else sig), found
+        return None, found + _validation_findings(file, name, exc)
 
 
 def parse_file(path: Path, text: str) -> tuple[list[Signature], list[Finding]]:

@@ -60,6 +60,10 @@ def _shown_path(file: str, cwd: Path) -> str:
     return str(path.relative_to(cwd)) if path.is_absolute() and path.is_relative_to(cwd) else file
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def lint_text(report: LintReport, cwd: Path) -> str:
     """One `file: entry: level: kind: message` line per finding (the example line under it), then a summary."""
     lines = []
@@ -68,8 +72,9 @@ def lint_text(report: LintReport, cwd: Path) -> str:
         lines.append(f"{where}: {f.level.value}: {f.kind}: {f.message}")
         if f.example is not None:
             lines.append(f"    | {f.example}")
-    scope = (f"{report.checked} entries" if report.checked == report.entries
-             else f"{report.checked} entries (against {report.entries})")
-    lines.append(f"catalog lint: {scope} in {report.files} files: {report.errors} error(s), "
-                 f"{report.warnings} warning(s)")
+    checked = _count(report.checked, "entry", "entries")
+    if report.checked != report.entries:
+        checked += f" checked against {_count(report.entries, 'entry', 'entries')}"
+    lines.append(f"catalog lint: {checked} in {_count(report.files, 'file', 'files')}: "
+                 f"{_count(report.errors, 'error', 'errors')}, {_count(report.warnings, 'warning', 'warnings')}")
     return "\n".join(lines) + "\n"

@@ -126,6 +126,12 @@ def test_an_invalid_entry_does_not_hide_the_problems_of_the_others() -> None:
     assert sorted(kinds(report)) == ["missing-fix", "positive-unmatched"]
 
 
+def test_an_entry_missing_its_fix_still_gets_its_other_checks() -> None:
+    report = lint_user(entry("my.disk.error", "disk error", "disc error", fix="", related="[my.no.such]"))
+    assert sorted(kinds(report)) == ["dangling-related", "missing-fix", "positive-unmatched"]
+    assert report.checked == 1
+
+
 def test_a_fallback_id_without_generic_true_is_an_error() -> None:
     report = lint_user(entry("my.disk.generic", "disk error: (?P<detail>[^\\n]+)", "disk error: anything"))
     assert kinds(report, Level.ERROR) == ["generic-unmarked"]
@@ -182,7 +188,7 @@ def test_cli_default_is_bundled_plus_catalog_path_and_exits_0_without_errors(tmp
     assert "my.thing.broke: error: missing-fix" in p.stdout
     clean = run("catalog", "lint")
     assert clean.returncode == 0, clean.stdout
-    assert re.search(r"catalog lint: \d+ entries in \d+ files: 0 error\(s\), \d+ warning\(s\)", clean.stdout)
+    assert re.search(r"catalog lint: \d+ entries in \d+ files: 0 errors, \d+ warnings?", clean.stdout)
 
 
 def test_cli_lint_of_a_missing_path_is_a_usage_error() -> None:
