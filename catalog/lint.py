@@ -132,11 +132,11 @@ def _check_positive(ck: _Checker, sig: Signature, line: str, winner: Signature |
         ck.add(Level.ERROR, "example-lost", sig, "the matcher reports no entry for its positive example", line)
         return False
     if winner.id != sig.id:
-        won_by = claims[winner.id]
         if sig.generic and not winner.generic:
             return False  # a specific entry taking a fallback's line is the design
-        ck.add(Level.ERROR, "example-lost", sig, f"its positive example goes to {winner.id}: "
-               f"{_why_wins(won_by, own)} (`{won_by.regex}`)", line, winner.id)
+        won_by = claims.get(winner.id)
+        why = f"{_why_wins(won_by, own)} (`{won_by.regex}`)" if won_by else "the matcher's choice"
+        ck.add(Level.ERROR, "example-lost", sig, f"its positive example goes to {winner.id}: {why}", line, winner.id)
         return False
     for rival in claims.values():
         if rival.sig.id == sig.id or rival.sig.generic != sig.generic:
@@ -188,6 +188,10 @@ def _check_fields(ck: _Checker) -> None:
         if _FALLBACK_ID.search(sig.id) and not sig.generic:
             ck.add(Level.ERROR, "generic-unmarked", sig, "its id names a fallback but it lacks `generic: true`, so "
                    "it competes with specific entries and a match reads as a known cause")
+        for line in (*sig.examples.positive, *sig.examples.negative):
+            if "\n" in line.rstrip("\n"):
+                ck.add(Level.ERROR, "invalid", sig, "an example holds a line break: the matcher reads one line at a "
+                       "time, so write each line as its own example", line)
         if "#" not in sig.verification:
             ck.add(Level.WARNING, "verification-no-expectation", sig, "the verification command has no "
                    "`# expect ...` comment saying what a fixed system prints")

@@ -113,6 +113,7 @@ def test_stale_examples_are_errors() -> None:
     ({"related": "[my.no.such]"}, "dangling-related"),
     ({"colour": "red"}, "invalid"),
     ({"fingerprints": "[{regex: 'disk (error'}]"}, "invalid"),
+    ({"examples": '{positive: ["disk error\\nsecond line"], negative: ["fine"]}'}, "invalid"),
 ])
 def test_field_problems_are_errors(change: dict[str, str], kind: str) -> None:
     report = lint_user(entry("my.disk.error", "disk error", "disk error here", **change))
