@@ -38,11 +38,22 @@ Rank = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
+class Contest:
+    """A positive example that more than one specific entry matches, whether or not that is a problem."""
+
+    entry: str  # whose example it is
+    example: str
+    winner: str | None  # what the matcher picks
+    matched_by: tuple[str, ...]  # every specific entry that matches it, the matcher's favourite first
+
+
+@dataclass(frozen=True)
 class LintReport:
     findings: tuple[Finding, ...]
     checked: int  # entries reported on (all of them, or those of the focus files)
     entries: int  # entries in the catalog they were checked against
     files: int
+    contested: tuple[Contest, ...] = ()
 
     @property
     def errors(self) -> int:
@@ -57,7 +68,9 @@ class LintReport:
                 "warnings": self.warnings,
                 "findings": [{"level": f.level.value, "kind": f.kind, "file": f.file, "entry": f.entry,
                               "other": f.other, "message": f.message, "example": f.example}
-                             for f in self.findings]}
+                             for f in self.findings],
+                "contested": [{"entry": c.entry, "example": c.example, "winner": c.winner,
+                               "matched_by": list(c.matched_by)} for c in self.contested]}
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,8 @@ class _Checker:
         # Undeclared overlaps, gathered over all examples before any is reported (a catch-all is reported once):
         # rival id -> owner id -> (rival's claim, owner's claim, the line)
         self.overlaps: dict[str, dict[str, tuple[_Claim, _Claim, str]]] = defaultdict(dict)
+        self.ties: set[tuple[str, str]] = set()
+        self.contested: list[Contest] = []
 
     def add(self, level: Level, kind: str, sig: Signature, message: str, example: str | None = None,
             other: str | None = None) -> None:
@@ -128,6 +143,9 @@ def _check_positive(ck: _Checker, sig: Signature, line: str, winner: Signature |
         ck.add(Level.ERROR, "positive-unmatched", sig, "no fingerprint of this entry matches its positive example",
                line)
         return False
+    specific = sorted((c for c in claims.values() if not c.sig.generic), key=lambda c: c.rank, reverse=True)
+    if len(specific) > 1:
+        ck.contested.append(Contest(sig.id, line, winner.id if winner else None, tuple(c.sig.id for c in specific)))
     if winner is None:
         ck.add(Level.ERROR, "example-lost", sig, "the matcher reports no entry for its positive example", line)
         return False
@@ -141,11 +159,12 @@ def _check_positive(ck: _Checker, sig: Signature, line: str, winner: Signature |
     for rival in claims.values():
         if rival.sig.id == sig.id or rival.sig.generic != sig.generic:
             continue
-        if rival.rank == own.rank:  # ties matter among fallbacks too: the file order picks one
+        if rival.rank == own.rank and (sig.id, rival.sig.id) not in ck.ties:  # fallbacks too: file order decides
+            ck.ties.add((sig.id, rival.sig.id))
             ck.add(Level.WARNING, "tie", sig, f"wins its example only because its file comes before "
                    f"{rival.sig.id}'s (equal precedence {own.rank}); lengthen the fixed text of one of them",
                    line, rival.sig.id)
-        elif not rival.sig.generic and not _related(sig, rival.sig):
+        elif rival.rank != own.rank and not rival.sig.generic and not _related(sig, rival.sig):
             ck.overlaps[rival.sig.id].setdefault(sig.id, (rival, own, line))
     return True
 
@@ -223,5 +242,6 @@ def lint(bundled: Sequence[tuple[Path, str]], user: Sequence[tuple[Path, str]] =
     focus_ids = {i for i, src in loaded.catalog.origin.items() if focus is not None and src in focus}
     found = [f for f in (*loaded.findings, *ck.findings) if _in_focus(f, focus, focus_ids)]
     found.sort(key=lambda f: (f.level is not Level.ERROR, f.file, f.entry or "", f.kind))
+    contested = [c for c in ck.contested if focus is None or focus_ids.intersection((c.entry, *c.matched_by))]
     checked = len(focus_ids) if focus is not None else len(loaded.catalog)
-    return LintReport(tuple(found), checked, len(loaded.catalog), loaded.files)
+    return LintReport(tuple(found), checked, len(loaded.catalog), loaded.files, tuple(contested))

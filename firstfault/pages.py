@@ -77,4 +77,7 @@ def lint_text(report: LintReport, cwd: Path) -> str:
         checked += f" checked against {_count(report.entries, 'entry', 'entries')}"
     lines.append(f"catalog lint: {checked} in {_count(report.files, 'file', 'files')}: "
                  f"{_count(report.errors, 'error', 'errors')}, {_count(report.warnings, 'warning', 'warnings')}")
+    if report.contested:
+        lines.append(f"  {_count(len(report.contested), 'example line', 'example lines')} matched by more than one "
+                     "specific entry (who wins each: --format json, `contested`)")
     return "\n".join(lines) + "\n"

@@ -68,9 +68,13 @@ def test_an_overlap_its_own_entry_wins_is_a_warning_until_the_two_are_related() 
     medium = "disk error on sdb: medium error"
     broad = entry("my.disk.error", "disk error", "disk error on sda")
     specific = entry("my.disk.medium", "disk error on \\w+: medium error", medium)
-    overlap = only(lint_user(broad, specific), "overlap")
+    report = lint_user(broad, specific)
+    overlap = only(report, "overlap")
     assert (overlap.level, overlap.entry, overlap.other, overlap.example) == (
         Level.WARNING, "my.disk.error", "my.disk.medium", medium)
+    [contest] = report.contested  # the full picture, for --format json: who matches, who wins
+    assert (contest.entry, contest.winner, contest.matched_by) == ("my.disk.medium", "my.disk.medium",
+                                                                   ("my.disk.medium", "my.disk.error"))
     linked = entry("my.disk.error", "disk error", "disk error on sda", related="[my.disk.medium]")
     assert lint_user(linked, specific).findings == ()
 
