@@ -15,10 +15,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from catalog.loader import Catalog
+from catalog.loader import _YAML_LOADER, Catalog, _entry_name
 from catalog.model import Signature
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FILE_KEYS = frozenset({"version", "signatures"})
 # What an author leaves in a field meaning "not written yet": as good as missing.
 _PLACEHOLDERS = frozenset({"todo", "tbd", "tba", "fixme", "xxx", "n/a", "na", "none", "-", "...", "?"})
@@ -49,12 +48,6 @@ class Loaded:
 
 def _error(kind: str, file: str, entry: str | None, message: str) -> Finding:
     return Finding(Level.ERROR, kind, file, entry, message)
-
-
-def _entry_name(raw: object, index: int) -> str:
-    if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-        return str(raw["id"])
-    return f"entry #{index}"
 
 
 def _is_missing(value: object) -> bool:
