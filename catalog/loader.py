@@ -104,6 +104,30 @@ def _user_files(directories: Iterable[str]) -> list[tuple[Path, str]]:
     return found
 
 
+def bundled_sources() -> list[tuple[Path, str]]:
+    """The bundled catalog files and their text (what `catalog lint` checks by default)."""
+    return _bundled_files()
+
+
+def env_sources(extra_paths: str | None) -> list[tuple[Path, str]]:
+    """The files of the directories in ``extra_paths`` (FIRSTFAULT_CATALOG_PATH's format)."""
+    return _user_files(d for d in (extra_paths or "").split(os.pathsep) if d)
+
+
+def read_sources(paths: Iterable[str]) -> list[tuple[Path, str]]:
+    """Catalog files named directly, or found in the directories named (*.yaml, *.yml), and their text."""
+    found = []
+    for name in paths:
+        path = Path(name)
+        if not path.exists():
+            raise CatalogError(name, None, "no such catalog file or directory")
+        try:
+            found += _user_files([name]) if path.is_dir() else [(path, path.read_text(encoding="utf-8"))]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CatalogError(name, None, f"cannot read it: {exc}") from exc
+    return found
+
+
 def build_catalog(bundled: Sequence[tuple[Path, str]], user: Sequence[tuple[Path, str]] = ()) -> Catalog:
     """Validate files into one catalog. Duplicate ids within the bundled set fail; user files override."""
     entries: dict[str, Signature] = {}

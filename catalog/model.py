@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -108,7 +108,7 @@ class Signature(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
+    id: str = Field(json_schema_extra={"pattern": ID_RE.pattern})  # the validator below says why it failed
     title: str = Field(min_length=3, max_length=140)
     category: Category
     tags: list[str] = Field(default_factory=list)
@@ -116,7 +116,7 @@ class Signature(BaseModel):
     role: Role
     scope: Scope = Scope.RANK
     implicates: Implicates = Implicates.SELF
-    generic: bool = False
+    generic: bool = Field(False, description="a catch-all fallback: any specific entry on the same line wins")
     # The message wraps a cause printed elsewhere (ncclSystemError, "NCCL error in: ..."): it ranks below any
     # specific cause found on the same rank or its peers.
     wrapper: bool = False
@@ -125,7 +125,7 @@ class Signature(BaseModel):
     discriminators: list[str] = Field(default_factory=list)
     checklist: list[str] = Field(default_factory=list)
     fix: str = Field(min_length=5)
-    verification: str = Field(min_length=3)
+    verification: str = Field(min_length=3, description="one runnable command and a `# expect ...` comment")
     related: list[str] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
     examples: Examples
@@ -155,3 +155,14 @@ class CatalogFile(BaseModel):
 
     version: Literal[1]
     signatures: list[Signature]
+
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def catalog_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one catalog file, for editors; committed as catalog/schema.json (a test keeps it
+    equal). It cannot say that regexes compile or that `related` ids exist: the loader and `catalog lint` do."""
+    schema = CatalogFile.model_json_schema()
+    return {"$schema": SCHEMA_DIALECT, **schema, "title": "firstfault signature catalog file",
+            "description": "catalog/signatures/*.yaml or a FIRSTFAULT_CATALOG_PATH file (docs/CATALOG_AUTHORING.md)"}

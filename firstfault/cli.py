@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-from catalog.loader import default_catalog
+from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
+from catalog.model import catalog_json_schema
 from firstfault import __version__
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
 from firstfault.render import render_markdown, render_text
@@ -50,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     cs.add_argument("id")
     cq = csub.add_parser("search")
     cq.add_argument("text")
+    lint = csub.add_parser("lint", help="check entries: overlaps, stale examples, missing fix or verification")
+    lint.add_argument("paths", nargs="*", metavar="PATH",
+                      help="catalog files or directories, checked on top of the bundled catalog "
+                           "(default: the bundled catalog plus FIRSTFAULT_CATALOG_PATH)")
+    lint.add_argument("--format", choices=["text", "json"], default="text")
+    csub.add_parser("schema", help="print the JSON Schema of a catalog file")
 
     e = sub.add_parser("explain", help="an encyclopedia page for one signature")
     e.add_argument("id")
@@ -94,9 +103,31 @@ def cmd_match(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lint(args: argparse.Namespace) -> int:
+    """Exit status 1 when the lint finds errors: a CI step fails on them, not on warnings."""
+    from catalog.lint import lint
+    from firstfault.pages import lint_text
+
+    if args.paths:
+        user = read_sources(args.paths)
+        report = lint(bundled_sources(), user, focus={str(path) for path, _ in user})
+    else:
+        report = lint(bundled_sources(), env_sources(os.environ.get("FIRSTFAULT_CATALOG_PATH")))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+    else:
+        sys.stdout.write(lint_text(report, Path.cwd()))
+    return 1 if report.errors else 0
+
+
 def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
     from firstfault.pages import catalog_json, print_entry, print_list
 
+    if args.action == "lint":
+        return cmd_lint(args)
+    if args.action == "schema":
+        sys.stdout.write(json.dumps(catalog_json_schema(), indent=2) + "\n")
+        return 0
     catalog = default_catalog()
     if args.action == "list":
         if args.format == "json":

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
+from catalog.lint import LintReport
 from catalog.loader import Catalog
 from catalog.model import Signature
 
@@ -51,3 +53,31 @@ def print_entry(s: Signature, out: Console) -> None:
     out.print("\n[bold]Example[/]")
     for ex in s.examples.positive[:2]:
         out.print(f"  {escape(ex)}")
+
+
+def _shown_path(file: str, cwd: Path) -> str:
+    path = Path(file)
+    return str(path.relative_to(cwd)) if path.is_absolute() and path.is_relative_to(cwd) else file
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def lint_text(report: LintReport, cwd: Path) -> str:
+    """One `file: entry: level: kind: message` line per finding (the example line under it), then a summary."""
+    lines = []
+    for f in report.findings:
+        where = ": ".join(part for part in (_shown_path(f.file, cwd), f.entry) if part)
+        lines.append(f"{where}: {f.level.value}: {f.kind}: {f.message}")
+        if f.example is not None:
+            lines.append(f"    | {f.example}")
+    checked = _count(report.checked, "entry", "entries")
+    if report.checked != report.entries:
+        checked += f" checked against {_count(report.entries, 'entry', 'entries')}"
+    lines.append(f"catalog lint: {checked} in {_count(report.files, 'file', 'files')}: "
+                 f"{_count(report.errors, 'error', 'errors')}, {_count(report.warnings, 'warning', 'warnings')}")
+    if report.contested:
+        lines.append(f"  {_count(len(report.contested), 'example line', 'example lines')} matched by more than one "
+                     "specific entry (who wins each: --format json, `contested`)")
+    return "\n".join(lines) + "\n"
