@@ -25,6 +25,8 @@ class Settings(BaseModel):
     database_url: str = Field(default_factory=default_url)
     kafka_bootstrap: str | None = None  # host:port[,host:port]; set = distributed ingest
     broker_url: str = "redis://127.0.0.1:6379/0"  # Celery's broker
+    queue: str = Field(default="firstfault", pattern=r"^[\w.-]+$")  # `celery ... worker -Q` must name it
+    broker_prefix: str = ""  # a prefix for every broker key, to share one Redis between deployments
     visibility_timeout_s: float = Field(default=300.0, gt=0)  # Redis redelivers a dead worker's task after this
     redelivery_check_s: float = Field(default=10.0, gt=0)  # how often workers look for such tasks
     group_wait_s: float = Field(default=30.0, ge=0)  # after a failure event, wait this long for shards

@@ -76,7 +76,9 @@ class Pipeline:
         """Diagnose the job from every shard kept so far; create or revise its incident. Idempotent."""
         with tracing.span("firstfault.correlate_job", headers, job_id=job_id):
             now = self.clock()
-            self.store.unschedule(job_id, now)
+            # this run is the pending one (or a spare): clear it, so a reschedule below is really enqueued even
+            # when a countdown fired a little before its due time
+            self.store.unschedule(job_id)
             view = self.store.job(job_id)
             event = view.event
             if event is None:

@@ -121,11 +121,10 @@ class Store:
             s.add(row)
             return True
 
-    def unschedule(self, job_id: str, now: datetime) -> None:
+    def unschedule(self, job_id: str) -> None:
         with self.session() as s:
             row = s.get(JobRow, job_id, with_for_update=True)
-            pending = _aware(row.correlate_at) if row else None
-            if row is not None and pending is not None and pending <= now:
+            if row is not None and row.correlate_at is not None:
                 row.correlate_at = None
                 s.add(row)
 

@@ -11,8 +11,6 @@ from celery import Celery
 
 from firstfault.settings import Settings, load_settings
 
-QUEUE = "firstfault"
-
 
 def make_app(settings: Settings | None = None) -> Celery:
     s = settings or load_settings()
@@ -24,7 +22,7 @@ def make_app(settings: Settings | None = None) -> Celery:
         task_serializer="json",
         accept_content=["json"],
         task_ignore_result=True,
-        task_default_queue=QUEUE,
+        task_default_queue=s.queue,
         broker_connection_retry_on_startup=True,
         broker_transport_options={
             "visibility_timeout": s.visibility_timeout_s,
@@ -32,6 +30,7 @@ def make_app(settings: Settings | None = None) -> Celery:
             # default); look every interval instead, so a crash costs visibility_timeout plus seconds
             "unacked_restore_interval": s.redelivery_check_s,
             "unacked_restore_throttle": 1,
+            **({"global_keyprefix": s.broker_prefix} if s.broker_prefix else {}),
         },
         worker_hijack_root_logger=False,
     )

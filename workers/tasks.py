@@ -8,12 +8,11 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from celery import Task
+from celery import Task, shared_task
 
 from pipeline.service import Pipeline
 from schemas.errors import PermanentError, RetryableError
 from schemas.wire import JobEvent, LogShard
-from workers.app import app
 
 log = logging.getLogger("firstfault.workers")
 RETRY = {"autoretry_for": (RetryableError,), "retry_backoff": True, "retry_backoff_max": 60, "max_retries": 10,
@@ -23,13 +22,15 @@ RETRY = {"autoretry_for": (RetryableError,), "retry_backoff": True, "retry_backo
 @cache
 def pipeline() -> Pipeline:
     """One Pipeline per worker process, built on first use (after the fork)."""
+    from celery import current_app
+
     from firstfault.serve import pipeline_for
     from firstfault.settings import load_settings
     from store.incidents import Store
     from workers.dispatch import CeleryScheduler
 
     settings = load_settings()
-    return pipeline_for(settings, Store.open(settings.database_url), CeleryScheduler(app))
+    return pipeline_for(settings, Store.open(settings.database_url), CeleryScheduler(current_app))
 
 
 def _trace(task: Task) -> dict[str, str]:
@@ -43,7 +44,7 @@ def _dead_letter(what: str, exc: PermanentError) -> None:
     log.error("dead letter: %s: %s", what, exc)
 
 
-@app.task(name="firstfault.record_job", bind=True, **RETRY)
+@shared_task(name="firstfault.record_job", bind=True, **RETRY)
 def record_job(self: Task, event: Mapping[str, Any]) -> None:
     try:
         pipeline().accept_job(JobEvent.model_validate(event), _trace(self))
@@ -51,7 +52,7 @@ def record_job(self: Task, event: Mapping[str, Any]) -> None:
         _dead_letter(f"job {event.get('job_id')}", exc)
 
 
-@app.task(name="firstfault.match_shard", bind=True, **RETRY)
+@shared_task(name="firstfault.match_shard", bind=True, **RETRY)
 def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
     try:
         pipeline().accept_shard(LogShard.model_validate(shard), _trace(self))
@@ -59,7 +60,7 @@ def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
         _dead_letter(f"shard {shard.get('job_id')}#{shard.get('seq')}", exc)
 
 
-@app.task(name="firstfault.correlate_job", bind=True, **RETRY)
+@shared_task(name="firstfault.correlate_job", bind=True, **RETRY)
 def correlate_job(self: Task, job_id: str) -> str | None:
     incident = pipeline().correlate(job_id, _trace(self))
     if incident is not None:

@@ -23,12 +23,15 @@ def service_env(db_url: str, broker_url: str, **extra: str) -> dict[str, str]:
 
 
 class Worker:
+    """A `celery -A workers.app worker` process on the queue its environment names."""
+
     def __init__(self, env: Mapping[str, str], log: Path) -> None:
         self.log = log
         self._out = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo", "-Q", "firstfault",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
+            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo",
+             "-Q", env.get("FIRSTFAULT_QUEUE", "firstfault"), "--without-gossip", "--without-mingle",
+             "--without-heartbeat", "-l", "info"],
             cwd=ROOT, env=dict(env), stdout=self._out, stderr=subprocess.STDOUT)
 
     def kill(self) -> None:

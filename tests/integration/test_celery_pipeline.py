@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,21 +22,24 @@ BROKER = "redis://127.0.0.1:6379/9"
 
 
 @pytest.fixture
-def broker() -> Iterator[str]:
+def broker_prefix() -> Iterator[str]:
+    """A key prefix and queue of this test's own: other runs may share the machine's Redis."""
     client = redis.Redis.from_url(BROKER)
     try:
         client.ping()
     except redis.ConnectionError as exc:
         pytest.skip(f"Redis not reachable at {BROKER}: {exc}")
-    client.flushdb()
-    yield BROKER
-    client.flushdb()
+    prefix = f"fftest-{uuid.uuid4().hex[:8]}-"
+    yield prefix
+    for key in client.scan_iter(match=f"{prefix}*"):
+        client.delete(key)
     client.close()
 
 
 @pytest.fixture
-def env(fresh_pg_url: str, broker: str) -> dict[str, str]:
-    return service_env(fresh_pg_url, broker)
+def env(fresh_pg_url: str, broker_prefix: str) -> dict[str, str]:
+    return service_env(fresh_pg_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
+                       FIRSTFAULT_QUEUE=f"{broker_prefix}firstfault")
 
 
 @pytest.fixture

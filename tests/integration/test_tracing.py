@@ -60,18 +60,21 @@ def test_embedded_pipeline_is_one_trace(spans: InMemorySpanExporter, sqlite_url:
 
 @pytest.mark.integration
 def test_trace_context_crosses_the_celery_hop(spans: InMemorySpanExporter) -> None:
+    import uuid
+
     import redis
     from celery.contrib.testing.worker import start_worker
 
     from workers import tasks
-    from workers.app import app
+    from workers.app import make_app
 
-    broker = "redis://127.0.0.1:6379/10"
+    broker, prefix = "redis://127.0.0.1:6379/10", f"fftest-{uuid.uuid4().hex[:8]}-"
     try:
-        redis.Redis.from_url(broker).flushdb()
+        redis.Redis.from_url(broker).ping()
     except redis.ConnectionError as exc:
         pytest.skip(f"Redis not reachable: {exc}")
-    previous_broker, app.conf.broker_url = app.conf.broker_url, broker
+    app = make_app(load_settings(environ={"FIRSTFAULT_BROKER_URL": broker, "FIRSTFAULT_BROKER_PREFIX": prefix,
+                                          "FIRSTFAULT_QUEUE": f"{prefix}q"}, path="/dev/null"))
     seen: list[dict[str, str]] = []
 
     class _Recording:
@@ -91,6 +94,5 @@ def test_trace_context_crosses_the_celery_hop(spans: InMemorySpanExporter) -> No
             wait_for(lambda: seen, 30, "the task")
     finally:
         tasks.pipeline = original
-        app.conf.broker_url = previous_broker
     assert seen[0] == {"traceparent": TRACEPARENT}
     assert "firstfault.record_job" in _names_in_trace(spans)

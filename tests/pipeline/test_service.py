@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 
@@ -104,3 +105,16 @@ def test_a_succeeded_job_gets_no_incident(parts) -> None:  # type: ignore[no-unt
         pipe.accept_shard(shard)
     clock.advance(3600)
     assert pipe.correlate("j") is None and scheduler.calls == []
+
+
+def test_a_countdown_that_fires_early_is_scheduled_again(parts) -> None:  # type: ignore[no-untyped-def]
+    pipe, clock, scheduler = parts
+    pipe.accept_job(failed_job("j"))
+    for shard in shards_of("j", EXAMPLE)[:10]:
+        pipe.accept_shard(shard)
+    due = clock.now + pipe.group_wait
+    clock.now = due - timedelta(milliseconds=3)  # timers are not exact
+    assert pipe.correlate("j") is None
+    assert scheduler.calls[-1] == ("j", due)
+    clock.now = due
+    assert pipe.correlate("j") is not None

@@ -66,7 +66,7 @@ def test_schedule_enqueues_only_an_earlier_correlation(store: Store) -> None:
     assert store.schedule("j", T0 + timedelta(seconds=30), T0)
     assert not store.schedule("j", T0 + timedelta(seconds=40), T0)
     assert store.schedule("j", T0 + timedelta(seconds=5), T0)
-    store.unschedule("j", T0 + timedelta(seconds=6))
+    store.unschedule("j")
     assert store.job("j").correlate_at is None
     assert store.schedule("j", T0 + timedelta(seconds=40), T0 + timedelta(seconds=6))
 
