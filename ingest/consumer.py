@@ -1,0 +1,176 @@
+"""The ingest loop: poll a bounded batch, validate, hand valid messages to the Dispatcher, dead-letter the rest,
+then commit. At-least-once: an offset is committed only after its message is durably handed on or dead-lettered,
+so a crash between hand-off and commit redelivers (downstream is idempotent on (job_id, stream, rank/host, seq)).
+
+Backpressure: when the dispatcher (or the DLQ) cannot take a message, the loop commits what it did hand on, seeks
+every partition back to its first unhandled message, drops the rest of the batch and polls again after a backoff.
+It never holds more than one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ingest.dispatch import Dispatcher
+from ingest.kafka import Record
+from ingest.topics import DEFAULT_TOPICS, Topics
+from ingest.validate import validate_message
+from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
+from schemas.wire import JobEvent
+
+log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """What the loop needs of a consumer (ingest.kafka.KafkaSource). Every method raises only TransportError."""
+
+    def poll(self, timeout_s: float) -> list[Record]: ...
+
+    def commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None: ...
+
+    def seek(self, topic: str, partition: int, offset: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class DeadLetters(Protocol):
+    """ingest.dlq.DeadLetterWriter: returns once the dead letter is durable, raises TransportError otherwise."""
+
+    def write(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, reason: str,
+              headers: Mapping[str, str]) -> object: ...
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff between retries of a batch; a RetryableError's retry_after wins when it is longer."""
+
+    initial_s: float = 0.5
+    max_s: float = 30.0
+    _next: float = 0.0
+
+    def delay(self, exc: RetryableError) -> float:
+        self._next = min(self.max_s, self._next * 2 if self._next else self.initial_s)
+        return max(self._next, exc.retry_after or 0.0)
+
+    def reset(self) -> None:
+        self._next = 0.0
+
+
+@dataclass
+class Progress:
+    """What one batch did; the loop's counters for logs and tests."""
+
+    handed_on: int = 0
+    dead_lettered: int = 0
+    retried: bool = False
+
+
+class IngestLoop:
+    def __init__(self, source: Source, dispatcher: Dispatcher, dead_letters: DeadLetters,
+                 topics: Topics = DEFAULT_TOPICS, poll_timeout_s: float = 1.0, backoff: Backoff | None = None) -> None:
+        self._source = source
+        self._dispatcher = dispatcher
+        self._dead_letters = dead_letters
+        self._topics = topics
+        self._poll_timeout_s = poll_timeout_s
+        self._backoff = backoff or Backoff()
+
+    def run(self, stop: threading.Event) -> None:
+        """Consume until `stop` is set, then close the consumer (what is handed on is committed by then)."""
+        try:
+            while not stop.is_set():
+                self.step(stop)
+        finally:
+            self._source.close()
+
+    def step(self, stop: threading.Event) -> Progress:
+        """One batch: poll, hand on or dead-letter each message in order, commit, rewind what was not handled."""
+        progress = Progress()
+        try:
+            batch = self._source.poll(self._poll_timeout_s)
+        except TransportError as exc:
+            self._wait(stop, exc)
+            progress.retried = True
+            return progress
+        next_offsets: dict[tuple[str, int], int] = {}
+        failure: RetryableError | None = None
+        for record in batch:
+            if stop.is_set():
+                break
+            try:
+                if self._handle(record):
+                    progress.handed_on += 1
+                else:
+                    progress.dead_lettered += 1
+            except RetryableError as exc:
+                failure = exc
+                break
+            next_offsets[(record.topic, record.partition)] = record.offset + 1
+        self._commit(next_offsets)
+        self._rewind(batch, next_offsets)
+        if failure is not None:
+            log.warning("ingest: cannot hand on %s, retrying: %s", _where(record), failure)
+            self._wait(stop, failure)
+            progress.retried = True
+        else:
+            self._backoff.reset()
+        return progress
+
+    def _handle(self, record: Record) -> bool:
+        """True when handed on, False when dead-lettered. RetryableError when neither was possible."""
+        kind = self._topics.kind(record.topic)
+        try:
+            if kind is None:
+                raise InvalidMessage(f"topic {record.topic!r} is not one firstfault ingests")
+            model = validate_message(kind, record.value, record.key)
+            if isinstance(model, JobEvent):
+                self._dispatcher.submit_job(model, record.headers)
+            else:
+                self._dispatcher.submit_shard(model, record.headers)
+            return True
+        except InvalidMessage as exc:
+            reason = exc.reason
+        except PermanentError as exc:  # the dispatcher refused it for good: keep it, with why
+            reason = f"rejected downstream: {exc}"
+        log.info("ingest: dead-lettering %s: %s", _where(record), reason)
+        self._dead_letters.write(record.topic, record.partition, record.offset, record.key, record.value, reason,
+                                 record.headers)
+        return False
+
+    def _commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None:
+        if not next_offsets:
+            return
+        try:
+            self._source.commit(next_offsets)
+        except TransportError as exc:
+            # Lost on a rebalance, say: those messages are redelivered, which idempotent steps absorb.
+            log.warning("ingest: %s; the handed-on messages will be delivered again", exc)
+
+    def _rewind(self, batch: list[Record], next_offsets: Mapping[tuple[str, int], int]) -> None:
+        first_unhandled: dict[tuple[str, int], int] = {}
+        for record in batch:
+            where = (record.topic, record.partition)
+            if record.offset >= next_offsets.get(where, -1) and where not in first_unhandled:
+                first_unhandled[where] = record.offset
+        for (topic, partition), offset in first_unhandled.items():
+            self._source.seek(topic, partition, offset)
+
+    def _wait(self, stop: threading.Event, exc: RetryableError) -> None:
+        stop.wait(self._backoff.delay(exc))
+
+
+def _where(record: Record) -> str:
+    return f"{record.topic}[{record.partition}]@{record.offset}"
+
+
+def stop_on_signals(stop: threading.Event, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
+                    ) -> None:
+    """Set `stop` on SIGTERM/SIGINT so the loop finishes its message, commits and leaves the group cleanly.
+    Call from the main thread."""
+    for sig in signals:
+        signal.signal(sig, lambda _signum, _frame: stop.set())

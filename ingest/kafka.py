@@ -1,0 +1,170 @@
+"""kafka-python at the edge: a consumer source and a producer that speak firstfault's terms (records, next offsets,
+str headers) and raise only TransportError. The consume loop itself is in ingest/consumer.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kafka
+import kafka.errors
+from kafka.admin import NewTopic
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from ingest.topics import DEFAULT_TOPICS, Topics
+from schemas.errors import TransportError
+from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+
+log = logging.getLogger(__name__)
+
+GROUP = "firstfault-ingest"
+# Tansu (and small clusters) form a group in ~3 s with these instead of ~23 s with kafka-python's defaults;
+# a consumer that dies is noticed within 6 s, so its partitions are redelivered quickly.
+FAST_GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500}
+_PENDING_SENDS = 256  # futures kept before the oldest is awaited: bounds a producer's memory on huge uploads
+
+
+@dataclass(frozen=True)
+class Record:
+    """One consumed message, decoupled from kafka-python's types."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: dict[str, str]  # trace context (`traceparent`) rides here
+
+
+def str_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> dict[str, str]:
+    return {name: (value or b"").decode("utf-8", "replace") for name, value in headers or ()}
+
+
+def _transport(what: str, exc: Exception) -> TransportError:
+    return TransportError(f"kafka: {what}: {exc}")
+
+
+class KafkaSource:
+    """The consumer of firstfault.jobs and firstfault.shards. Auto-commit is off: the loop commits offsets itself,
+    after hand-off, because kafka-python's default (every 5 s, whatever happened) loses messages on a crash."""
+
+    def __init__(self, bootstrap: str, topics: Topics = DEFAULT_TOPICS, group: str = GROUP, batch: int = 64,
+                 **overrides: Any) -> None:
+        config: dict[str, Any] = {
+            "bootstrap_servers": bootstrap, "group_id": group, "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",  # a new group reads what was produced before it existed
+            "max_poll_records": batch,
+            # Fetch buffers are memory too: a little over one batch's worth, never the 50 MB default.
+            "fetch_max_bytes": 16 << 20, "max_partition_fetch_bytes": 2 * MAX_SHARD_BYTES,
+            **FAST_GROUP, **overrides,
+        }
+        try:
+            self._consumer = kafka.KafkaConsumer(topics.jobs, topics.shards, **config)
+        except kafka.errors.KafkaError as exc:
+            raise _transport(f"cannot connect to {bootstrap}", exc) from exc
+
+    def poll(self, timeout_s: float) -> list[Record]:
+        try:
+            batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000))
+        except kafka.errors.KafkaError as exc:
+            raise _transport("poll failed", exc) from exc
+        return [Record(m.topic, m.partition, m.offset, m.key, m.value, str_headers(m.headers))
+                for messages in batches.values() for m in messages]
+
+    def commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit, per (topic, partition), the offset of the next message to read."""
+        offsets = {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in next_offsets.items()}
+        try:
+            self._consumer.commit(offsets=offsets)
+        except kafka.errors.KafkaError as exc:
+            raise _transport("commit failed", exc) from exc
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        """Read (topic, partition) from `offset` again. A partition no longer assigned is skipped: its new owner
+        starts from the committed offset anyway."""
+        tp = TopicPartition(topic, partition)
+        if tp not in self._consumer.assignment():
+            return
+        self._consumer.seek(tp, offset)
+
+    def close(self) -> None:
+        """Leave the group without committing: what was not committed is redelivered."""
+        try:
+            self._consumer.close(autocommit=False)
+        except kafka.errors.KafkaError as exc:
+            log.warning("kafka consumer close: %s", exc)
+
+
+class WireProducer:
+    """A producer with acks=all. `send` queues; `flush` returns once every queued message is acknowledged by the
+    broker, and raises TransportError if any was not."""
+
+    def __init__(self, bootstrap: str, **overrides: Any) -> None:
+        config: dict[str, Any] = {
+            "bootstrap_servers": bootstrap, "acks": "all",
+            # A 1 MiB value plus key, headers and batch framing must fit in one request.
+            "max_request_size": 2 * MAX_SHARD_BYTES, "linger_ms": 5, "max_block_ms": 15000, **overrides,
+        }
+        try:
+            self._producer = kafka.KafkaProducer(**config)
+        except kafka.errors.KafkaError as exc:
+            raise _transport(f"cannot connect to {bootstrap}", exc) from exc
+        self._pending: deque[Any] = deque()
+
+    def send(self, topic: str, key: bytes | None, value: bytes, headers: Mapping[str, str]) -> None:
+        try:
+            future = self._producer.send(topic, key=key, value=value,
+                                         headers=[(k, v.encode("utf-8")) for k, v in headers.items()])
+        except kafka.errors.KafkaError as exc:
+            raise _transport(f"send to {topic} failed", exc) from exc
+        self._pending.append(future)
+        while len(self._pending) > _PENDING_SENDS:
+            self._settle(self._pending.popleft())
+
+    def send_job(self, event: JobEvent, topics: Topics = DEFAULT_TOPICS, headers: Mapping[str, str] = {}) -> None:
+        self.send(topics.jobs, event.job_id.encode("utf-8"), event.model_dump_json().encode("utf-8"), headers)
+
+    def send_shard(self, shard: LogShard, topics: Topics = DEFAULT_TOPICS, headers: Mapping[str, str] = {}) -> None:
+        self.send(topics.shards, shard.job_id.encode("utf-8"), shard.model_dump_json().encode("utf-8"), headers)
+
+    def flush(self) -> None:
+        try:
+            self._producer.flush()
+        except kafka.errors.KafkaError as exc:
+            raise _transport("flush failed", exc) from exc
+        while self._pending:
+            self._settle(self._pending.popleft())
+
+    def _settle(self, future: Any) -> None:
+        try:
+            future.get()
+        except kafka.errors.KafkaError as exc:
+            raise _transport("a message was not acknowledged", exc) from exc
+
+    def close(self) -> None:
+        try:
+            self._producer.close()
+        except kafka.errors.KafkaError as exc:
+            log.warning("kafka producer close: %s", exc)
+
+
+def create_topics(bootstrap: str, topics: Topics = DEFAULT_TOPICS, partitions: int = 1, replication: int = 1) -> None:
+    """Create the three topics when they do not exist yet (an existing topic is left alone)."""
+    try:
+        admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap)
+    except kafka.errors.KafkaError as exc:
+        raise _transport(f"cannot connect to {bootstrap}", exc) from exc
+    try:
+        missing = {topics.jobs, topics.shards, topics.dlq} - set(admin.list_topics())
+        if missing:
+            admin.create_topics([NewTopic(name, partitions, replication) for name in sorted(missing)])
+    except kafka.errors.TopicAlreadyExistsError:
+        pass  # created concurrently by another process
+    except kafka.errors.KafkaError as exc:
+        raise _transport("cannot create topics", exc) from exc
+    finally:
+        admin.close()

@@ -1,0 +1,161 @@
+"""Raw Kafka messages to wire models, or an InvalidMessage whose reason a human can act on. Pure: no I/O.
+
+Every check names what is wrong in the producer's terms (the byte offset of the bad UTF-8, the JSON position, the
+field), because the reason is all a DLQ reader sees besides the original bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any
+
+import zstandard
+from pydantic import BaseModel, ValidationError
+
+from ingest.topics import Kind
+from schemas.errors import InvalidMessage
+from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+
+MAX_DECODED_BYTES = 16 << 20  # a shard inflating past this is a decompression bomb, not a log
+_MAX_REASONS = 4
+_MODELS: dict[Kind, type[JobEvent] | type[LogShard]] = {"job": JobEvent, "shard": LogShard}
+
+
+def validate_message(kind: Kind, value: bytes | None, key: bytes | None) -> JobEvent | LogShard:
+    """The model a message carries. Raises InvalidMessage (with the original bytes) when it is unusable."""
+    raw = value or b""
+    try:
+        return _validate(kind, raw, key)
+    except InvalidMessage as exc:
+        raise InvalidMessage(exc.reason, raw) from None
+
+
+def _validate(kind: Kind, raw: bytes, key: bytes | None) -> JobEvent | LogShard:
+    model_type = _MODELS[kind]
+    name = model_type.__name__
+    if not raw:
+        raise InvalidMessage(f"empty message: expected a {name} JSON object")
+    if len(raw) > MAX_SHARD_BYTES:
+        raise InvalidMessage(f"message is {len(raw):,} bytes, over the {MAX_SHARD_BYTES:,}-byte limit; "
+                             "producers must chunk logs (firstfault ship does)")
+    obj = _json_object(raw, name)
+    try:
+        model = model_type.model_validate(obj)
+    except ValidationError as exc:
+        raise InvalidMessage(f"invalid {name}: {condense(exc)}") from None
+    _check_key(key, model.job_id)
+    if isinstance(model, LogShard):
+        decode_shard_data(model)
+    return model
+
+
+def _json_object(raw: bytes, name: str) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMessage(f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+                             f"(binary data must be compressed and base64-encoded in a {name})") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        raise InvalidMessage(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}") from None
+    if not isinstance(obj, dict):
+        raise InvalidMessage(f"JSON {_json_type(obj)} where a {name} object was expected")
+    return obj
+
+
+def _json_type(obj: object) -> str:
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(obj), type(obj).__name__)
+
+
+def condense(exc: ValidationError) -> str:
+    """pydantic's errors as one line: `field: message` for the first few, then how many more."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(message)"
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{where}: {msg}")
+    shown = "; ".join(parts[:_MAX_REASONS])
+    more = len(parts) - _MAX_REASONS
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def _check_key(key: bytes | None, job_id: str) -> None:
+    # The key is what puts every message of a job on one partition, hence before one correlator.
+    if key is None:
+        raise InvalidMessage(f"message has no key; the key must be the job_id {job_id!r}")
+    if key != job_id.encode("utf-8"):
+        shown = key.decode("utf-8", "replace")[:80]
+        raise InvalidMessage(f"key {shown!r} is not the job_id {job_id!r}")
+
+
+def decode_shard_data(shard: LogShard, limit: int = MAX_DECODED_BYTES) -> bytes:
+    """The log bytes a shard carries: UTF-8 text as is, else base64 then gzip or zstd, never more than `limit`."""
+    if shard.compression == "none":
+        data = shard.data.encode("utf-8")
+        if len(data) > limit:
+            raise InvalidMessage(f"shard data is {len(data):,} bytes, over the {limit:,}-byte limit")
+        return data
+    try:
+        packed = base64.b64decode(shard.data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidMessage(f"data is not valid base64 (compression {shard.compression}): {exc}") from None
+    if shard.compression == "gzip":
+        return _gunzip(packed, limit)
+    return _unzstd(packed, limit)
+
+
+def _bomb(limit: int) -> InvalidMessage:
+    return InvalidMessage(f"compressed data inflates past {limit:,} bytes (decompression bomb?)")
+
+
+def _gunzip(packed: bytes, limit: int) -> bytes:
+    out: list[bytes] = []
+    size = 0
+    rest = packed
+    while rest:  # a gzip stream may hold several members, as `cat a.gz b.gz` makes
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            block = inflater.decompress(rest, limit + 1 - size)
+        except zlib.error as exc:
+            raise InvalidMessage(f"data is not valid gzip: {exc}") from None
+        size += len(block)
+        if size > limit or inflater.unconsumed_tail:
+            raise _bomb(limit)
+        if not inflater.eof:
+            raise InvalidMessage("gzip data is truncated")
+        out.append(block)
+        rest = inflater.unused_data
+    return b"".join(out)
+
+
+def _unzstd(packed: bytes, limit: int) -> bytes:
+    # A streaming read bounds the output first; only then is the whole frame decoded, to detect truncation.
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True)
+        size = 0
+        while block := reader.read(1 << 20):
+            size += len(block)
+            if size > limit:
+                raise _bomb(limit)
+        out: list[bytes] = []
+        rest = packed
+        while rest:
+            inflater = zstandard.ZstdDecompressor().decompressobj()
+            out.append(inflater.decompress(rest))
+            if not inflater.eof:
+                raise InvalidMessage("zstd data is truncated")
+            rest = inflater.unused_data
+    except zstandard.ZstdError as exc:
+        raise InvalidMessage(f"data is not valid zstd: {exc}") from None
+    return b"".join(out)
+
+
+def model_bytes(model: BaseModel) -> bytes:
+    """The wire encoding of a model: compact JSON, UTF-8."""
+    return model.model_dump_json().encode("utf-8")
