@@ -44,6 +44,8 @@ class DeadLetters(Protocol):
     def write(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, reason: str,
               headers: Mapping[str, str]) -> object: ...
 
+    def close(self) -> None: ...
+
 
 @dataclass
 class Backoff:
@@ -86,7 +88,14 @@ class IngestLoop:
             while not stop.is_set():
                 self.step(stop)
         finally:
+            self.close()
+
+    def close(self) -> None:
+        """Leave the group (without committing: the loop commits as it goes) and close the DLQ producer."""
+        try:
             self._source.close()
+        finally:
+            self._dead_letters.close()
 
     def step(self, stop: threading.Event) -> Progress:
         """One batch: poll, hand on or dead-letter each message in order, commit, rewind what was not handled."""

@@ -52,6 +52,8 @@ class Producer(Protocol):
 
     def flush(self) -> None: ...
 
+    def close(self) -> None: ...
+
 
 class DeadLetterWriter:
     """Writes dead letters durably: `write` returns only once the broker has acknowledged the record, so the
@@ -69,3 +71,6 @@ class DeadLetterWriter:
         self._producer.send(self._topic, key, record.model_dump_json().encode("utf-8"), {})
         self._producer.flush()
         return record
+
+    def close(self) -> None:
+        self._producer.close()

@@ -61,8 +61,10 @@ def _json_object(raw: bytes, name: str) -> dict[str, Any]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
-        raise InvalidMessage(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}") from None
+        # A cut-off message fails at its very end, or inside a string that never closes.
+        cut_off = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        hint = ", truncated?" if cut_off else ""
+        raise InvalidMessage(f"not JSON: {exc.msg} (line {exc.lineno} column {exc.colno}{hint})") from None
     if not isinstance(obj, dict):
         raise InvalidMessage(f"JSON {_json_type(obj)} where a {name} object was expected")
     return obj

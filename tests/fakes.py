@@ -1,0 +1,82 @@
+"""Test doubles for the ingest edge: a Dispatcher that records what it is handed (optionally refusing the first
+few hand-offs), and the entry point of a consumer process the tests kill or stop with a signal."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from schemas.errors import RetryableError
+from schemas.wire import JobEvent, LogShard
+
+
+@dataclass
+class RecordingDispatcher:
+    """Hands off to a list. `refuse` RetryableErrors come first; `before` runs on every attempt (to observe the
+    broker at that moment)."""
+
+    refuse: int = 0
+    before: Callable[[JobEvent | LogShard], None] | None = None
+    jobs: list[tuple[JobEvent, dict[str, str]]] = field(default_factory=list)
+    shards: list[tuple[LogShard, dict[str, str]]] = field(default_factory=list)
+    attempts: int = 0
+
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
+        self._attempt(event)
+        self.jobs.append((event, dict(headers)))
+
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+        self._attempt(shard)
+        self.shards.append((shard, dict(headers)))
+
+    def _attempt(self, model: JobEvent | LogShard) -> None:
+        self.attempts += 1
+        if self.before is not None:
+            self.before(model)
+        if self.attempts <= self.refuse:
+            raise RetryableError(f"refusing hand-off {self.attempts} of {self.refuse}", retry_after=0.0)
+
+
+class FileDispatcher:
+    """Hands off by appending `job_id seq` to a file (fsynced: durable), then optionally hangs forever, as a
+    consumer killed between hand-off and commit would."""
+
+    def __init__(self, path: str, hang: bool) -> None:
+        self._path = path
+        self._hang = hang
+
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
+        self._write(f"job {event.job_id}")
+
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+        self._write(f"shard {shard.job_id} {shard.seq}")
+
+    def _write(self, line: str) -> None:
+        with open(self._path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        while self._hang:
+            time.sleep(3600)
+
+
+def consumer_process(argv: list[str]) -> None:
+    """`python -c 'from tests.fakes import consumer_process; ...' BOOTSTRAP PREFIX GROUP OUT hang|run`."""
+    from ingest.consumer import Backoff, IngestLoop, stop_on_signals
+    from ingest.dlq import DeadLetterWriter
+    from ingest.kafka import KafkaSource, WireProducer
+    from ingest.topics import Topics
+
+    bootstrap, prefix, group, out, mode = argv
+    topics = Topics(f"{prefix}.jobs", f"{prefix}.shards", f"{prefix}.dlq")
+    stop = threading.Event()
+    stop_on_signals(stop)
+    loop = IngestLoop(KafkaSource(bootstrap, topics, group), FileDispatcher(out, hang=mode == "hang"),
+                      DeadLetterWriter(WireProducer(bootstrap), topics.dlq), topics, poll_timeout_s=0.2,
+                      backoff=Backoff(initial_s=0.05))
+    loop.run(stop)
+    sys.stdout.write("stopped cleanly\n")
