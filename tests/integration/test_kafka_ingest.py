@@ -144,8 +144,11 @@ def test_a_refused_hand_off_is_retried_and_committed_only_after(kafka_bootstrap:
     producer.close()
     group = "g-retry"
     seen_committed: list[tuple[int, int]] = []  # (seq being handed on, offsets committed at that moment)
-    dispatcher = RecordingDispatcher(
-        refuse=2, before=lambda s: seen_committed.append((getattr(s, "seq", -1), committed_total(kafka_bootstrap, group, topics))))
+
+    def observe(shard: JobEvent | LogShard) -> None:
+        seen_committed.append((getattr(shard, "seq", -1), committed_total(kafka_bootstrap, group, topics)))
+
+    dispatcher = RecordingDispatcher(refuse=2, before=observe)
     loop = make_loop(kafka_bootstrap, topics, dispatcher, group)
     try:
         drive(loop, lambda: len(dispatcher.shards) == 3)
