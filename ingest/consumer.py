@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ingest.dispatch import Dispatcher
-from ingest.kafka import Record
+from ingest.dlq import DeadLetterWriter
+from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from ingest.validate import validate_message
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
@@ -171,6 +172,19 @@ class IngestLoop:
 
     def _wait(self, stop: threading.Event, exc: RetryableError) -> None:
         stop.wait(self._backoff.delay(exc))
+
+
+def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAULT_TOPICS, group: str = GROUP,
+                 batch: int = 64, poll_timeout_s: float = 1.0, backoff: Backoff | None = None) -> IngestLoop:
+    """The loop wired to Kafka: a consumer of the jobs and shards topics, and a DLQ writer with its own producer.
+    Run it with `loop.run(stop)`; `stop_on_signals(stop)` makes SIGTERM stop it cleanly."""
+    source = KafkaSource(bootstrap, topics, group, batch=batch)
+    try:
+        dead_letters = DeadLetterWriter(WireProducer(bootstrap), topics.dlq)
+    except TransportError:
+        source.close()
+        raise
+    return IngestLoop(source, dispatcher, dead_letters, topics, poll_timeout_s, backoff)
 
 
 def _where(record: Record) -> str:

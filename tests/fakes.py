@@ -66,17 +66,14 @@ class FileDispatcher:
 
 def consumer_process(argv: list[str]) -> None:
     """`python -c 'from tests.fakes import consumer_process; ...' BOOTSTRAP PREFIX GROUP OUT hang|run`."""
-    from ingest.consumer import Backoff, IngestLoop, stop_on_signals
-    from ingest.dlq import DeadLetterWriter
-    from ingest.kafka import KafkaSource, WireProducer
+    from ingest.consumer import Backoff, kafka_ingest, stop_on_signals
     from ingest.topics import Topics
 
     bootstrap, prefix, group, out, mode = argv
     topics = Topics(f"{prefix}.jobs", f"{prefix}.shards", f"{prefix}.dlq")
     stop = threading.Event()
     stop_on_signals(stop)
-    loop = IngestLoop(KafkaSource(bootstrap, topics, group), FileDispatcher(out, hang=mode == "hang"),
-                      DeadLetterWriter(WireProducer(bootstrap), topics.dlq), topics, poll_timeout_s=0.2,
-                      backoff=Backoff(initial_s=0.05))
+    loop = kafka_ingest(bootstrap, FileDispatcher(out, hang=mode == "hang"), topics, group, poll_timeout_s=0.2,
+                        backoff=Backoff(initial_s=0.05))
     loop.run(stop)
     sys.stdout.write("stopped cleanly\n")

@@ -9,10 +9,8 @@ from collections.abc import Callable
 import kafka
 from kafka.structs import TopicPartition
 
-from ingest.consumer import Backoff, IngestLoop
+from ingest.consumer import Backoff, IngestLoop, kafka_ingest
 from ingest.dispatch import Dispatcher
-from ingest.dlq import DeadLetterWriter
-from ingest.kafka import KafkaSource, WireProducer
 from ingest.topics import Topics
 
 # A cap so that a broken pipeline fails the test instead of hanging it; nothing asserts on time.
@@ -21,10 +19,8 @@ LIMIT_S = int(os.environ.get("FF_LIMIT", "90"))
 
 def make_loop(bootstrap: str, topics: Topics, dispatcher: Dispatcher, group: str,
               batch: int = 16) -> IngestLoop:
-    source = KafkaSource(bootstrap, topics, group, batch=batch)
-    dead_letters = DeadLetterWriter(WireProducer(bootstrap), topics.dlq)
-    return IngestLoop(source, dispatcher, dead_letters, topics, poll_timeout_s=0.2,
-                      backoff=Backoff(initial_s=0.05, max_s=0.2))
+    return kafka_ingest(bootstrap, dispatcher, topics, group, batch, poll_timeout_s=0.2,
+                        backoff=Backoff(initial_s=0.05, max_s=0.2))
 
 
 def drive(loop: IngestLoop, done: Callable[[], bool]) -> None:
