@@ -4,7 +4,10 @@ commands, and the HTTP transport against a real local server."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -229,3 +232,15 @@ def test_http_refusal_exits_1_with_the_servers_reason(ingest_server: type[_Inges
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "HTTP 401" in err and "bad token" in err
     assert len(ingest_server.received) == 1  # a 4xx is not retried
+
+
+@pytest.mark.integration
+def test_stdin_ships_as_one_stdout_stream(ingest_server: type[_Ingest]) -> None:
+    log = b"".join(b"[rank3]: step %d\n" % i for i in range(50_000))
+    done = subprocess.run([sys.executable, "-m", "firstfault.cli", "ship", "--job", "j-in", "--rank", "3",
+                           "--url", ingest_server.url, "-"], input=log, capture_output=True,  # type: ignore[attr-defined]
+                          timeout=120, env={k: v for k, v in os.environ.items() if k != "FIRSTFAULT_API_TOKEN"})
+    assert done.returncode == 0, done.stderr
+    shards = sorted((LogShard.model_validate_json(body) for _, _, body in ingest_server.received), key=lambda s: s.seq)
+    assert {(s.stream, s.rank, s.host, s.source) for s in shards} == {("stdout", 3, None, None)}
+    assert shards[-1].eof and b"".join(decode_shard_data(s) for s in shards) == log
