@@ -167,6 +167,7 @@ class IngestLoop:
             where = (record.topic, record.partition)
             if record.offset >= next_offsets.get(where, -1) and where not in first_unhandled:
                 first_unhandled[where] = record.offset
+        # A failed seek propagates and stops the loop: going on would commit past the unhandled messages.
         for (topic, partition), offset in first_unhandled.items():
             self._source.seek(topic, partition, offset)
 

@@ -87,9 +87,11 @@ class KafkaSource:
         """Read (topic, partition) from `offset` again. A partition no longer assigned is skipped: its new owner
         starts from the committed offset anyway."""
         tp = TopicPartition(topic, partition)
-        if tp not in self._consumer.assignment():
-            return
-        self._consumer.seek(tp, offset)
+        try:
+            if tp in self._consumer.assignment():
+                self._consumer.seek(tp, offset)
+        except kafka.errors.KafkaError as exc:
+            raise _transport(f"seek {topic}[{partition}] to {offset} failed", exc) from exc
 
     def close(self) -> None:
         """Leave the group without committing: what was not committed is redelivered."""
