@@ -154,6 +154,23 @@ class WireProducer:
             log.warning("kafka producer close: %s", exc)
 
 
+class KafkaDispatcher:
+    """A Dispatcher that hands on by producing to firstfault.jobs / firstfault.shards (the HTTP ingest in distributed
+    mode): returns once the broker acknowledged the message, raises TransportError when it did not."""
+
+    def __init__(self, producer: WireProducer, topics: Topics = DEFAULT_TOPICS) -> None:
+        self._producer = producer
+        self._topics = topics
+
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
+        self._producer.send_job(event, self._topics, headers)
+        self._producer.flush()
+
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+        self._producer.send_shard(shard, self._topics, headers)
+        self._producer.flush()
+
+
 def create_topics(bootstrap: str, topics: Topics = DEFAULT_TOPICS, partitions: int = 1, replication: int = 1) -> None:
     """Create the three topics when they do not exist yet (an existing topic is left alone)."""
     try:

@@ -20,7 +20,7 @@ import zstandard
 
 from firstfault.cli import main
 from ingest.dlq import DeadLetter
-from ingest.kafka import WireProducer
+from ingest.kafka import KafkaDispatcher, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from ingest.validate import decode_shard_data
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
@@ -227,3 +227,22 @@ def test_sigterm_stops_the_consumer_cleanly_after_committing(kafka_bootstrap: st
             consumer.communicate(timeout=30)
     assert consumer.returncode == 0, stderr.decode()
     assert stdout.decode().strip() == "stopped cleanly"
+
+
+def test_the_kafka_dispatcher_hands_on_to_the_consumer_with_trace_context(kafka_bootstrap: str,
+                                                                          topics: Topics) -> None:
+    producer = WireProducer(kafka_bootstrap)
+    upstream = KafkaDispatcher(producer, topics)  # what the HTTP ingest hands to in distributed mode
+    trace = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+    upstream.submit_job(JobEvent(job_id="job-http", state="failed"), trace)
+    upstream.submit_shard(LogShard(job_id="job-http", rank=1, seq=0, eof=True, data="boom\n"), trace)
+    producer.close()
+    dispatcher = RecordingDispatcher()
+    loop = make_loop(kafka_bootstrap, topics, dispatcher, "g-http")
+    try:
+        drive(loop, lambda: len(dispatcher.jobs) == 1 and len(dispatcher.shards) == 1)
+    finally:
+        loop.close()
+    [(event, job_headers)], [(shard, shard_headers)] = dispatcher.jobs, dispatcher.shards
+    assert (event.job_id, event.state, shard.rank, decode_shard_data(shard)) == ("job-http", "failed", 1, b"boom\n")
+    assert job_headers == shard_headers == trace
