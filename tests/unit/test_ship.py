@@ -244,3 +244,45 @@ def test_stdin_ships_as_one_stdout_stream(ingest_server: type[_Ingest]) -> None:
     shards = sorted((LogShard.model_validate_json(body) for _, _, body in ingest_server.received), key=lambda s: s.seq)
     assert {(s.stream, s.rank, s.host, s.source) for s in shards} == {("stdout", 3, None, None)}
     assert shards[-1].eof and b"".join(decode_shard_data(s) for s in shards) == log
+
+
+def _epilog(tmp_path: Path, url: str, **env: str) -> None:
+    """Run deploy/slurm/epilog.sh as Slurm would, with `firstfault` and `scontrol` stand-ins on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "firstfault").write_text(f"#!/bin/sh\nexec {sys.executable} -m firstfault.cli \"$@\"\n")
+    (bin_dir / "scontrol").write_text("#!/bin/sh\nprintf 'node000\\nnode001\\n'\n")  # show hostnames node[000-001]
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    root = Path(__file__).resolve().parents[2]
+    full = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FIRSTFAULT": str(bin_dir / "firstfault"),
+            "FIRSTFAULT_URL": url, "PYTHONPATH": str(root), "SLURM_JOB_ID": "777", **env}
+    done = subprocess.run(["bash", str(root / "deploy" / "slurm" / "epilog.sh")], env=full, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0 and b"error" not in done.stderr, done.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("status", "state", "code"), [(0, "succeeded", 0), (256, "failed", 1), (9, "failed", -9)])
+def test_the_slurm_epilog_sends_the_job_state_from_the_controller(ingest_server: type[_Ingest], tmp_path: Path,
+                                                                  status: int, state: str, code: int) -> None:
+    _epilog(tmp_path, ingest_server.url, SLURM_SCRIPT_CONTEXT="epilog_slurmctld",  # type: ignore[attr-defined]
+            SLURM_JOB_EXIT_CODE=str(status), SLURM_JOB_NODELIST="node[000-001]", SLURM_CLUSTER_NAME="c1")
+    [(path, _, body)] = ingest_server.received
+    event = JobEvent.model_validate_json(body)
+    assert path == "/v1/jobs"
+    assert (event.job_id, event.state, event.hosts, event.exit_codes, event.cluster, event.scheduler) == (
+        "777", state, ["node000", "node001"], {"node000": code}, "c1", "slurm")
+
+
+@pytest.mark.integration
+def test_the_slurm_epilog_ships_this_nodes_log_directory(ingest_server: type[_Ingest], tmp_path: Path) -> None:
+    host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+    logs = tmp_path / "logs" / "777" / host
+    logs.mkdir(parents=True)
+    (logs / "rank5.log").write_bytes(b"[rank5]: RuntimeError: boom\n")
+    _epilog(tmp_path, ingest_server.url, FIRSTFAULT_LOG_ROOT=str(tmp_path / "logs"))
+    [(path, _, body)] = ingest_server.received
+    shard = LogShard.model_validate_json(body)
+    assert (path, shard.job_id, shard.rank, shard.host, shard.eof) == ("/v1/shards", "777", 5, host, True)
+    assert decode_shard_data(shard) == b"[rank5]: RuntimeError: boom\n"
