@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from ingest.dispatch import Dispatcher
+from ingest.validate import decode_shard_data
 from pipeline import tracing
-from pipeline.payload import shard_bytes
 from schemas.errors import InvalidMessage, RetryableError
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
 
@@ -70,7 +70,7 @@ def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
     async def post_shard(request: Request) -> JSONResponse:
         try:
             shard = LogShard.model_validate(await _body(request))
-            shard_bytes(shard)  # refuse undecodable data here, where the sender can still hear about it
+            decode_shard_data(shard)  # refuse undecodable data here, where the sender can still hear about it
         except ValidationError as exc:
             raise HTTPException(status_code=400, detail=_reason(exc)) from exc
         except InvalidMessage as exc:

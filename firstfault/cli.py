@@ -15,11 +15,11 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
-from firstfault import __version__, ship_cli
+from firstfault import __version__, serve, ship_cli
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
-from schemas.errors import CatalogError, UsageError
+from schemas.errors import CatalogError, TransportError, UsageError
 
 PROGRESS_MIN_BYTES = 64 << 20
 
@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("id")
 
     ship_cli.add_parsers(sub)
+    serve.add_parser(sub)
     return p
 
 
@@ -157,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_match(args)
         if args.command in ("ship", "schema"):
             return ship_cli.run(args)
+        if args.command == "serve":
+            return serve.cmd_serve(args)
         if args.command == "explain":
             args.action = "show"
         return cmd_catalog(args, out)
@@ -166,6 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CatalogError as exc:
         sys.stderr.write(f"firstfault: catalog error: {exc}\n")
         return 2
+    except TransportError as exc:
+        sys.stderr.write(f"firstfault: error: {exc}\n")
+        return 1
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:

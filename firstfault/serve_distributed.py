@@ -1,10 +1,49 @@
-"""`firstfault serve` without --embedded: the Kafka consumers feeding Celery (wired when the Kafka ingest lands)."""
+"""`firstfault serve` without --embedded: the Kafka consumer handing messages to Celery, and the HTTP ingest
+producing to Kafka. Workers run apart: `celery -A workers.app worker -Q <queue>`."""
 
 from __future__ import annotations
 
+import logging
+import threading
+
+from api.app import create_app
 from firstfault.settings import Settings
+from ingest.consumer import kafka_ingest, stop_on_signals
+from ingest.kafka import KafkaDispatcher, WireProducer, create_topics
+from ingest.topics import DEFAULT_TOPICS
 from schemas.errors import UsageError
+from store.incidents import Store
+from workers.app import make_app
+from workers.dispatch import CeleryDispatcher
+
+log = logging.getLogger("firstfault.serve")
 
 
-def run_distributed(settings: Settings, host: str, port: int) -> int:
-    raise UsageError("distributed serve is not wired yet; use --embedded")
+def _http(settings: Settings, bootstrap: str, store: Store, host: str, port: int) -> threading.Thread:
+    import uvicorn
+
+    app = create_app(settings, KafkaDispatcher(WireProducer(bootstrap), DEFAULT_TOPICS), store)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+    thread = threading.Thread(target=server.run, name="firstfault-http", daemon=True)
+    thread.start()
+    return thread
+
+
+def run_distributed(settings: Settings, host: str, port: int, http: bool = True) -> int:
+    bootstrap = settings.kafka_bootstrap
+    if not bootstrap:
+        raise UsageError("distributed serve needs FIRSTFAULT_KAFKA_BOOTSTRAP (or run `firstfault serve --embedded`)")
+    create_topics(bootstrap, DEFAULT_TOPICS)
+    store = Store.open(settings.database_url)  # migrates the schema once, before any worker writes
+    loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), DEFAULT_TOPICS, settings.kafka_group)
+    stop = threading.Event()
+    stop_on_signals(stop)
+    if http:
+        _http(settings, bootstrap, store, host, port)
+    log.info("consuming %s and %s from %s", DEFAULT_TOPICS.jobs, DEFAULT_TOPICS.shards, bootstrap)
+    try:
+        loop.run(stop)
+    finally:
+        loop.close()
+        store.close()
+    return 0

@@ -16,7 +16,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.errors import UsageError
-from store.db import default_url
+
+
+def default_url() -> str:
+    """An SQLite file in the user's data directory: the embedded default, no service needed."""
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "firstfault"
+    return f"sqlite:///{base / 'firstfault.db'}"
 
 
 class Settings(BaseModel):
@@ -24,6 +29,7 @@ class Settings(BaseModel):
 
     database_url: str = Field(default_factory=default_url)
     kafka_bootstrap: str | None = None  # host:port[,host:port]; set = distributed ingest
+    kafka_group: str = "firstfault-ingest"
     broker_url: str = "redis://127.0.0.1:6379/0"  # Celery's broker
     queue: str = Field(default="firstfault", pattern=r"^[\w.-]+$")  # `celery ... worker -Q` must name it
     broker_prefix: str = ""  # a prefix for every broker key, to share one Redis between deployments

@@ -11,8 +11,8 @@ from correlator.diagnose import diagnose
 from correlator.jobs import Readiness, changes, readiness
 from correlator.reading import SourceScanner
 from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
+from ingest.validate import decode_shard_data
 from pipeline import tracing
-from pipeline.payload import shard_bytes
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
@@ -45,7 +45,7 @@ class Pipeline:
             now = self.clock()
             key = source_key(shard.stream, shard.rank, shard.host, shard.source)
             scanner = SourceScanner(self.matcher, key.name, base_who(key), now.year)
-            scanner.feed(shard_bytes(shard))
+            scanner.feed(decode_shard_data(shard))
             result = scanner.finish()
             sp.set_attribute("firstfault.findings", len(result.findings))
             fresh = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, result_to_json(result), now)

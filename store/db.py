@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,6 @@ from sqlalchemy.engine import Engine
 from schemas.errors import TransportError, UsageError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-
-
-def default_url() -> str:
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "firstfault"
-    return f"sqlite:///{base / 'firstfault.db'}"
 
 
 def normalize_url(url: str) -> str:

@@ -2,38 +2,20 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 import sqlalchemy as sa
 
 from firstfault.settings import load_settings
 from store.incidents import Store
-from tests.integration.celery_worker import Worker, service_env, wait_for
+from tests.integration.celery_worker import BROKER, Worker, service_env, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 from workers.app import make_app
 from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration
-BROKER = "redis://127.0.0.1:6379/9"
-
-
-@pytest.fixture
-def broker_prefix() -> Iterator[str]:
-    """A key prefix and queue of this test's own: other runs may share the machine's Redis."""
-    client = redis.Redis.from_url(BROKER)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:
-        pytest.skip(f"Redis not reachable at {BROKER}: {exc}")
-    prefix = f"fftest-{uuid.uuid4().hex[:8]}-"
-    yield prefix
-    for key in client.scan_iter(match=f"{prefix}*"):
-        client.delete(key)
-    client.close()
 
 
 @pytest.fixture

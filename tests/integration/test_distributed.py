@@ -1,0 +1,73 @@
+"""The distributed mode end to end, as an operator runs it: `firstfault ship` → Kafka (Tansu) → `firstfault serve`
+→ Celery worker (Redis) → PostgreSQL. Bad messages go to the DLQ with reasons while good ones keep flowing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import kafka
+import pytest
+
+from store.incidents import Store
+from tests.integration.celery_worker import BROKER, ROOT, Worker, service_env, wait_for
+from tests.integration.kafka_helpers import read_topic
+from tests.pipeline.helpers import EXAMPLE
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def env(fresh_pg_url: str, broker_prefix: str, kafka_bootstrap: str) -> dict[str, str]:
+    return service_env(fresh_pg_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
+                       FIRSTFAULT_QUEUE=f"{broker_prefix}firstfault", FIRSTFAULT_KAFKA_BOOTSTRAP=kafka_bootstrap,
+                       FIRSTFAULT_KAFKA_GROUP=f"g-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def store(fresh_pg_url: str) -> Iterator[Store]:
+    opened = Store.open(fresh_pg_url)  # migrated here, so the test can read before `serve` has started
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def service(env: dict[str, str], store: Store, tmp_path: Path) -> Iterator[None]:
+    with (tmp_path / "serve.log").open("wb") as log:
+        serve = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--no-http"], cwd=ROOT, env=env,
+                                 stdout=log, stderr=subprocess.STDOUT)
+        worker = Worker(env, tmp_path / "worker.log")
+        try:
+            yield
+        finally:
+            worker.stop()
+            serve.terminate()
+            assert serve.wait(timeout=30) == 0, (tmp_path / "serve.log").read_text()[-3000:]
+
+
+def _ship(env: dict[str, str], *args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "firstfault.cli", "ship", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_shipped_job_becomes_an_incident_and_bad_messages_are_dead_lettered(
+        env: dict[str, str], service: None, store: Store, kafka_bootstrap: str) -> None:
+    bad = [b"{not json", b'{"job_id": "bad-2", "seq": 0}', b"\xff\xfe binary", b""]
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for i, value in enumerate(bad):
+        producer.send("firstfault.shards", key=f"bad-{i}".encode(), value=value)
+    producer.flush()
+    producer.close()
+    _ship(env, "--job", "dist-1", "--state", "failed", "--world-size", "64", "--cluster", "c9", "--team", "llm")
+    _ship(env, "--job", "dist-1", str(EXAMPLE))
+    incident = wait_for(lambda: store.incident_for_job("dist-1"), 120, "the incident")
+    assert (incident.signature, incident.rank, incident.host) == ("host.oom_killer", 37, "node004")
+    assert (incident.cluster, incident.team) == ("c9", "llm")
+    letters = [json.loads(r.value) for r in read_topic(kafka_bootstrap, "firstfault.dlq", len(bad))]
+    assert sorted(letter["key"] for letter in letters) == [f"bad-{i}" for i in range(len(bad))]
+    assert all(letter["reason"] for letter in letters)
