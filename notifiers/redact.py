@@ -32,7 +32,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
         r"(?P<key>\b[\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
         r"|authorization|credentials?|WANDB_API_KEY|HF_TOKEN)[\w.-]*)"
         r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?![\d.]+\b|(?:Bearer|Basic|Token)\s)"  # numbers, bearer: not here
-        r"(?P<value>[^\s\"',;&}]{3,})", re.IGNORECASE), f"\\g<key>\\g<sep>{MASK}"),
+        r"(?P<value>[^\s\"',;}]{3,})", re.IGNORECASE), f"\\g<key>\\g<sep>{MASK}"),
     ("wandb key", re.compile(r"\b(wandb login\s+)[0-9a-f]{40}\b"), f"\\1{MASK}"),
 )
 

@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -78,10 +78,11 @@ class FakeServer:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> FakeServer:
+    def start(self) -> Self:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self._dispatch))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name=type(self).__name__, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),  # quick shutdown
+                                        name=type(self).__name__, daemon=True)
         self._thread.start()
         return self
 

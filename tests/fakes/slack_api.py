@@ -79,7 +79,7 @@ class FakeSlack(FakeServer):
             return auth
         handlers = {"chat.postMessage": self._post, "chat.update": self._update,
                     "conversations.history": self._history, "conversations.replies": self._replies,
-                    "auth.test": lambda p: Response.json({"ok": True, "user_id": "UBOT"})}
+                    "auth.test": _auth_test}
         handler = handlers.get(method)
         if handler is None:
             return _error("unknown_method")
@@ -217,6 +217,10 @@ def _json_param(value: Any) -> Any:
 def _blocks(params: dict[str, Any]) -> list[dict[str, Any]]:
     blocks = _json_param(params.get("blocks"))
     return list(blocks) if isinstance(blocks, list) else []
+
+
+def _auth_test(params: dict[str, Any]) -> Response:
+    return Response.json({"ok": True, "user_id": "UBOT"})
 
 
 def _error(error: str) -> Response:

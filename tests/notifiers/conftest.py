@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from notifiers.settings import NotifySettings
 from schemas.diagnosis import CollateralGroup, Diagnosis, Evidence, RootCause, TimelineEntry
@@ -80,8 +81,7 @@ def webhook_server() -> Iterator[FakeWebhookReceiver]:
 def settings_for(slack: FakeSlack | None = None, pagerduty: FakePagerDuty | None = None,
                  token: str = SLACK_TOKEN, secret: str = WEBHOOK_SECRET) -> NotifySettings:
     return NotifySettings(
-        base_url="https://firstfault.example.org", slack_token=token,  # type: ignore[arg-type]
+        base_url="https://firstfault.example.org", slack_token=SecretStr(token),
         slack_api_url=slack.url if slack else "http://127.0.0.1:9/api/",
         pagerduty_url=pagerduty.base if pagerduty else "http://127.0.0.1:9",
-        webhook_secret=secret,  # type: ignore[arg-type]
-        timeout_s=5)
+        webhook_secret=SecretStr(secret), timeout_s=5)
