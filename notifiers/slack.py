@@ -12,6 +12,7 @@ delivery id, so that ``find_sent`` can tell whether a post made before a crash a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.error import URLError
@@ -32,6 +33,7 @@ EVENT_TYPE = "firstfault_delivery"
 TRANSIENT_ERRORS = frozenset({"ratelimited", "internal_error", "fatal_error", "service_unavailable",
                               "request_timeout", "team_added_to_org"})
 HISTORY_LIMIT = 200
+CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 
 
 class SlackNotifier:
@@ -67,9 +69,9 @@ class SlackNotifier:
 
     def find_sent(self, incident: Incident, address: str, root_ref: str | None, delivery_id: str) -> Delivery | None:
         if root_ref is None:
-            history = _call(self.client.conversations_history, channel=address, include_all_metadata=True,
+            channel = self.channel_id(address)
+            history = _call(self.client.conversations_history, channel=channel, include_all_metadata=True,
                             limit=HISTORY_LIMIT)
-            channel = address
         else:
             channel, ts = split_ref(root_ref)
             history = _call(self.client.conversations_replies, channel=channel, ts=ts, include_all_metadata=True,
@@ -81,6 +83,22 @@ class SlackNotifier:
                 ref = root_ref or f"{channel}/{message['ts']}"
                 return Delivery(ref=ref, detail="found already posted")
         return None
+
+
+    def channel_id(self, address: str) -> str:
+        """The channel id for ``#name`` (history needs ids; posting accepts names). Rare: only on recovery."""
+        if CHANNEL_ID.fullmatch(address):
+            return address
+        name, cursor = address.removeprefix("#"), None
+        while True:
+            page = _call(self.client.conversations_list, types="public_channel,private_channel",
+                         exclude_archived=True, limit=1000, cursor=cursor)
+            for channel in page.get("channels") or []:
+                if channel.get("name") == name:
+                    return str(channel["id"])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                raise Rejected("channel_not_found", f"no channel named {address}")
 
 
 def split_ref(ref: str) -> tuple[str, str]:

@@ -7,8 +7,9 @@
   more than 10 fields or a field over 2,000 → ``invalid_blocks``; more than 12,000 characters over all blocks →
   ``msg_blocks_too_long``; text over 40,000 → ``msg_too_long``; unknown channel → ``channel_not_found``;
 - ``chat.postMessage`` answers ``channel`` (the id) and ``ts``; replies need an existing ``thread_ts``;
-  ``chat.update`` needs an existing ``ts``; ``conversations.history``/``replies`` return metadata only when
-  ``include_all_metadata`` is set.
+  ``chat.update`` needs an existing ``ts``; ``chat.update`` and ``conversations.history``/``replies`` take a
+  channel id, not a name (``conversations.list`` maps names, a page at a time); history returns metadata only
+  when ``include_all_metadata`` is set.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class FakeSlack(FakeServer):
         self.clock = clock
         self.messages: list[Message] = []
         self.on_post: Callable[[Message], None] | None = None  # runs after a post is stored, before the reply
+        self.lose_answers = 0  # store the next N posts but answer 503: the client cannot know they arrived
         self._sent_in_second: dict[tuple[str, int], int] = {}
         self._counter = 0
 
@@ -78,7 +80,7 @@ class FakeSlack(FakeServer):
         if auth is not None:
             return auth
         handlers = {"chat.postMessage": self._post, "chat.update": self._update,
-                    "conversations.history": self._history, "conversations.replies": self._replies,
+                    "conversations.history": self._history, "conversations.list": self._list, "conversations.replies": self._replies,
                     "auth.test": _auth_test}
         handler = handlers.get(method)
         if handler is None:
@@ -95,11 +97,13 @@ class FakeSlack(FakeServer):
             return _error("invalid_auth")
         return None
 
-    def _channel_id(self, channel: str | None) -> str | None:
+    def _channel_id(self, channel: str | None, by_name: bool = True) -> str | None:
         if not channel:
             return None
         if channel in self.channels:
             return channel
+        if not by_name:
+            return None
         name = channel.removeprefix("#")
         return next((cid for cid, n in self.channels.items() if n == name), None)
 
@@ -124,11 +128,14 @@ class FakeSlack(FakeServer):
         self.messages.append(message)
         if self.on_post is not None:
             self.on_post(message)
+        if self.lose_answers:
+            self.lose_answers -= 1
+            return Response(503, b"upstream timed out")
         return Response.json({"ok": True, "channel": cid, "ts": message.ts,
                               "message": {"text": message.text, "ts": message.ts}})
 
     def _update(self, params: dict[str, Any]) -> Response:
-        cid = self._channel_id(params.get("channel"))
+        cid = self._channel_id(params.get("channel"), by_name=False)
         if cid is None:
             return _error("channel_not_found")
         target = next((m for m in self.messages if m.channel == cid and m.ts == params.get("ts")), None)
@@ -141,8 +148,16 @@ class FakeSlack(FakeServer):
         target.text, target.blocks = params.get("text") or "", _blocks(params)
         return Response.json({"ok": True, "channel": cid, "ts": target.ts, "text": target.text})
 
+    def _list(self, params: dict[str, Any]) -> Response:
+        channels = [{"id": cid, "name": name, "is_channel": True} for cid, name in sorted(self.channels.items())]
+        # one channel a page, so that clients must follow next_cursor as they would on a big workspace
+        start = int(params.get("cursor") or 0)
+        more = start + 1 < len(channels)
+        return Response.json({"ok": True, "channels": channels[start:start + 1],
+                              "response_metadata": {"next_cursor": str(start + 1) if more else ""}})
+
     def _history(self, params: dict[str, Any]) -> Response:
-        cid = self._channel_id(params.get("channel"))
+        cid = self._channel_id(params.get("channel"), by_name=False)  # Slack wants an id here
         if cid is None:
             return _error("channel_not_found")
         limit = int(params.get("limit") or 100)
@@ -150,7 +165,7 @@ class FakeSlack(FakeServer):
         return Response.json({"ok": True, "messages": [self._view(m, params) for m in found], "has_more": False})
 
     def _replies(self, params: dict[str, Any]) -> Response:
-        cid = self._channel_id(params.get("channel"))
+        cid = self._channel_id(params.get("channel"), by_name=False)
         if cid is None:
             return _error("channel_not_found")
         root = next((m for m in self.messages if m.channel == cid and m.ts == params.get("ts")), None)
