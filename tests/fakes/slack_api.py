@@ -80,7 +80,8 @@ class FakeSlack(FakeServer):
         if auth is not None:
             return auth
         handlers = {"chat.postMessage": self._post, "chat.update": self._update,
-                    "conversations.history": self._history, "conversations.list": self._list, "conversations.replies": self._replies,
+                    "conversations.history": self._history, "conversations.list": self._list,
+                    "conversations.replies": self._replies,
                     "auth.test": _auth_test}
         handler = handlers.get(method)
         if handler is None:

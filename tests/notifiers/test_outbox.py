@@ -24,10 +24,8 @@ from schemas.incident import Incident
 from schemas.subscription import Match, QuietHours, Subscription, Target
 from store.incidents import Store
 from store.notify_tables import OutboxRow, OutcomeRow
-from tests.fakes.http import Response
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
-from tests.fakes.webhook_receiver import FakeWebhookReceiver
 from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for
 from tests.pipeline.helpers import failed_job
 
