@@ -15,7 +15,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
-from firstfault import __version__
+from firstfault import __version__, notify_cli
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explain", help="an encyclopedia page for one signature")
     e.add_argument("id")
+    notify_cli.add_commands(sub)
     return p
 
 
@@ -153,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_diagnose(args, out)
         if args.command == "match":
             return cmd_match(args)
+        if args.command in notify_cli.COMMANDS:
+            return notify_cli.run(args)
         if args.command == "explain":
             args.action = "show"
         return cmd_catalog(args, out)

@@ -63,16 +63,17 @@ def matches(match: Match, team: str, incident: Incident) -> bool:
 
 
 def _matches_root(match: Match, incident: Incident, signature: str | None) -> bool:
-    checks = [
-        not match.signatures or (signature is not None and _any_glob(match.signatures, [signature])),
-        not match.tags or bool(set(match.tags) & set(incident.tags)),
-        not match.categories or incident.category in match.categories,
+    what = [(match.signatures, signature is not None and _any_glob(match.signatures, [signature])),
+            (match.tags, bool(set(match.tags) & set(incident.tags))),
+            (match.categories, incident.category in match.categories)]
+    where = [
         not match.clusters or _any_glob(match.clusters, [incident.cluster] if incident.cluster else []),
         not match.hosts or _any_glob(match.hosts, [incident.host] if incident.host else []),
         not match.severities or incident.severity in match.severities,
         all(k in incident.labels and fnmatchcase(incident.labels[k], v) for k, v in match.labels.items()),
     ]
-    return all(checks)
+    wanted = [hit for values, hit in what if values]
+    return (not wanted or any(wanted)) and all(where)
 
 
 def _any_glob(patterns: Iterable[str], values: Iterable[str]) -> bool:

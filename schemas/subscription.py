@@ -1,8 +1,12 @@
 """A subscription: which incidents a team wants, and where they go (Slack, PagerDuty, a webhook).
 
 Matching rules (see notifiers/routing.py):
-- every criterion that is set must hold (AND); inside one criterion any listed value may match (OR);
-- a subscription with no criterion at all matches the incidents of its own team (``Incident.team``);
+- *what* it is about — signatures, tags, categories — is a union: any listed value of any of them matches
+  (``--tag nccl --signature 'xid.*'`` gets NCCL failures and Xids);
+- *where* — clusters, hosts, severities, job labels — narrows: each one set must hold (any of its values; every
+  label pair);
+- a subscription with no criterion at all matches the incidents of its own team (``Incident.team``); a
+  ``fallback`` subscription gets every incident no other subscription matched, whatever its criteria;
 - only the root cause counts: its signature, tags, category and host. A signature seen only in the collateral
   never matches, so a subscription to ``pytorch.c10d.watchdog_timeout`` is not paged for the 511 survivors of a
   rank that died of something else.

@@ -38,8 +38,11 @@ MATCH_CASES = [
     ("severity", {"severities": ["critical"]}, False),
     ("labels all match", {"labels": {"project": "llama", "env": "prod"}}, True),
     ("one label differs", {"labels": {"project": "llama", "env": "staging"}}, False),
-    ("AND across criteria", {"tags": ["oom"], "clusters": ["a100-*"]}, False),
+    ("where narrows what", {"tags": ["oom"], "clusters": ["a100-*"]}, False),
     ("OR inside a criterion", {"signatures": ["nccl.*", "host.oom_*"]}, True),
+    ("what is a union: tag nccl or signature host.*", {"tags": ["nccl"], "signatures": ["host.*"]}, True),
+    ("what is a union, none hits", {"tags": ["nccl"], "signatures": ["xid.*"]}, False),
+    ("where alone: a whole cluster", {"clusters": ["h100-east"], "severities": ["error", "critical"]}, True),
 ]
 
 
