@@ -146,7 +146,7 @@ def _claim(s: Session, row: OutboxRow, siblings: list[OutboxRow], now: datetime)
         _log(s, row, "recovering", "an earlier attempt may have been sent; checking the destination first", now)
     return Claim(row.id or 0, row.claim_id, Incident.model_validate(row.incident),
                  Target.model_validate({"kind": row.target_kind, "address": row.target_address}),
-                 recovering, sent[0].ref if sent else None,
+                 recovering, sent[-1].ref if sent else None,  # the latest root (a deleted one is replaced)
                  f"{row.incident_id}.r{row.revision}.{row.incident_state}.{row.id}", row.attempts)
 
 

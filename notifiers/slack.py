@@ -33,6 +33,7 @@ EVENT_TYPE = "firstfault_delivery"
 TRANSIENT_ERRORS = frozenset({"ratelimited", "internal_error", "fatal_error", "service_unavailable",
                               "request_timeout", "team_added_to_org"})
 HISTORY_LIMIT = 200
+ROOT_GONE = frozenset({"message_not_found", "cant_update_message", "edit_window_closed"})
 CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 
 
@@ -56,8 +57,13 @@ class SlackNotifier:
                            unfurl_links=False, unfurl_media=False)
             return Delivery(ref=f"{posted['channel']}/{posted['ts']}", detail="posted")
         channel, ts = split_ref(root_ref)
-        _call(self.client.chat_update, channel=channel, ts=ts, text=fallback_text(incident, url),
-              blocks=incident_blocks(incident, url))
+        try:
+            _call(self.client.chat_update, channel=channel, ts=ts, text=fallback_text(incident, url),
+                  blocks=incident_blocks(incident, url))
+        except Rejected as exc:
+            if exc.reason not in ROOT_GONE:
+                raise
+            return self.send(incident, channel, None, delivery_id)  # someone deleted the root: post a new one
         text, blocks = revision_reply(incident, url)
         reply = _call(self.client.chat_postMessage, channel=channel, thread_ts=ts, text=text, blocks=blocks,
                       metadata=metadata, reply_broadcast=incident.state == "resolved",

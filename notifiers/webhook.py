@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -92,4 +93,4 @@ class WebhookNotifier:
 
 def _unix_now() -> int:
     # the signing timestamp must be the wall clock of the moment of sending, which is I/O, not core logic
-    return int(datetime.now().timestamp())
+    return int(time.time())

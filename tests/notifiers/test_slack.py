@@ -38,6 +38,15 @@ def test_a_revision_edits_the_root_and_replies_in_its_thread(slack_server: FakeS
     assert reply.text.startswith("Revision 2") and "node002" in reply.text
 
 
+def test_a_deleted_root_message_is_posted_again_on_the_next_revision(slack_server: FakeSlack) -> None:
+    notifier = SlackNotifier(settings_for(slack_server))
+    root = notifier.send(make_incident(), "#ml-oncall", None, "d-1").ref
+    slack_server.messages.clear()  # someone deleted the post
+    new_root = notifier.send(make_incident(revision=2, changes=["x"]), "#ml-oncall", root, "d-2").ref
+    [post] = slack_server.posts("#ml-oncall")
+    assert new_root == f"C0ONCALL/{post.ts}" != root and "revision 2" in str(post.blocks)
+
+
 def test_the_resolution_flips_the_root_and_says_so_in_the_thread(slack_server: FakeSlack) -> None:
     notifier = SlackNotifier(settings_for(slack_server))
     root = notifier.send(make_incident(), "#ml-oncall", None, "d-1").ref
