@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from datetime import UTC, datetime, time
 from typing import Any
 
@@ -175,6 +176,8 @@ def _outcomes(args: argparse.Namespace, store: Store) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return 0
+    if not rows:
+        sys.stdout.write("no notifications recorded yet\n")
     for r in rows:
         why = f"  ({r['reason']})" if r["reason"] and r["outcome"] != "sent" else ""
         sys.stdout.write(f"{r['at'][:19]}  {r['incident']} r{r['revision']}  {r['target']}  {r['outcome']}{why}\n")
@@ -187,5 +190,6 @@ def _deliver(args: argparse.Namespace, store: Store) -> int:
         done = deliverer.run(datetime.now(UTC))
     finally:
         deliverer.close()
-    sys.stdout.write(f"{len(done)} delivery attempt(s): " + ", ".join(st for _, st in done) + "\n")
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(Counter(st for _, st in done).items()))
+    sys.stdout.write(f"{len(done)} delivery attempt(s){': ' + summary if summary else ''}\n")
     return 0
