@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from sqlmodel import col, select
 
 from firstfault.engine import default_matcher
 from notifiers.base import Notifier
-from notifiers.outbox import deliver_due
+from notifiers.loop import DeliveryLoop
+from notifiers.outbox import deliver_due, on_saved
+from notifiers.pacing import Pacer
 from notifiers.pagerduty import PagerDutyNotifier
 from notifiers.slack import SlackNotifier
 from notifiers.subscriptions import add
-from notifiers.wiring import outbox_hook
+from notifiers.wiring import Deliverer, outbox_hook
 from pipeline.service import Pipeline
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
 from store.notify_tables import OutboxRow
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
-from tests.notifiers.conftest import ROUTING_KEY, settings_for
+from tests.integration.celery_worker import wait_for
+from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for
 from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of
 
 pytestmark = pytest.mark.integration
@@ -86,3 +90,23 @@ def test_a_64_rank_failure_makes_one_post_and_one_page_and_a_late_shard_edits_th
 def _rows(store: Store) -> list[OutboxRow]:
     with store.session() as s:
         return list(s.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all())
+
+
+def test_the_embedded_delivery_loop_posts_without_being_asked(sqlite_url: str, slack_server: FakeSlack) -> None:
+    store = Store.open(sqlite_url)
+    now = datetime.now(UTC)
+    with store.session() as s:
+        add(s, Subscription(id="s", team="llm", match=Match(tags=["oom"]),
+                            targets=[Target(kind="slack", address="#ml-oncall")]), now)
+    loop = DeliveryLoop(Deliverer(store, {"slack": SlackNotifier(settings_for(slack_server))}, Pacer()),
+                        interval=0.2).start()
+    try:
+        incident = make_incident()
+        store.record_job(failed_job(incident.job_id), now)
+        store.save_incident(incident.job_id, lambda cur: incident, on_saved(lambda: now))
+        loop.nudge()
+        wait_for(lambda: slack_server.posts("#ml-oncall"), 30, "the loop to post")
+    finally:
+        loop.stop()
+        store.close()
+    assert len(slack_server.posts("#ml-oncall")) == 1
