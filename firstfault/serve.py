@@ -12,6 +12,8 @@ from fastapi import FastAPI
 from api.app import create_app
 from firstfault.engine import default_matcher
 from firstfault.settings import Settings, load_settings
+from notifiers.loop import DeliveryLoop
+from notifiers.wiring import Deliverer, outbox_hook
 from pipeline import tracing
 from pipeline.embedded import EmbeddedRunner
 from pipeline.service import Pipeline, Scheduler
@@ -31,7 +33,10 @@ class Embedded:
 
 
 def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None) -> Pipeline:
-    return Pipeline(store, default_matcher(), scheduler, utc_now,
+    matcher = default_matcher()
+    if on_saved is None:  # every incident change writes its notifications in the same transaction
+        on_saved = outbox_hook(matcher.catalog, utc_now)
+    return Pipeline(store, matcher, scheduler, utc_now,
                     group_wait=timedelta(seconds=settings.group_wait_s),
                     revise_wait=timedelta(seconds=settings.revise_wait_s), on_saved=on_saved)
 
@@ -62,9 +67,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.embedded:
         embedded = build_embedded(settings)
         embedded.runner.start()
+        delivery = DeliveryLoop(Deliverer.from_settings(settings, embedded.store)).start()
         try:
             uvicorn.run(embedded.app, host=host, port=port, log_level="info")
         finally:
+            delivery.stop()
             embedded.runner.stop()
         return 0
     from firstfault.serve_distributed import run_distributed

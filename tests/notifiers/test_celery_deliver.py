@@ -21,7 +21,7 @@ from tests.pipeline.helpers import failed_job
 from workers.app import make_app
 
 pytestmark = pytest.mark.integration
-BROKER = "redis://127.0.0.1:6379/10"
+BROKER = "redis://127.0.0.1:6379/14"
 
 
 @pytest.fixture
