@@ -11,8 +11,9 @@ change and its notifications commit or roll back together. ``deliver_due`` sends
    destination (``Notifier.find_sent``: Slack's history, by the message metadata we attach); PagerDuty and
    webhooks deduplicate by key themselves.
 
-Older revisions still waiting for the same destination are superseded by a newer one (one post, the current
-state), and a newer one waits while an older one is in flight, so the thread stays in order.
+Per incident and destination, only the oldest unfinished row is ever claimed: a newer revision waits, and
+when the older one falls due it is superseded by the newer (one post, the current state) unless it may
+already have been sent. So two workers never post two roots for one incident, and the thread stays in order.
 """
 
 from __future__ import annotations
@@ -118,13 +119,13 @@ def claim_due(store: Store, now: datetime, limit: int) -> list[Claim]:
         )).order_by(col(OutboxRow.id)).limit(limit).with_for_update(skip_locked=True)).all()
         for row in due:
             siblings = _same_target(s, row)
-            if not row.maybe_sent and row.status in DELIVERABLE and \
-                    any((o.id or 0) > (row.id or 0) and o.status in DELIVERABLE for o in siblings):
+            if any((o.id or 0) < (row.id or 0) and o.status in (*DELIVERABLE, "sending") for o in siblings):
+                continue  # an older revision goes first (it may be in flight, or superseded by this one below)
+            if not row.maybe_sent and any((o.id or 0) > (row.id or 0) and o.status in DELIVERABLE
+                                          for o in siblings):
                 _finish(s, row, "superseded", "a newer revision replaces it", now)
+                s.flush()
                 continue
-            if any((o.id or 0) < (row.id or 0) and (o.status == "sending" or (o.maybe_sent and o.status in DELIVERABLE))
-                   for o in siblings):
-                continue  # the previous revision is (maybe) in flight: keep the thread in order, never post twice
             claims.append(_claim(s, row, siblings, now))
     return claims
 

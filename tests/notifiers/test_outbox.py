@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -235,3 +236,33 @@ def test_a_rate_limited_attempt_is_known_unsent_and_retries_without_a_lookup(
     deliver_due(store, notifiers, NOW)
     deliver_due(store, notifiers, NOW + timedelta(seconds=1))
     assert [r.path for r in slack_server.requests] == ["/api/chat.postMessage"] * 2
+
+
+def test_two_workers_at_once_post_each_incident_once(fresh_pg_url: str, slack_server: FakeSlack) -> None:
+    store = Store.open(fresh_pg_url)
+    subscribe(store, "s1", [SLACK])
+    for i in range(10):
+        save(store, make_incident(job_id=f"job-{i}"))
+        save(store, make_incident(job_id=f"job-{i}", revision=2, changes=["more evidence"]))
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        notifier = SlackNotifier(settings_for(slack_server))
+        try:
+            barrier.wait()
+            for _ in range(20):  # two passes may be needed: a newer revision waits for the older one
+                deliver_due(store, {"slack": notifier}, NOW, limit=3)
+        except BaseException as exc:  # surfaced below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    store.close()
+    assert errors == []
+    roots = slack_server.posts("#ml-oncall")
+    incidents = [m.metadata["event_payload"]["incident_id"] for m in roots if m.metadata]
+    assert len(roots) == 10 and len(set(incidents)) == 10
