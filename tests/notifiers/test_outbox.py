@@ -27,6 +27,7 @@ from store.incidents import Store
 from store.notify_tables import OutboxRow, OutcomeRow
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
+from tests.fakes.webhook_receiver import FakeWebhookReceiver
 from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for
 from tests.pipeline.helpers import failed_job
 
@@ -98,11 +99,11 @@ def test_rows_are_written_with_the_incident_and_roll_back_with_it(store: Store) 
 
 
 def test_a_revision_lifecycle_posts_once_edits_the_root_and_resolves_the_page(
-        store: Store, slack_server: FakeSlack, pagerduty_server: FakePagerDuty,
+        store: Store, slack_server: FakeSlack, pagerduty_server: FakePagerDuty, webhook_server: FakeWebhookReceiver,
         notifiers: dict[str, Notifier]) -> None:
-    subscribe(store, "s1", [SLACK, PAGER])
+    subscribe(store, "s1", [SLACK, PAGER, Target(kind="webhook", address=webhook_server.url)])
     save(store, make_incident(severity="critical"))
-    assert sorted(status for _, status in deliver_due(store, notifiers, NOW)) == ["sent", "sent"]
+    assert sorted(status for _, status in deliver_due(store, notifiers, NOW)) == ["sent", "sent", "sent"]
     later = NOW + timedelta(minutes=1)
     save(store, make_incident(severity="critical", revision=2, changes=["late dmesg from node002"]), later)
     deliver_due(store, notifiers, later)
@@ -115,6 +116,8 @@ def test_a_revision_lifecycle_posts_once_edits_the_root_and_resolves_the_page(
     [alert] = pagerduty_server.alerts.values()
     assert alert.pages == 1 and alert.status == "resolved"
     assert {r.ref for r in rows(store) if r.target_kind == "slack"} == {f"C0ONCALL/{post.ts}"}
+    assert [d["event"] for d in webhook_server.deliveries.values()] == [
+        "incident.opened", "incident.revised", "incident.resolved"]
 
 
 def test_muted_collateral_and_duplicate_routes_are_recorded_and_never_sent(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from notifiers.base import RateLimited
@@ -60,3 +61,17 @@ def test_secrets_in_evidence_never_reach_pagerduty(pagerduty_server: FakePagerDu
     notifier.send(make_incident(evidence=["HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"]), ROUTING_KEY, None, "d")
     assert "hf_AbCdEf" not in json.dumps([a.events for a in pagerduty_server.alerts.values()])
     notifier.close()
+
+
+def test_the_fake_refuses_what_pagerduty_refuses(pagerduty_server: FakePagerDuty) -> None:
+    with httpx.Client(base_url=pagerduty_server.base) as http:
+        big = {"routing_key": ROUTING_KEY, "event_action": "trigger", "payload": {
+            "summary": "s", "source": "h", "severity": "error", "custom_details": {"x": "y" * 600_000}}}
+        assert http.post("/v2/enqueue", json=big).status_code == 400
+        bad = http.post("/v2/enqueue", json={"routing_key": ROUTING_KEY, "event_action": "trigger",
+                                             "payload": {"summary": "s" * 1025, "severity": "fatal"}})
+        assert bad.status_code == 400 and set(bad.json()["errors"]) == {
+            "'payload.source' is missing or blank", "'payload.summary' must be at most 1024 characters",
+            "'payload.severity' is invalid (must be critical, error, warning or info)"}
+        assert http.post("/v2/enqueue", json={"routing_key": ROUTING_KEY, "event_action": "resolve"}
+                         ).status_code == 400  # resolve needs the dedup_key

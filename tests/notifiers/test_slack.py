@@ -110,3 +110,9 @@ def test_no_token_is_not_authed(slack_server: FakeSlack) -> None:
     with pytest.raises(SlackApiError) as caught:
         WebClient(base_url=slack_server.url, retry_handlers=[]).chat_postMessage(channel="#ml-oncall", text="t")
     assert caught.value.response["error"] == "not_authed"
+
+
+def test_the_fake_takes_form_bodies_and_token_parameters_too(slack_server: FakeSlack) -> None:
+    client = WebClient(base_url=slack_server.url, retry_handlers=[])
+    posted = client.api_call("chat.postMessage", data={"token": SLACK_TOKEN, "channel": "C0INFRA", "text": "form"})
+    assert posted["channel"] == "C0INFRA" and slack_server.posts("C0INFRA")[0].text == "form"
