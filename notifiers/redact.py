@@ -45,17 +45,20 @@ def redact(text: str) -> str:
 
 
 def redact_incident(incident: Incident) -> Incident:
-    """A copy whose log-derived text (evidence, explanation, title, fix, verification) is redacted."""
+    """A copy whose log-derived text (evidence and its sources, explanation, host names, title, fix,
+    verification, changes) is redacted."""
     d = incident.diagnosis
     rc = d.root_cause
     if rc is not None:
         rc = rc.model_copy(update={
-            "title": redact(rc.title),
+            "title": redact(rc.title), "host": redact(rc.host) if rc.host else rc.host,
             "explanation": [redact(e) for e in rc.explanation],
-            "evidence": [ev.model_copy(update={"text": redact(ev.text)}) for ev in rc.evidence],
+            "evidence": [ev.model_copy(update={"text": redact(ev.text), "source": redact(ev.source)})
+                         for ev in rc.evidence],
         })
     diagnosis: Diagnosis = d.model_copy(update={
         "root_cause": rc,
+        "collateral": [g.model_copy(update={"hosts": [redact(h) for h in g.hosts]}) for g in d.collateral],
         "fix": redact(d.fix) if d.fix else d.fix,
         "verification": redact(d.verification) if d.verification else d.verification,
     })

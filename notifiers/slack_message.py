@@ -101,6 +101,7 @@ def header_text(incident: Incident) -> str:
 
 def fallback_text(incident: Incident, url: str) -> str:
     """The ``text`` of the message: notifications and clients without blocks show this."""
+    incident = redact_incident(incident)
     line = f"{header_text(incident)}: {initiator_of(incident)}"
     return clip(escape(line), TEXT_CHARS - len(url) - 3) + f" <{url}>"
 

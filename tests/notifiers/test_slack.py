@@ -116,3 +116,17 @@ def test_the_fake_takes_form_bodies_and_token_parameters_too(slack_server: FakeS
     client = WebClient(base_url=slack_server.url, retry_handlers=[])
     posted = client.api_call("chat.postMessage", data={"token": SLACK_TOKEN, "channel": "C0INFRA", "text": "form"})
     assert posted["channel"] == "C0INFRA" and slack_server.posts("C0INFRA")[0].text == "form"
+
+
+def test_no_secret_from_the_logs_reaches_slack_in_any_request(slack_server: FakeSlack) -> None:
+    token = "xoxb-2814-9923001-aZ3kQ8vLm1PdX0rT9wE7yB5c"
+    incident = make_incident(evidence=[f"[rank3]: SLACK_BOT_TOKEN={token}", "password=hunter22 in argv"])
+    incident.diagnosis.root_cause.explanation.append(f"saw {token}")  # type: ignore[union-attr]
+    incident.diagnosis.root_cause.host = f"node-{token}"  # type: ignore[union-attr]
+    notifier = SlackNotifier(settings_for(slack_server))
+    root = notifier.send(incident, "#ml-oncall", None, "d-1").ref
+    notifier.send(incident.model_copy(update={"revision": 2, "changes": [f"new line {token}"]}), "#ml-oncall",
+                  root, "d-2")
+    sent = b"".join(r.body for r in slack_server.requests)
+    assert len(slack_server.requests) == 3
+    assert token.encode() not in sent and b"hunter22" not in sent
