@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import cache
 
-from celery import Task
+from celery import Task, shared_task
 
 from notifiers.wiring import Deliverer
 from workers.app import app
@@ -18,6 +18,7 @@ from workers.app import app
 DELIVER_EVERY_S = 2.0
 TASK: dict[str, object] = {"ignore_result": True}  # a failed row is recorded on the row; the task never retries
 
+# `celery -A workers.app beat` reads this from the default app
 app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-deliver": {
     "task": "firstfault.deliver", "schedule": DELIVER_EVERY_S, "options": {"expires": DELIVER_EVERY_S * 5}}}
 
@@ -32,7 +33,7 @@ def deliverer() -> Deliverer:
     return Deliverer.from_settings(settings, Store.open(settings.database_url))
 
 
-@app.task(name="firstfault.deliver", bind=True, **TASK)  # type: ignore[untyped-decorator]
+@shared_task(name="firstfault.deliver", bind=True, **TASK)  # type: ignore[untyped-decorator]
 def deliver(self: Task) -> int:
     """Returns how many deliveries were attempted. Errors are per row (recorded there), never the task's."""
     return len(deliverer().run(datetime.now(UTC)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,23 +22,25 @@ from tests.pipeline.helpers import failed_job
 from workers.app import make_app
 
 pytestmark = pytest.mark.integration
-BROKER = "redis://127.0.0.1:6379/14"
+BROKER = "redis://127.0.0.1:6379/9"
 
 
 @pytest.fixture
-def broker() -> Iterator[str]:
+def prefix() -> Iterator[str]:
+    """Keys and a queue of this test's own: other runs share the machine's Redis."""
     client = redis.Redis.from_url(BROKER)
     try:
         client.ping()
     except redis.ConnectionError as exc:
         pytest.skip(f"Redis not reachable at {BROKER}: {exc}")
-    client.flushdb()
-    yield BROKER
-    client.flushdb()
+    mine = f"fftest-{uuid.uuid4().hex[:8]}-"
+    yield mine
+    for key in client.scan_iter(match=f"{mine}*"):
+        client.delete(key)
     client.close()
 
 
-def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, broker: str, slack_server: FakeSlack,
+def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, prefix: str, slack_server: FakeSlack,
                                                   tmp_path: Path) -> None:
     store = Store.open(fresh_pg_url)
     now = datetime.now(UTC)
@@ -47,13 +50,14 @@ def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, broker: str
     incident = make_incident()
     store.record_job(failed_job(incident.job_id), now)
     store.save_incident(incident.job_id, lambda cur: incident, on_saved(lambda: now))
-    env = service_env(fresh_pg_url, broker, FIRSTFAULT_SLACK_TOKEN=SLACK_TOKEN,
-                      FIRSTFAULT_SLACK_BASE_URL=slack_server.url)
+    queue = f"{prefix}firstfault"
+    env = service_env(fresh_pg_url, BROKER, FIRSTFAULT_SLACK_TOKEN=SLACK_TOKEN, FIRSTFAULT_BROKER_PREFIX=prefix,
+                      FIRSTFAULT_QUEUE=queue, FIRSTFAULT_SLACK_BASE_URL=slack_server.url)
     worker = Worker(env, tmp_path / "worker.log")
     app = make_app(load_settings(env))
     try:
-        app.send_task("firstfault.deliver", queue="firstfault")
-        app.send_task("firstfault.deliver", queue="firstfault")  # twice, as beat and a nudge might
+        app.send_task("firstfault.deliver", queue=queue)
+        app.send_task("firstfault.deliver", queue=queue)  # twice, as beat and a nudge might
         log = tmp_path / "worker.log"
         wait_for(lambda: log.read_text().count("] succeeded in") >= 2, 60, "both deliver tasks to finish")
         assert _status(store) == "sent"
