@@ -18,6 +18,7 @@ already have been sent. So two workers never post two roots for one incident, an
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -48,7 +49,10 @@ def collateral_ids(catalog: Catalog) -> frozenset[str]:
 
 
 def delivery_key(incident: Incident, route_: Route) -> str:
-    return f"{incident.id}:r{incident.revision}:{incident.state}:{route_.target.key}:{route_.subscription_id}"
+    """Unique per (incident, revision, state, destination, subscription); the destination is hashed (a webhook
+    URL can be long, a routing key is a credential)."""
+    where = hashlib.sha256(f"{route_.target.key}\x00{route_.subscription_id}".encode()).hexdigest()[:24]
+    return f"{incident.id}:r{incident.revision}:{incident.state}:{where}"
 
 
 def enqueue(session: Session, incident: Incident, now: datetime,
@@ -95,7 +99,7 @@ class Claim:
     claim_id: str
     incident: Incident
     target: Target
-    recovering: bool  # the previous claim's worker died: look before sending again
+    recovering: bool  # an earlier attempt may have been sent (crash, timeout, 5xx): look before sending again
     root_ref: str | None
     delivery_id: str
     attempts: int

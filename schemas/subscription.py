@@ -49,7 +49,7 @@ class Target(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: TargetKind
-    address: str = Field(min_length=1)
+    address: str = Field(min_length=1, max_length=1000)  # fits the outbox column
 
     @model_validator(mode="after")
     def _check_address(self) -> Target:
