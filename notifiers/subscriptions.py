@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 from datetime import UTC, datetime
 
+from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from schemas.subscription import Subscription
 from store.notify_tables import SubscriptionRow
+
+log = logging.getLogger("firstfault.notifiers")
 
 
 def new_id() -> str:
@@ -45,8 +49,16 @@ def remove(session: Session, subscription_id: str) -> bool:
 
 
 def all_subscriptions(session: Session) -> list[Subscription]:
+    """Every valid subscription. A row that no longer validates (edited by hand, an older schema) is skipped
+    with a warning: it must not stop incidents from being saved, since routing runs in their transaction."""
     rows = session.exec(select(SubscriptionRow).order_by(col(SubscriptionRow.team), col(SubscriptionRow.id))).all()
-    return [from_row(r) for r in rows]
+    out = []
+    for row in rows:
+        try:
+            out.append(from_row(row))
+        except ValidationError as exc:
+            log.warning("subscription %s is invalid and ignored: %s", row.id, exc.errors()[0]["msg"])
+    return out
 
 
 def _aware(value: datetime | None) -> datetime | None:

@@ -24,7 +24,7 @@ from notifiers.webhook import WebhookNotifier
 from schemas.incident import Incident
 from schemas.subscription import Match, QuietHours, Subscription, Target
 from store.incidents import Store
-from store.notify_tables import OutboxRow, OutcomeRow
+from store.notify_tables import OutboxRow, OutcomeRow, SubscriptionRow
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.webhook_receiver import FakeWebhookReceiver
@@ -269,3 +269,11 @@ def test_two_workers_at_once_post_each_incident_once(fresh_pg_url: str, slack_se
     roots = slack_server.posts("#ml-oncall")
     incidents = [m.metadata["event_payload"]["incident_id"] for m in roots if m.metadata]
     assert len(roots) == 10 and len(set(incidents)) == 10
+
+
+def test_a_broken_subscription_row_never_blocks_saving_incidents(store: Store) -> None:
+    subscribe(store, "good", [SLACK])
+    with store.session() as s:
+        s.add(SubscriptionRow(id="broken", team="x", match={"tags": "not-a-list"}, targets=[], created_at=NOW))
+    save(store, make_incident())
+    assert [(r.subscription_id, r.status) for r in rows(store)] == [("good", "pending")]
