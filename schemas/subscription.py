@@ -55,8 +55,9 @@ class Target(BaseModel):
     def _check_address(self) -> Target:
         if self.kind == "webhook" and not self.address.startswith(("http://", "https://")):
             raise ValueError(f"webhook target must be an http(s) URL, got {self.address!r}")
-        if self.kind == "pagerduty" and (len(self.address) > 64 or any(c.isspace() for c in self.address)):
-            raise ValueError("pagerduty target must be an integration routing key (32 characters)")
+        if self.kind == "pagerduty" and not (len(self.address) == 32 and self.address.isascii()
+                                             and self.address.isalnum()):
+            raise ValueError("pagerduty target must be an Events API v2 integration key (32 letters and digits)")
         return self
 
     @property

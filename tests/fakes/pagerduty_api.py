@@ -1,7 +1,8 @@
 """A fake of PagerDuty's Events API v2 (``POST /v2/enqueue``), faithful to what a client sees:
 202 ``{"status": "success", "message": "Event processed", "dedup_key": ...}``; 400 ``{"status": "invalid event",
-"message": "Event object is invalid", "errors": [...]}`` for a bad event (unknown routing key, missing summary,
-source or severity, summary over 1,024, dedup_key over 255, an event over 512 KB); alerts deduplicated by
+"message": "Event object is invalid", "errors": [...]}`` for a bad event (a routing key not of 32 letters and
+digits, missing summary, source or severity, summary over 1,024, dedup_key over 255, an event over 512 KB), and
+"Invalid routing key" for a well-formed key of no integration; alerts deduplicated by
 (routing key, dedup_key): a second trigger updates the open alert and pages nobody, resolve closes it."""
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ class FakePagerDuty(FakeServer):
             event = json.loads(request.body)
         except ValueError:
             return _invalid(["Request body is not valid JSON"])
-        errors = _problems(event, self.routing_keys)
+        errors = _problems(event)
         if errors:
             return _invalid(errors)
+        if event["routing_key"] not in self.routing_keys:  # well formed, but no such integration
+            return _invalid(["Invalid routing key"], "Invalid routing key")
         with self.lock:
             key = self._apply(event)
         return Response.json({"status": "success", "message": "Event processed", "dedup_key": key}, 202)
@@ -67,12 +70,15 @@ class FakePagerDuty(FakeServer):
         return str(key)
 
 
-def _problems(event: Any, routing_keys: set[str]) -> list[str]:
+def _problems(event: Any) -> list[str]:
     if not isinstance(event, dict):
         return ["Event object must be a JSON object"]
     errors = []
-    if event.get("routing_key") not in routing_keys:
-        errors.append("'routing_key' is invalid")
+    key = str(event.get("routing_key") or "")
+    if len(key) != 32:
+        errors.append("Length of 'routing_key' is incorrect (should be 32 characters)")
+    if not key.isalnum():
+        errors.append("'routing_key' cannot contain non-alphanumeric characters.")
     if event.get("event_action") not in ACTIONS:
         errors.append("'event_action' is missing or invalid")
     if len(str(event.get("dedup_key") or "")) > 255:
@@ -91,5 +97,5 @@ def _problems(event: Any, routing_keys: set[str]) -> list[str]:
     return errors
 
 
-def _invalid(errors: list[str]) -> Response:
-    return Response.json({"status": "invalid event", "message": "Event object is invalid", "errors": errors}, 400)
+def _invalid(errors: list[str], message: str = "Event object is invalid") -> Response:
+    return Response.json({"status": "invalid event", "message": message, "errors": errors}, 400)

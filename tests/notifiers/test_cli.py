@@ -55,6 +55,7 @@ def test_subscribe_list_and_unsubscribe(db: str, capsys: pytest.CaptureFixture[s
     (["subscribe", "--team", "t", "--slack", "#c", "--quiet-hours", "22:00-07:00", "--timezone", "Mars/Olympus"],
      "unknown time zone"),
     (["subscribe", "--team", "t", "--slack", "#c", "--mute-until", "2026-12-01T10:00"], "time zone"),
+    (["subscribe", "--team", "t", "--pagerduty", "e+23rschqsESqk9Q6_-g"], "32 letters and digits"),
     (["unsubscribe", "sub-nope"], "no subscription"),
 ])
 def test_bad_input_is_a_one_line_error_and_exit_2(db: str, capsys: pytest.CaptureFixture[str], argv: list[str],

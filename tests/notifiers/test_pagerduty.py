@@ -75,3 +75,7 @@ def test_the_fake_refuses_what_pagerduty_refuses(pagerduty_server: FakePagerDuty
             "'payload.severity' is invalid (must be critical, error, warning or info)"}
         assert http.post("/v2/enqueue", json={"routing_key": ROUTING_KEY, "event_action": "resolve"}
                          ).status_code == 400  # resolve needs the dedup_key
+        short = http.post("/v2/enqueue", json={"routing_key": "e+23rschqsESqk9Q6_-g", "event_action": "resolve",
+                                               "dedup_key": "k"})
+        assert short.json()["errors"] == ["Length of 'routing_key' is incorrect (should be 32 characters)",
+                                          "'routing_key' cannot contain non-alphanumeric characters."]

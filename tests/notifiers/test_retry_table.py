@@ -45,7 +45,7 @@ TABLE = [
 ]
 REASONS = {
     ("slack", "rejected"): "channel_not_found", ("slack", "auth failure"): "invalid_auth",
-    ("pagerduty", "rejected"): "Event object is invalid", ("pagerduty", "auth failure"): "Event object is invalid",
+    ("pagerduty", "rejected"): "Event object is invalid", ("pagerduty", "auth failure"): "Invalid routing key",
     ("webhook", "rejected"): "HTTP 400", ("webhook", "auth failure"): "HTTP 401",
 }
 
