@@ -51,6 +51,8 @@ class SlackNotifier:
     def send(self, incident: Incident, address: str, root_ref: str | None, delivery_id: str) -> Delivery:
         url = self.settings.incident_url(incident.id)
         metadata = _metadata(incident, delivery_id)
+        if root_ref is not None and not CHANNEL_ID.fullmatch(split_ref(root_ref)[0]):
+            root_ref = None  # printed on the console before a Slack token was set: start a Slack thread now
         if root_ref is None:
             posted = _call(self.client.chat_postMessage, channel=address, text=fallback_text(incident, url),
                            blocks=incident_blocks(incident, url), metadata=metadata,

@@ -130,3 +130,9 @@ def test_no_secret_from_the_logs_reaches_slack_in_any_request(slack_server: Fake
     sent = b"".join(r.body for r in slack_server.requests)
     assert len(slack_server.requests) == 3
     assert token.encode() not in sent and b"hunter22" not in sent
+
+
+def test_an_incident_first_printed_on_the_console_gets_a_fresh_slack_root(slack_server: FakeSlack) -> None:
+    SlackNotifier(settings_for(slack_server)).send(make_incident(revision=2, changes=["x"]), "#ml-oncall",
+                                                   "console/inc-1", "d-2")
+    assert len(slack_server.posts("#ml-oncall")) == 1
