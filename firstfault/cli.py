@@ -15,7 +15,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
-from firstfault import __version__, serve, ship_cli
+from firstfault import __version__, notify_cli, serve, ship_cli
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ship_cli.add_parsers(sub)
     serve.add_parser(sub)
+    notify_cli.add_commands(sub)
     return p
 
 
@@ -160,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ship_cli.run(args)
         if args.command == "serve":
             return serve.cmd_serve(args)
+        if args.command in notify_cli.COMMANDS:
+            return notify_cli.run(args)
         if args.command == "explain":
             args.action = "show"
         return cmd_catalog(args, out)

@@ -36,9 +36,13 @@ class Embedded:
 
 def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None) -> Pipeline:
     from firstfault.engine import default_matcher
+    from notifiers.wiring import outbox_hook
     from pipeline.service import Pipeline
 
-    return Pipeline(store, default_matcher(), scheduler, utc_now,
+    matcher = default_matcher()
+    if on_saved is None:  # every incident change writes its notifications in the same transaction
+        on_saved = outbox_hook(matcher.catalog, utc_now)
+    return Pipeline(store, matcher, scheduler, utc_now,
                     group_wait=timedelta(seconds=settings.group_wait_s),
                     revise_wait=timedelta(seconds=settings.revise_wait_s), on_saved=on_saved)
 
@@ -74,11 +78,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tracing.setup(settings.tracing, settings.otlp_endpoint)
     host, port = args.host or settings.http_host, args.port or settings.http_port
     if args.embedded:
+        from notifiers.loop import DeliveryLoop
+        from notifiers.wiring import Deliverer
+
         embedded = build_embedded(settings)
         embedded.runner.start()
+        delivery = DeliveryLoop(Deliverer.from_settings(settings, embedded.store)).start()
         try:
             uvicorn.run(embedded.app, host=host, port=port, log_level="info")
         finally:
+            delivery.stop()
             embedded.runner.stop()
         return 0
     from firstfault.serve_distributed import run_distributed

@@ -14,7 +14,7 @@ from firstfault.settings import Settings, load_settings
 
 def make_app(settings: Settings | None = None) -> Celery:
     s = settings or load_settings()
-    app = Celery("firstfault", broker=s.broker_url, include=["workers.tasks"])
+    app = Celery("firstfault", broker=s.broker_url, include=["workers.tasks", "workers.notify_tasks"])
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,

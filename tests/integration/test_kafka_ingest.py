@@ -24,7 +24,7 @@ from ingest.kafka import KafkaDispatcher, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from ingest.validate import decode_shard_data
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
-from tests.fakes import RecordingDispatcher
+from tests.fakes.ingest import RecordingDispatcher
 from tests.integration.kafka_helpers import LIMIT_S, committed, committed_total, drive, make_loop, read_topic
 
 pytestmark = pytest.mark.integration
@@ -162,7 +162,7 @@ def test_a_refused_hand_off_is_retried_and_committed_only_after(kafka_bootstrap:
 
 def _consumer(kafka_bootstrap: str, topics: Topics, group: str, out: Path, mode: str) -> subprocess.Popen[bytes]:
     prefix = topics.jobs.removesuffix(".jobs")
-    code = "import sys; from tests.fakes import consumer_process; consumer_process(sys.argv[1:])"
+    code = "import sys; from tests.fakes.ingest import consumer_process; consumer_process(sys.argv[1:])"
     return subprocess.Popen([sys.executable, "-c", code, kafka_bootstrap, prefix, group, str(out), mode], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

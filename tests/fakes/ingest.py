@@ -65,7 +65,7 @@ class FileDispatcher:
 
 
 def consumer_process(argv: list[str]) -> None:
-    """`python -c 'from tests.fakes import consumer_process; ...' BOOTSTRAP PREFIX GROUP OUT hang|run`."""
+    """`python -c 'from tests.fakes.ingest import consumer_process; ...' BOOTSTRAP PREFIX GROUP OUT hang|run`."""
     from ingest.consumer import Backoff, kafka_ingest, stop_on_signals
     from ingest.topics import Topics
 

@@ -1,0 +1,81 @@
+"""Builds the notifiers from firstfault's Settings, and the two calls the pipeline needs: the store hook that
+writes the outbox with each incident change, and ``Deliverer.run(now)`` that sends what is due."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import SecretStr
+from sqlmodel import col, func, select
+
+from catalog.loader import Catalog
+from firstfault.settings import Settings
+from notifiers.base import Notifier
+from notifiers.console import ConsoleNotifier
+from notifiers.outbox import DELIVERABLE, collateral_ids, deliver_due, on_saved
+from notifiers.pacing import Pacer
+from notifiers.pagerduty import ENQUEUE, PagerDutyNotifier
+from notifiers.settings import NotifySettings
+from notifiers.slack import SlackNotifier
+from notifiers.webhook import WebhookNotifier
+from store.incidents import OnSaved, Store
+from store.notify_tables import OutboxRow
+
+
+def notify_settings(settings: Settings) -> NotifySettings:
+    return NotifySettings(
+        base_url=settings.public_url,
+        slack_token=SecretStr(settings.slack_token) if settings.slack_token else None,
+        slack_api_url=settings.slack_base_url,
+        pagerduty_url=settings.pagerduty_url.removesuffix(ENQUEUE),
+        webhook_secret=SecretStr(settings.webhook_secret) if settings.webhook_secret else None,
+    )
+
+
+def build_notifiers(settings: NotifySettings) -> dict[str, Notifier]:
+    """Slack when a token is set, else the console (embedded mode); PagerDuty always; webhooks with a secret
+    (without one, webhook deliveries fail with that reason rather than go out unsigned)."""
+    made: dict[str, Notifier] = {"pagerduty": PagerDutyNotifier(settings)}
+    made["slack"] = SlackNotifier(settings) if settings.slack_token else ConsoleNotifier(sys.stdout,
+                                                                                         settings.base_url)
+    if settings.webhook_secret is not None:
+        made["webhook"] = WebhookNotifier(settings)
+    return made
+
+
+def outbox_hook(catalog: Catalog, clock: Callable[[], datetime]) -> OnSaved:
+    """Pass as ``Pipeline(..., on_saved=outbox_hook(matcher.catalog, clock))``."""
+    return on_saved(clock, collateral_ids(catalog))
+
+
+@dataclass
+class Deliverer:
+    """What a worker (Celery task, embedded loop, ``firstfault deliver``) holds between runs."""
+
+    store: Store
+    notifiers: dict[str, Notifier]
+    pacer: Pacer = field(default_factory=Pacer)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, store: Store) -> Deliverer:
+        ns = notify_settings(settings)
+        return cls(store, build_notifiers(ns), Pacer(ns.slack_per_second, ns.slack_burst))
+
+    def run(self, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
+        return deliver_due(self.store, self.notifiers, now, self.pacer, limit)
+
+    def next_due(self) -> datetime | None:
+        """When the next waiting delivery is due (to schedule the next run), or None."""
+        with self.store.session() as s:
+            value = s.exec(select(func.min(OutboxRow.next_attempt_at))
+                           .where(col(OutboxRow.status).in_(DELIVERABLE))).one()
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)  # SQLite hands datetimes back naive; stored ones are UTC
+        return value
+
+    def close(self) -> None:
+        for notifier in self.notifiers.values():
+            notifier.close()

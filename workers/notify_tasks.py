@@ -1,0 +1,39 @@
+"""The thin delivery task: send the notifications that are due (notifiers/outbox.py does the work).
+
+Celery beat runs it every DELIVER_EVERY_S seconds (``celery -A workers.app beat``); ``deliver.delay()`` after an
+incident change makes the first post immediate. Many workers may run it at once: rows are claimed with
+FOR UPDATE SKIP LOCKED. A 429 never sleeps here: the row is rescheduled at Retry-After.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+
+from celery import Task, shared_task
+
+from notifiers.wiring import Deliverer
+from workers.app import app
+
+DELIVER_EVERY_S = 2.0
+TASK: dict[str, object] = {"ignore_result": True}  # a failed row is recorded on the row; the task never retries
+
+# `celery -A workers.app beat` reads this from the default app
+app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-deliver": {
+    "task": "firstfault.deliver", "schedule": DELIVER_EVERY_S, "options": {"expires": DELIVER_EVERY_S * 5}}}
+
+
+@cache
+def deliverer() -> Deliverer:
+    """One per worker process (after the fork): its notifiers and its per-channel pacing."""
+    from firstfault.settings import load_settings
+    from store.incidents import Store
+
+    settings = load_settings()
+    return Deliverer.from_settings(settings, Store.open(settings.database_url))
+
+
+@shared_task(name="firstfault.deliver", bind=True, **TASK)  # type: ignore[untyped-decorator]
+def deliver(self: Task) -> int:
+    """Returns how many deliveries were attempted. Errors are per row (recorded there), never the task's."""
+    return len(deliverer().run(datetime.now(UTC)))
