@@ -11,29 +11,59 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from firstfault.engine import default_matcher
-from firstfault.simulate import Cluster, _nccl_init, _training, _watchdog, oom_killed_rank
+from firstfault.simulate import oom_killed_rank
 from pipeline.service import Pipeline
 from schemas.incident import Incident
 from store.incidents import Store
 from tests.pipeline.helpers import ManualClock, RecordingScheduler, failed_job, shards_of
 
-def xid_job(out: Path, victim: int, xid: int = 79, bus: int = 0x3B, world_size: int = 32, seed: int = 0) -> None:
-    """One GPU reports Xid `xid` in the kernel log of its host; every other rank's collective times out."""
-    c = Cluster(world_size, seed, max_skew_s=120)
-    t_fail = datetime(2026, 11, 29, 10, 14, 0, tzinfo=UTC) + timedelta(seconds=c.rng.uniform(0, 20))
-    for r in range(world_size):
-        lines = _nccl_init(c, r) + _training(c, r, 12, t_fail)
-        if r != victim:
-            lines += _watchdog(c, r, t_fail + timedelta(seconds=600 + c.rng.uniform(0, 2)), 912)
-        path = out / c.host(r) / f"rank{r}.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n")
-    stamp = f"[{c.clock(victim, t_fail):%a %b %d %H:%M:%S %Y}]"
-    pci = f"0000:{bus:02x}:00"
-    text = {79: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+GPUS_PER_NODE = 8
+
+
+def _host(rank: int) -> str:
+    return f"node{rank // GPUS_PER_NODE:03d}"
+
+
+def _rank_log(rank: int, world_size: int, t_fail: datetime, skew: timedelta, victim: int) -> list[str]:
+    """What a rank prints in the formats NCCL and PyTorch use: init, training steps, then (survivors) the
+    watchdog timing out on the collective the dead GPU never joined."""
+    pid, dev = 20000 + rank * 7, rank % GPUS_PER_NODE
+    head = f"{_host(rank)}:{pid}:{pid + 57} [{dev}]"
+    ip = f"10.0.0.{rank // GPUS_PER_NODE + 1}"
+    lines = [f"{head} NCCL INFO Bootstrap : Using eth0:{ip}<0>",
+             f"{head} NCCL INFO NET/Socket : Using [0]eth0:{ip}<0>",
+             f"{head} NCCL INFO comm 0x55d0c{rank:04x}000 rank {rank} nranks {world_size} cudaDev {dev} "
+             f"nvmlDev {dev} busId {0x1b000 + dev * 0x10000:x} commId 0x6b3f0c9e1d2a4f10 - Init COMPLETE"]
+    for step in range(10):
+        t = t_fail - timedelta(seconds=(10 - step) * 2) + skew
+        lines.append(f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}] [INFO] [rank{rank}] step {900 + step} "
+                     f"loss {2.5 - step / 100:.4f}")
+    if rank != victim:
+        t = t_fail + timedelta(seconds=600 + rank / 100) + skew
+        glog = f"{t:%m%d %H:%M:%S}.{t.microsecond:06d}"
+        lines.append(f"[rank{rank}]:[E{glog} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective "
+                     "operation timeout: WorkNCCL(SeqNum=912, OpType=ALLREDUCE, NumelIn=25165824, "
+                     "NumelOut=25165824, Timeout(ms)=600000) ran for 600412 milliseconds before timing out.")
+    return lines
+
+
+XID_TEXT = {79: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
             48: "pid=31337, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the "
-                "framebuffer at partition 6, subpartition 0."}[xid]
-    (out / c.host(victim) / "dmesg.log").write_text(f"{stamp} NVRM: Xid (PCI:{pci}): {xid}, {text}\n")
+                "framebuffer at partition 6, subpartition 0."}
+
+
+def xid_job(out: Path, victim: int, xid: int = 79, bus: int = 0x3B, world_size: int = 32) -> None:
+    """One GPU reports Xid `xid` in its host's kernel log and goes silent; every other rank times out. Each
+    host's clock is off by a different amount, as on a real cluster."""
+    t_fail = datetime(2026, 11, 29, 10, 14, 0, tzinfo=UTC)
+    skews = {h: timedelta(seconds=37 * h - 60) for h in range(world_size // GPUS_PER_NODE)}
+    for r in range(world_size):
+        path = out / _host(r) / f"rank{r}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(_rank_log(r, world_size, t_fail, skews[r // GPUS_PER_NODE], victim)) + "\n")
+    stamp = f"[{t_fail + skews[victim // GPUS_PER_NODE]:%a %b %d %H:%M:%S %Y}]"
+    (out / _host(victim) / "dmesg.log").write_text(f"{stamp} NVRM: Xid (PCI:0000:{bus:02x}:00): {xid}, "
+                                                   f"{XID_TEXT[xid]}\n")
 
 
 @dataclass(frozen=True)
@@ -66,7 +96,8 @@ def run_job(store: Store, clock: ManualClock, job: Job, tmp: Path) -> Incident:
     return incident
 
 
-# node001 is a repeat offender (two Xids on one GPU, in two jobs); node002 had one ECC error; node003 of k8s-a is on Kubernetes.
+# node001 is a repeat offender (Xid 79 on one GPU, in two jobs); node002 had one ECC error;
+# node003 of k8s-a (Kubernetes) had two different Xids on one GPU.
 HISTORY = [
     Job("train-oom-1", "oom", day=0),
     Job("train-xid-1", "xid79", victim=9, bus=0x3B, day=1),
