@@ -17,6 +17,7 @@ from catalog.loader import bundled_sources, default_catalog, env_sources, read_s
 from catalog.model import catalog_json_schema
 from firstfault import __version__
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
+from firstfault.history_cli import add_incidents_parser, cmd_incidents
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
 from schemas.errors import CatalogError, UsageError
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explain", help="an encyclopedia page for one signature")
     e.add_argument("id")
+    add_incidents_parser(sub)
     return p
 
 
@@ -153,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_diagnose(args, out)
         if args.command == "match":
             return cmd_match(args)
+        if args.command == "incidents":
+            return cmd_incidents(args, out)
         if args.command == "explain":
             args.action = "show"
         return cmd_catalog(args, out)
