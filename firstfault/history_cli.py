@@ -112,8 +112,9 @@ def _who(rank: int | None, host: str | None) -> str:
 
 
 def _print_list(items: list[IncidentSummary], total: int, next_cursor: str | None, out: Console) -> None:
-    fixed = [Column(name, no_wrap=True) for name in ("id", "created", "cluster", "team", "signature", "initiating")]
-    table = Table(*fixed, "state", Column("title", no_wrap=True, overflow="ellipsis"), box=None, pad_edge=False)
+    names = ("id", "created", "cluster", "team", "signature", "initiating", "state")
+    fixed = [Column(name, no_wrap=True) for name in names]
+    table = Table(*fixed, Column("title", no_wrap=True, overflow="ellipsis"), box=None, pad_edge=False)
     for i in items:
         table.add_row(i.id, f"{i.created_at:%Y-%m-%d %H:%M}", escape(i.cluster or "-"), escape(i.team or "-"),
                       i.signature or i.verdict, escape(_who(i.rank, i.host)), i.state, escape(i.title or ""))
