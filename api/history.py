@@ -104,6 +104,10 @@ def clock_of(request: Request) -> datetime:
     return clock()
 
 
+TROUBLE: dict[int | str, dict[str, object]] = {
+    400: {"description": "a bad filter or cursor, with the reason"},
+    503: {"description": "the database is unreachable; retry after Retry-After seconds"},
+}
 FiltersDep = Annotated[Filters, Depends(filters)]
 NowDep = Annotated[datetime, Depends(clock_of)]
 
@@ -116,7 +120,7 @@ def entry(s: Signature) -> CatalogEntry:
 def history_router(store: Store, catalog: Catalog) -> APIRouter:
     router = APIRouter(prefix="/v1")
 
-    @router.get("/incidents", tags=["history"], response_model=IncidentList)
+    @router.get("/incidents", tags=["history"], response_model=IncidentList, responses=TROUBLE)
     def get_incidents(request: Request, f: FiltersDep, now: NowDep,
                       limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
                       cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
@@ -130,7 +134,7 @@ def history_router(store: Store, catalog: Catalog) -> APIRouter:
         return IncidentList(**page.model_dump(), next=nxt)
 
     @router.get("/incidents/{incident_id}", tags=["history"], response_model=IncidentDetail,
-                responses={404: {"description": "no such incident"}})
+                responses={404: {"description": "no such incident"}, 503: TROUBLE[503]})
     def get_incident(incident_id: str) -> IncidentDetail:
         with answers():
             detail = incident_detail(store, incident_id)
@@ -138,12 +142,12 @@ def history_router(store: Store, catalog: Catalog) -> APIRouter:
             raise HTTPException(status_code=404, detail=f"no incident {incident_id!r}")
         return detail
 
-    @router.get("/stats", tags=["history"], response_model=Stats)
+    @router.get("/stats", tags=["history"], response_model=Stats, responses=TROUBLE)
     def get_stats(f: FiltersDep, now: NowDep, top: Annotated[int, Query(ge=1, le=100)] = 10) -> Stats:
         with answers():
             return stats(store, f.parse(now), top=top)
 
-    @router.get("/offenders", tags=["history"], response_model=list[Offender])
+    @router.get("/offenders", tags=["history"], response_model=list[Offender], responses=TROUBLE)
     def get_offenders(f: FiltersDep, now: NowDep,
                       min_jobs: Annotated[int, Query(ge=1, le=1000)] = 2) -> list[Offender]:
         with answers():

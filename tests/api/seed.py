@@ -48,11 +48,12 @@ def _rank_log(rank: int, world_size: int, t_fail: datetime, skew: timedelta, vic
 
 
 XID_TEXT = {79: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
-            48: "pid=31337, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the "
+            48: "pid=31337, name={name}, An uncorrectable double bit error (DBE) has been detected on GPU in the "
                 "framebuffer at partition 6, subpartition 0."}
 
 
-def xid_job(out: Path, victim: int, xid: int = 79, bus: int = 0x3B, world_size: int = 32) -> None:
+def xid_job(out: Path, victim: int, xid: int = 79, bus: int = 0x3B, world_size: int = 32,
+            name: str = "python") -> None:
     """One GPU reports Xid `xid` in its host's kernel log and goes silent; every other rank times out. Each
     host's clock is off by a different amount, as on a real cluster."""
     t_fail = datetime(2026, 11, 29, 10, 14, 0, tzinfo=UTC)
@@ -63,7 +64,7 @@ def xid_job(out: Path, victim: int, xid: int = 79, bus: int = 0x3B, world_size: 
         path.write_text("\n".join(_rank_log(r, world_size, t_fail, skews[r // GPUS_PER_NODE], victim)) + "\n")
     stamp = f"[{t_fail + skews[victim // GPUS_PER_NODE]:%a %b %d %H:%M:%S %Y}]"
     (out / _host(victim) / "dmesg.log").write_text(f"{stamp} NVRM: Xid (PCI:0000:{bus:02x}:00): {xid}, "
-                                                   f"{XID_TEXT[xid]}\n")
+                                                   f"{XID_TEXT[xid].format(name=name)}\n")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class Job:
     victim: int = 37
     bus: int = 0x3B
     day: int = 0  # days after the clock's start
+    process: str = "python"  # the process name the kernel prints (whoever started it chose it)
+    late: tuple[str, ...] = ()  # files that arrive after the first diagnosis: the incident is revised
 
 
 def run_job(store: Store, clock: ManualClock, job: Job, tmp: Path) -> Incident:
@@ -84,25 +87,34 @@ def run_job(store: Store, clock: ManualClock, job: Job, tmp: Path) -> Incident:
         oom_killed_rank(logs, victim=job.victim)
         world = 64
     else:
-        xid_job(logs, job.victim, xid=int(job.kind[3:]), bus=job.bus)
+        xid_job(logs, job.victim, xid=int(job.kind[3:]), bus=job.bus, name=job.process)
         world = 32
     pipe = Pipeline(store, default_matcher(), RecordingScheduler(), clock)
     pipe.accept_job(failed_job(job.job_id, world_size=world, cluster=job.cluster, team=job.team,
                                scheduler=job.scheduler))
-    for shard in shards_of(job.job_id, logs):
-        pipe.accept_shard(shard)
+    shards = shards_of(job.job_id, logs)
+    late = [s for s in shards if s.source and s.source.endswith(job.late)] if job.late else []
+    for shard in shards:
+        if shard not in late:
+            pipe.accept_shard(shard)
     incident = pipe.correlate(job.job_id)
+    if late:
+        clock.advance(60)
+        for shard in late:
+            pipe.accept_shard(shard)
+        incident = pipe.correlate(job.job_id)
     assert incident is not None, f"{job.job_id}: no incident"
     return incident
 
 
-# node001 is a repeat offender (Xid 79 on one GPU, in two jobs); node002 had one ECC error;
+# node001 is a repeat offender (Xid 79 on one GPU, in two jobs: the first diagnosed before its kernel log came,
+# then revised); node002 had one ECC error, printed by a process whose name is HTML;
 # node003 of k8s-a (Kubernetes) had two different Xids on one GPU.
 HISTORY = [
     Job("train-oom-1", "oom", day=0),
-    Job("train-xid-1", "xid79", victim=9, bus=0x3B, day=1),
+    Job("train-xid-1", "xid79", victim=9, bus=0x3B, day=1, late=("dmesg.log",)),
     Job("train-xid-2", "xid79", victim=10, bus=0x3B, day=3, team="vision"),
-    Job("train-ecc-1", "xid48", victim=17, bus=0x5E, day=8, cluster="c2"),
+    Job("train-ecc-1", "xid48", victim=17, bus=0x5E, day=8, cluster="c2", process="<script>alert(1)</script>"),
     Job("k8s-xid-1", "xid79", victim=25, bus=0x86, day=9, cluster="k8s-a", scheduler="k8s"),
     Job("k8s-xid-2", "xid48", victim=28, bus=0x86, day=10, cluster="k8s-a", scheduler="k8s"),
 ]
