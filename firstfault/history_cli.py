@@ -212,4 +212,4 @@ def _print_offenders(found: list[Offender], out: Console) -> None:
                   f"{o.jobs} jobs, {', '.join(o.signatures)}; last {o.last_seen:%Y-%m-%d %H:%M}Z")
         for g in o.gpus:
             out.print(f"   GPU {g.pci}: {g.incidents} incident(s) in {g.jobs} job(s) ({', '.join(g.signatures)})")
-        out.print(f"   [green]$ {escape(o.drain)}[/]")
+        out.print(f"   [green]$ {escape(o.drain)}[/]", soft_wrap=True)  # never break a command people copy

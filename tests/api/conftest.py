@@ -1,6 +1,6 @@
 """An app over a small seeded history (six incidents from generated logs), on SQLite and on PostgreSQL.
 
-The history is read-only in these tests, so it is seeded once per module and engine: running the Pipeline on
+The history is read-only in these tests, so it is seeded once per session and engine: running the Pipeline on
 six generated jobs is the slow part.
 """
 
@@ -46,7 +46,7 @@ def scratch_pg() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+@pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
 def engine_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('history') / 'firstfault.db'}"
@@ -55,14 +55,14 @@ def engine_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def store(engine_url: str) -> Iterator[Store]:
     opened = Store.open(engine_url)
     yield opened
     opened.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def history(store: Store, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Incident]:
     return seed_history(store, tmp_path_factory.mktemp("logs"))
 
@@ -73,7 +73,7 @@ def history_app(store: Store, url: str):  # type: ignore[no-untyped-def]
     return app
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def base_url(store: Store, history: dict[str, Incident], engine_url: str) -> Iterator[str]:
     """The app over the seeded history, served by uvicorn on 127.0.0.1; its clock reads NOW."""
     with serving(history_app(store, engine_url)) as url:
