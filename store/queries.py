@@ -57,6 +57,11 @@ class IncidentFilter:
     severity: str | None = None
     text: str | None = None  # anywhere in the diagnosis (title, evidence, explanation, fix) or the job id
 
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold NUL: say so, don't 500
+                raise UsageError(f"{name}: NUL characters are not allowed")
+
 
 def utc(value: datetime) -> datetime:
     """SQLite hands datetimes back naive; everything stored is UTC."""
@@ -149,7 +154,9 @@ def encode_cursor(created_at: datetime, incident_id: str) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         when, incident_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return datetime.fromisoformat(when), str(incident_id)
+        if "\x00" in str(incident_id):
+            raise ValueError("NUL in cursor")
+        return datetime.fromisoformat(when).astimezone(UTC), str(incident_id)
     except (ValueError, TypeError, binascii.Error) as exc:
         raise UsageError(f"bad cursor {cursor[:40]!r}: pass back the next_cursor of a previous page") from exc
 
@@ -193,6 +200,8 @@ class IncidentDetail(BaseModel):
 
 
 def incident_detail(store: Store, incident_id: str) -> IncidentDetail | None:
+    if "\x00" in incident_id:  # no id has one, and PostgreSQL refuses to compare with it
+        return None
     incident = store.incident(incident_id)
     if incident is None:
         return None

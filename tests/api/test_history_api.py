@@ -67,6 +67,8 @@ def test_pages_walk_every_incident_once_newest_first(client: Client) -> None:
 @pytest.mark.parametrize(("params", "status"), [
     ({"since": "yesterday"}, 400), ({"cursor": "not-a-cursor"}, 400), ({"limit": 0}, 422),
     ({"limit": 201}, 422), ({"state": "closed"}, 422),
+    ({"q": "a\x00b"}, 400),  # found by schemathesis: PostgreSQL text cannot hold NUL
+    ({"cursor": "WyIyMDI2LTEyLTA5VDEwOjMwOjAwKzAwOjAwIiwgIlx1MDAwMCJd"}, 400),  # a cursor whose id is NUL
 ])
 def test_bad_queries_get_a_client_error_with_a_reason(client: Client, params: dict[str, Any],
                                                       status: int) -> None:
@@ -85,6 +87,7 @@ def test_incident_detail_has_the_diagnosis_and_its_revisions(client: Client,
     assert [r["revision"] for r in revised["revisions"]] == [1, 2]
     assert any("xid.79" in change for change in revised["revisions"][1]["changes"])
     assert client.get("/v1/incidents/inc-0000000000000000").status_code == 404
+    assert client.get("/v1/incidents/inc-%00").status_code == 404
 
 
 def test_stats_count_classes_weeks_and_repeat_hosts(client: Client) -> None:
