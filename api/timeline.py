@@ -94,6 +94,33 @@ def _fmt(t: datetime) -> str:
     return t.strftime("%H:%M:%S")
 
 
+@dataclass(frozen=True)
+class TimeAxis:
+    """Corrected wall-clock time to x; events with no clock go to the middle of the lane on the right."""
+
+    t0: datetime | None
+    t1: datetime | None
+    x_end: float  # where the timed area ends (the no-clock lane follows, when there is one)
+
+    @classmethod
+    def of(cls, events: list[TimelineEntry]) -> TimeAxis:
+        timed = [e.time for e in events if e.time is not None]
+        untimed = any(e.time is None for e in events)
+        x_end = WIDTH - RIGHT - (NO_CLOCK_W if untimed else 0)
+        return cls(min(timed, default=None), max(timed, default=None), x_end)
+
+    @property
+    def has_lane(self) -> bool:
+        return self.x_end < WIDTH - RIGHT
+
+    def x(self, t: datetime | None) -> float:
+        if t is None or self.t0 is None or self.t1 is None:
+            return self.x_end + NO_CLOCK_W / 2
+        span = (self.t1 - self.t0).total_seconds()
+        share = (t - self.t0).total_seconds() / span if span > 0 else 0.5
+        return LEFT + 10 + (self.x_end - LEFT - 20) * share
+
+
 def timeline_svg(d: Diagnosis) -> str:
     events = d.timeline[:MAX_EVENTS]
     if not events:
@@ -102,32 +129,18 @@ def timeline_svg(d: Diagnosis) -> str:
     rows = _rows(d, host_ranks)
     row_h = max(5.0, min(16.0, 720 / max(1, rows.count)))
     height = TOP + rows.count * row_h + BOTTOM
-    timed = [e.time for e in events if e.time is not None]
-    untimed = any(e.time is None for e in events)
-    x_end = WIDTH - RIGHT - (NO_CLOCK_W if untimed else 0)
-    t0, t1 = (min(timed), max(timed)) if timed else (None, None)
-
-    def x_of(t: datetime | None) -> float:
-        if t is None:
-            return x_end + NO_CLOCK_W / 2
-        assert t0 is not None and t1 is not None
-        span = (t1 - t0).total_seconds()
-        return LEFT + 10 + (x_end - LEFT - 20) * ((t - t0).total_seconds() / span if span > 0 else 0.5)
-
-    def y_of(row: int) -> float:
-        return TOP + row * row_h + row_h / 2
-
+    axis = TimeAxis.of(events)
     out = [f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0f}" '
            f'width="{WIDTH}" height="{height:.0f}" role="img" '
            f'aria-label="cross-rank timeline: ranks down, corrected time across">']
-    out += _grid(rows, row_h, x_end, height, untimed, d)
-    for t in _ticks(t0, t1) if t0 and t1 else []:
-        out.append(f'<text class="tick" x="{x_of(t):.1f}" y="{height - BOTTOM + 16:.1f}" '
+    out += _grid(rows, row_h, axis.x_end, height, axis.has_lane, d)
+    for t in _ticks(axis.t0, axis.t1) if axis.t0 and axis.t1 else []:
+        out.append(f'<text class="tick" x="{axis.x(t):.1f}" y="{height - BOTTOM + 16:.1f}" '
                    f'text-anchor="middle">{_fmt(t)}</text>')
     initiating: list[str] = []
     for e in events:
         first, last, rank = _span(e, d, rows, host_ranks)
-        mark = _marker(e, x_of(e.time), y_of(first), y_of(last), row_h, rank)
+        mark = _marker(e, axis.x(e.time), TOP + (first + 0.5) * row_h, TOP + (last + 0.5) * row_h, row_h, rank)
         (initiating if e.role == "initiating" else out).append(mark)
     out += initiating  # drawn last: on top of the collateral
     out.append("</svg>")

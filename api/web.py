@@ -16,6 +16,7 @@ from markupsafe import Markup
 from starlette.staticfiles import StaticFiles
 
 from api.history import clock_of
+from api.timeline import timeline_svg
 from catalog.loader import Catalog
 from firstfault.render import rank_ranges
 from schemas.errors import RetryableError, UsageError
@@ -54,8 +55,6 @@ def _filter_of(values: dict[str, str], request: Request) -> IncidentFilter:
 
 
 def web_router(store: Store, catalog: Catalog) -> APIRouter:
-    from api.timeline import timeline_svg
-
     router = APIRouter(include_in_schema=False)
     env = _environment()
 

@@ -78,31 +78,34 @@ def cmd_incidents(args: argparse.Namespace, out: Console) -> int:
     except TransportError as exc:  # the one-line error of a bad invocation, not a traceback
         raise UsageError(str(exc)) from exc
     try:
-        now = datetime.now(UTC)
         if args.action == "show":
             return _show(store, args.id, args.format, out)
-        f = _filter(args, now)
-        if args.action == "list":
-            page = list_incidents(store, f, args.limit, args.cursor)
-            if args.format == "json":
-                sys.stdout.write(page.model_dump_json(indent=2) + "\n")
-            else:
-                _print_list(page.items, page.total, page.next_cursor, out)
-        elif args.action == "stats":
-            result = stats(store, f)
-            if args.format == "json":
-                sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-            else:
-                _print_stats(result, out)
-        else:
-            found = offenders(store, default_catalog(), f, args.min_jobs)
-            if args.format == "json":
-                sys.stdout.write("[" + ",\n".join(o.model_dump_json(indent=2) for o in found) + "]\n")
-            else:
-                _print_offenders(found, out)
+        _query(store, args, _filter(args, datetime.now(UTC)), out)
         return 0
     finally:
         store.close()
+
+
+def _query(store: Store, args: argparse.Namespace, f: IncidentFilter, out: Console) -> None:
+    as_json = args.format == "json"
+    if args.action == "list":
+        page = list_incidents(store, f, args.limit, args.cursor)
+        if as_json:
+            sys.stdout.write(page.model_dump_json(indent=2) + "\n")
+        else:
+            _print_list(page.items, page.total, page.next_cursor, out)
+    elif args.action == "stats":
+        result = stats(store, f)
+        if as_json:
+            sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        else:
+            _print_stats(result, out)
+    else:
+        found = offenders(store, default_catalog(), f, args.min_jobs)
+        if as_json:
+            sys.stdout.write("[" + ",\n".join(o.model_dump_json(indent=2) for o in found) + "]\n")
+        else:
+            _print_offenders(found, out)
 
 
 def _who(rank: int | None, host: str | None) -> str:
