@@ -100,10 +100,9 @@ def offenders(store: Store, catalog: Catalog, f: IncidentFilter, min_jobs: int =
     hardware = hardware_signatures(catalog)
     tallies: dict[tuple[str | None, str], _Tally] = {}
     rows = incident_rows(store, f, IncidentRow.id, IncidentRow.job_id, IncidentRow.cluster, IncidentRow.host,
-                         IncidentRow.signature, IncidentRow.created_at, IncidentRow.diagnosis)
+                         IncidentRow.signature, IncidentRow.created_at, IncidentRow.diagnosis,
+                         where=(col(IncidentRow.signature).in_(sorted(hardware)), col(IncidentRow.host).is_not(None)))
     for incident_id, job_id, cluster, host, signature, created_at, diagnosis in rows:
-        if not host or signature not in hardware:
-            continue
         tally = tallies.setdefault((cluster, host), _Tally())
         tally.add(incident_id, job_id, signature, utc(created_at))
         if pci := gpu_of(diagnosis):

@@ -181,10 +181,10 @@ def list_incidents(store: Store, f: IncidentFilter, limit: int = 50, cursor: str
                         next_cursor=encode_cursor(items[-1].created_at, items[-1].id) if more else None)
 
 
-def incident_rows(store: Store, f: IncidentFilter, *columns: Any) -> list[Any]:
+def incident_rows(store: Store, f: IncidentFilter, *columns: Any, where: tuple[Any, ...] = ()) -> list[Any]:
     """The given columns of every incident the filter selects, newest first (for counts done in Python)."""
     with store.session() as s:
-        return list(s.execute(sa.select(*columns).where(*conditions(f))
+        return list(s.execute(sa.select(*columns).where(*conditions(f), *where)
                               .order_by(col(IncidentRow.created_at).desc())).all())
 
 
@@ -243,18 +243,30 @@ def iso_week(when: datetime) -> str:
     return f"{year}-W{week:02d}"
 
 
+def top_signatures(store: Store, f: IncidentFilter, top: int) -> list[SignatureCount]:
+    count = func.count().label("n")
+    with store.session() as s:
+        signature_col = col(IncidentRow.signature)
+        ranked = s.execute(sa.select(signature_col, count).where(*conditions(f))
+                           .group_by(signature_col).order_by(count.desc(), signature_col).limit(top)).all()
+        out = []
+        for signature, n in ranked:  # the title as the diagnosis gave it (a user catalog may have renamed it)
+            diagnosis = s.execute(sa.select(col(IncidentRow.diagnosis)).where(
+                signature_col.is_(None) if signature is None else signature_col == signature,
+                *conditions(f)).limit(1)).scalar_one()
+            out.append(SignatureCount(signature=signature, title=(diagnosis.get("root_cause") or {}).get("title"),
+                                      count=int(n)))
+    return out
+
+
 def stats(store: Store, f: IncidentFilter, top: int = 10, min_incidents: int = 2) -> Stats:
-    rows = incident_rows(store, f, IncidentRow.signature, IncidentRow.diagnosis, IncidentRow.cluster,
-                         IncidentRow.created_at, IncidentRow.host, IncidentRow.hosts, IncidentRow.job_id)
-    titles: dict[str | None, str | None] = {}
-    signatures: Counter[str | None] = Counter()
+    rows = incident_rows(store, f, IncidentRow.cluster, IncidentRow.created_at, IncidentRow.host,
+                         IncidentRow.hosts, IncidentRow.job_id)
     weeks: Counter[tuple[str | None, str]] = Counter()
     initiating: Counter[tuple[str | None, str]] = Counter()
     jobs: dict[tuple[str | None, str], set[str]] = {}
     named: Counter[tuple[str | None, str]] = Counter()
-    for signature, diagnosis, cluster, created_at, host, hosts, job_id in rows:
-        signatures[signature] += 1
-        titles.setdefault(signature, (diagnosis.get("root_cause") or {}).get("title"))
+    for cluster, created_at, host, hosts, job_id in rows:
         weeks[cluster, iso_week(utc(created_at))] += 1
         for h in set(hosts) | ({host} if host else set()):
             named[cluster, h] += 1
@@ -263,8 +275,7 @@ def stats(store: Store, f: IncidentFilter, top: int = 10, min_incidents: int = 2
             jobs.setdefault((cluster, host), set()).add(job_id)
     return Stats(
         total=len(rows),
-        top_signatures=[SignatureCount(signature=s, title=titles[s], count=n)
-                        for s, n in sorted(signatures.items(), key=lambda kv: (-kv[1], kv[0] or ""))[:top]],
+        top_signatures=top_signatures(store, f, top),
         by_cluster_week=[ClusterWeek(cluster=c, week=w, count=n)
                          for (c, w), n in sorted(weeks.items(), key=lambda kv: (kv[0][1], kv[0][0] or ""))],
         hosts=[HostCount(cluster=c, host=h, initiating=n, jobs=len(jobs[c, h]), named=named[c, h])
