@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlmodel import col, select
 
@@ -26,6 +27,8 @@ K8S_SCHEDULERS = frozenset({"k8s", "kubernetes"})
 # NVRM: Xid (PCI:0000:3b:00): 79 ... / GPU 0000:3b:00.0: ... / NCCL's busId 3b000
 _PCI_RE = re.compile(r"\b(?:PCI:|GPU )([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+GPU_SAMPLE = 100  # newest incidents per host whose evidence is read for the GPU
+SHOWN_IDS = 20  # newest incident ids listed per host
 
 
 def hardware_signatures(catalog: Catalog) -> frozenset[str]:
@@ -49,8 +52,8 @@ class Offender(BaseModel):
     signatures: list[str]
     first_seen: datetime
     last_seen: datetime
-    incident_ids: list[str]
-    gpus: list[GpuOffender]
+    incident_ids: list[str]  # the newest SHOWN_IDS
+    gpus: list[GpuOffender]  # among the host's newest GPU_SAMPLE incidents
     scheduler: str  # slurm | k8s: which drain command fits
     drain: str
 
@@ -95,19 +98,33 @@ def _schedulers(store: Store, job_ids: set[str]) -> dict[str, str]:
     return {job_id: str((event or {}).get("scheduler") or "slurm").lower() for job_id, event in rows}
 
 
+def _tally_gpus(store: Store, chosen: dict[tuple[str | None, str], _Tally]) -> None:
+    """Read the evidence of each chosen host's newest incidents for the GPU it names. Only these diagnoses are
+    loaded: they are the large column, and a host's newest incidents say which GPU keeps failing."""
+    wanted = [i for t in chosen.values() for i in t.incidents[:GPU_SAMPLE]]  # incidents are newest first
+    for start in range(0, len(wanted), 500):  # SQLite caps the number of bound parameters
+        with store.session() as s:
+            rows = s.execute(sa.select(col(IncidentRow.id), col(IncidentRow.cluster), col(IncidentRow.host),
+                                       col(IncidentRow.job_id), col(IncidentRow.signature),
+                                       col(IncidentRow.created_at), col(IncidentRow.diagnosis))
+                             .where(col(IncidentRow.id).in_(wanted[start:start + 500]))).all()
+        for incident_id, cluster, host, job_id, signature, created_at, diagnosis in rows:
+            if pci := gpu_of(diagnosis):
+                gpus = chosen[cluster, host].gpus
+                gpus.setdefault(pci, _Tally()).add(incident_id, job_id, signature, utc(created_at))
+
+
 def offenders(store: Store, catalog: Catalog, f: IncidentFilter, min_jobs: int = 2) -> list[Offender]:
     """Hosts at the root of hardware incidents in at least `min_jobs` distinct jobs, worst first."""
     hardware = hardware_signatures(catalog)
     tallies: dict[tuple[str | None, str], _Tally] = {}
     rows = incident_rows(store, f, IncidentRow.id, IncidentRow.job_id, IncidentRow.cluster, IncidentRow.host,
-                         IncidentRow.signature, IncidentRow.created_at, IncidentRow.diagnosis,
+                         IncidentRow.signature, IncidentRow.created_at,
                          where=(col(IncidentRow.signature).in_(sorted(hardware)), col(IncidentRow.host).is_not(None)))
-    for incident_id, job_id, cluster, host, signature, created_at, diagnosis in rows:
-        tally = tallies.setdefault((cluster, host), _Tally())
-        tally.add(incident_id, job_id, signature, utc(created_at))
-        if pci := gpu_of(diagnosis):
-            tally.gpus.setdefault(pci, _Tally()).add(incident_id, job_id, signature, utc(created_at))
+    for incident_id, job_id, cluster, host, signature, created_at in rows:
+        tallies.setdefault((cluster, host), _Tally()).add(incident_id, job_id, signature, utc(created_at))
     chosen = {key: t for key, t in tallies.items() if len(t.jobs) >= min_jobs}
+    _tally_gpus(store, chosen)
     schedulers = _schedulers(store, {j for t in chosen.values() for j in t.jobs})
     out = []
     for (cluster, host), t in chosen.items():
@@ -118,6 +135,6 @@ def offenders(store: Store, catalog: Catalog, f: IncidentFilter, min_jobs: int =
                        for pci, g in t.gpus.items()), key=lambda g: (-g.jobs, -g.incidents, g.pci))
         out.append(Offender(cluster=cluster, host=host, incidents=len(t.incidents), jobs=len(t.jobs),
                             signatures=signatures, first_seen=min(t.seen), last_seen=max(t.seen),
-                            incident_ids=t.incidents, gpus=gpus, scheduler=scheduler,
+                            incident_ids=t.incidents[:SHOWN_IDS], gpus=gpus, scheduler=scheduler,
                             drain=drain_command(host, scheduler, signatures, len(t.jobs))))
     return sorted(out, key=lambda o: (-o.jobs, -o.incidents, -o.last_seen.timestamp(), o.host))
