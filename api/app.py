@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from api.history import history_router
 from api.ingest import ingest_router
+from api.web import static_files, web_router
+from catalog.loader import default_catalog
 from firstfault import __version__
 from firstfault.settings import Settings
 from ingest.dispatch import Dispatcher
@@ -16,6 +19,10 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> Fast
                   description="Which rank or node failed first, why, what to do, and how to verify the fix.")
     app.state.settings, app.state.store = settings, store
     app.include_router(ingest_router(dispatcher, settings.api_token))
+    catalog = default_catalog()
+    app.include_router(history_router(store, catalog))
+    app.include_router(web_router(store, catalog))
+    app.mount("/static", static_files(), name="static")
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

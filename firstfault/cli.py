@@ -17,6 +17,7 @@ from catalog.loader import bundled_sources, default_catalog, env_sources, read_s
 from catalog.model import catalog_json_schema
 from firstfault import __version__, notify_cli, serve, ship_cli
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
+from firstfault.history_cli import add_incidents_parser, cmd_incidents
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
 from schemas.errors import CatalogError, TransportError, UsageError
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     ship_cli.add_parsers(sub)
     serve.add_parser(sub)
     notify_cli.add_commands(sub)
+    add_incidents_parser(sub)
     return p
 
 
@@ -163,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve.cmd_serve(args)
         if args.command in notify_cli.COMMANDS:
             return notify_cli.run(args)
+        if args.command == "incidents":
+            return cmd_incidents(args, out)
         if args.command == "explain":
             args.action = "show"
         return cmd_catalog(args, out)

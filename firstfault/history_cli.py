@@ -1,0 +1,218 @@
+"""`firstfault incidents list|show|stats|offenders`: the incident history from the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Column, Table
+
+from catalog.loader import default_catalog
+from firstfault.render import render_markdown, render_text
+from firstfault.settings import load_settings
+from schemas.diagnosis import TimelineEntry
+from schemas.errors import TransportError, UsageError
+from store.incidents import Store
+from store.offenders import Offender, offenders
+from store.queries import (
+    IncidentDetail,
+    IncidentFilter,
+    IncidentSummary,
+    Stats,
+    incident_detail,
+    list_incidents,
+    parse_since,
+    stats,
+)
+
+TIMELINE_ROWS = 40
+
+
+def add_incidents_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("incidents", help="search the incident history (database from settings or --db)")
+    actions = p.add_subparsers(dest="action", required=True, parser_class=type(p))
+    ls = actions.add_parser("list", help="incidents, newest first")
+    _filters(ls)
+    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--cursor", help="continue after a previous page (its next_cursor)")
+    ls.add_argument("--format", choices=["table", "json"], default="table")
+    show = actions.add_parser("show", help="one incident's full report, timeline and revisions")
+    show.add_argument("id")
+    show.add_argument("--db", metavar="URL")
+    show.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    st = actions.add_parser("stats", help="top failure classes, counts by cluster and week, repeat hosts")
+    _filters(st)
+    st.add_argument("--format", choices=["text", "json"], default="text")
+    off = actions.add_parser("offenders", help="hosts and GPUs with hardware faults in several jobs, to drain")
+    _filters(off)
+    off.add_argument("--min-jobs", type=int, default=2)
+    off.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL", help="database URL (default: FIRSTFAULT_DATABASE_URL or settings)")
+    p.add_argument("--since", help="7d, 24h, 30m, 2w or an ISO date")
+    p.add_argument("--tag")
+    p.add_argument("--signature", help="catalog id or glob, e.g. 'nccl.*'")
+    p.add_argument("--cluster")
+    p.add_argument("--host", help="the initiating host or any host the diagnosis names")
+    p.add_argument("--team")
+    p.add_argument("--state", choices=["open", "resolved"])
+    p.add_argument("--severity", choices=["critical", "error", "warning", "info"])
+    p.add_argument("--text", help="words anywhere in the diagnosis")
+
+
+def _filter(args: argparse.Namespace, now: datetime) -> IncidentFilter:
+    return IncidentFilter(since=parse_since(args.since, now) if args.since else None, tag=args.tag,
+                          signature=args.signature, cluster=args.cluster, host=args.host, team=args.team,
+                          state=args.state, severity=args.severity, text=args.text)
+
+
+def cmd_incidents(args: argparse.Namespace, out: Console) -> int:
+    url = args.db or load_settings().database_url
+    try:
+        store = Store.open(url)
+    except TransportError as exc:  # the one-line error of a bad invocation, not a traceback
+        raise UsageError(str(exc)) from exc
+    try:
+        if args.action == "show":
+            return _show(store, args.id, args.format, out)
+        _query(store, args, _filter(args, datetime.now(UTC)), out)
+        return 0
+    finally:
+        store.close()
+
+
+def _query(store: Store, args: argparse.Namespace, f: IncidentFilter, out: Console) -> None:
+    as_json = args.format == "json"
+    if args.action == "list":
+        page = list_incidents(store, f, args.limit, args.cursor)
+        if as_json:
+            sys.stdout.write(page.model_dump_json(indent=2) + "\n")
+        else:
+            _print_list(page.items, page.total, page.next_cursor, out)
+    elif args.action == "stats":
+        result = stats(store, f)
+        if as_json:
+            sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        else:
+            _print_stats(result, out)
+    else:
+        found = offenders(store, default_catalog(), f, args.min_jobs)
+        if as_json:
+            sys.stdout.write("[" + ",\n".join(o.model_dump_json(indent=2) for o in found) + "]\n")
+        else:
+            _print_offenders(found, out)
+
+
+def _who(rank: int | None, host: str | None) -> str:
+    if rank is None and host is None:
+        return "job-wide"
+    return " ".join(x for x in (f"rank {rank}" if rank is not None else "", host or "") if x)
+
+
+def _print_list(items: list[IncidentSummary], total: int, next_cursor: str | None, out: Console) -> None:
+    names = ("id", "created", "cluster", "team", "signature", "initiating", "state")
+    fixed = [Column(name, no_wrap=True) for name in names]
+    table = Table(*fixed, Column("title", no_wrap=True, overflow="ellipsis"), box=None, pad_edge=False)
+    for i in items:
+        table.add_row(i.id, f"{i.created_at:%Y-%m-%d %H:%M}", escape(i.cluster or "-"), escape(i.team or "-"),
+                      i.signature or i.verdict, escape(_who(i.rank, i.host)), i.state, escape(i.title or ""))
+    out.print(table)
+    more = f"; more with --cursor {next_cursor}" if next_cursor else ""
+    out.print(f"[dim]{len(items)} of {total} incident(s){more}[/]")
+
+
+def _show(store: Store, incident_id: str, fmt: str, out: Console) -> int:
+    detail = incident_detail(store, incident_id)
+    if detail is None:
+        raise UsageError(f"no incident {incident_id!r} (try: firstfault incidents list)")
+    if fmt == "json":
+        sys.stdout.write(detail.model_dump_json(indent=2) + "\n")
+    elif fmt == "markdown":
+        sys.stdout.write(_markdown(detail))
+    else:
+        _print_detail(detail, out)
+    return 0
+
+
+def _header(detail: IncidentDetail) -> list[str]:
+    inc = detail.incident
+    return [f"job {inc.job_id} (attempt {inc.attempt})", f"cluster {inc.cluster or '-'}", f"team {inc.team or '-'}",
+            f"state {inc.state}", f"severity {inc.severity}", f"revision {inc.revision}",
+            f"created {inc.created_at:%Y-%m-%d %H:%M:%S}Z", f"updated {inc.updated_at:%Y-%m-%d %H:%M:%S}Z"]
+
+
+def _timeline_row(e: TimelineEntry) -> tuple[str, str, str, str, str]:
+    when = e.time.strftime("%H:%M:%S.%f")[:-3] if e.time else "no clock"
+    where = f"{e.source}:{e.line}" if e.source else ""
+    return when, _who(e.rank, e.host), e.signature, e.role, where
+
+
+def _print_detail(detail: IncidentDetail, out: Console) -> None:
+    inc = detail.incident
+    out.print(f"[bold]{inc.id}[/]  [dim]{escape(' · '.join(_header(detail)))}[/]")
+    render_text(inc.diagnosis, out)
+    timeline = inc.diagnosis.timeline
+    if timeline:
+        out.print("[bold]Timeline[/] (clock-skew corrected)")
+        table = Table("time", "who", "signature", "role", "line", box=None, pad_edge=False)
+        for e in timeline[:TIMELINE_ROWS]:
+            row = _timeline_row(e)
+            style = "bold red" if e.role == "initiating" else ("dim" if e.role == "collateral" else "")
+            table.add_row(*(escape(x) for x in row), style=style)
+        out.print(table)
+        if len(timeline) > TIMELINE_ROWS:
+            out.print(f"  … and {len(timeline) - TIMELINE_ROWS} more events")
+    out.print("[bold]Revisions[/]")
+    for r in detail.revisions:
+        what = "; ".join(r.changes) if r.changes else "first diagnosis"
+        out.print(f"  {r.revision}  {r.created_at:%Y-%m-%d %H:%M:%S}Z  {escape(what)}")
+
+
+def _markdown(detail: IncidentDetail) -> str:
+    inc = detail.incident
+    out = [f"# Incident {inc.id}", "", " · ".join(_header(detail)), "", render_markdown(inc.diagnosis).rstrip()]
+    if inc.diagnosis.timeline:
+        out += ["", "### Timeline (clock-skew corrected)", "", "| time | who | signature | role | line |",
+                "|---|---|---|---|---|"]
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in _timeline_row(e)) + " |"
+                for e in inc.diagnosis.timeline[:TIMELINE_ROWS]]
+    out += ["", "### Revisions"]
+    out += [f"- {r.revision} at {r.created_at:%Y-%m-%d %H:%M:%S}Z: {'; '.join(r.changes) or 'first diagnosis'}"
+            for r in detail.revisions]
+    return "\n".join(out) + "\n"
+
+
+def _print_stats(result: Stats, out: Console) -> None:
+    out.print(f"[bold]{result.total}[/] incident(s)")
+    top = Table("count", "signature", "title", box=None, pad_edge=False, title="Top failure classes",
+                title_justify="left")
+    for s in result.top_signatures:
+        top.add_row(str(s.count), s.signature or "(no known signature)", escape(s.title or ""))
+    out.print(top)
+    weeks = Table("week", "cluster", "count", box=None, pad_edge=False, title="By cluster and ISO week",
+                  title_justify="left")
+    for w in result.by_cluster_week:
+        weeks.add_row(w.week, escape(w.cluster or "-"), str(w.count))
+    out.print(weeks)
+    hosts = Table("host", "cluster", "initiating", "jobs", "named", box=None, pad_edge=False,
+                  title="Hosts at the root of several incidents", title_justify="left")
+    for h in result.hosts:
+        hosts.add_row(escape(h.host), escape(h.cluster or "-"), str(h.initiating), str(h.jobs), str(h.named))
+    out.print(hosts if result.hosts else "[dim]No host is at the root of more than one incident.[/]")
+
+
+def _print_offenders(found: list[Offender], out: Console) -> None:
+    if not found:
+        out.print("[green]No host has hardware faults in more than one job.[/]")
+        return
+    for rank, o in enumerate(found, 1):
+        out.print(f"[bold]{rank}. {escape(o.host)}[/] ({escape(o.cluster or '-')}): {o.incidents} incident(s) in "
+                  f"{o.jobs} jobs, {', '.join(o.signatures)}; last {o.last_seen:%Y-%m-%d %H:%M}Z")
+        for g in o.gpus:
+            out.print(f"   GPU {g.pci}: {g.incidents} incident(s) in {g.jobs} job(s) ({', '.join(g.signatures)})")
+        out.print(f"   [green]$ {escape(o.drain)}[/]", soft_wrap=True)  # never break a command people copy
