@@ -14,7 +14,7 @@ from typing import Any
 from catalog.matcher import LineMatch, Matcher
 from catalog.model import Signature
 from correlator.speakers import Who, read_prefixes, read_speaker
-from correlator.timestamps import parse_timestamp
+from correlator.timestamps import Stamp, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
@@ -27,15 +27,50 @@ _TRACEBACKISH = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, slots=True)
+class Said:
+    """What is needed to tell who said a matched line and when, read on first use: most context lines (the
+    `errorish` ones, there for the differential view) are never asked, so their speaker and time are never parsed."""
+
+    line: str
+    base: Who
+    year: int
+    owner: str | None = None  # for an indented continuation line: the line that started its message
+    _who: Who | None = None
+    _stamp: Stamp | None = None
+    _stamp_read: bool = False
+
+    @property
+    def who(self) -> Who:
+        if self._who is None:
+            self._who = _read_who(self.line, self.base, self.owner)
+        return self._who
+
+    @property
+    def stamp(self) -> Stamp | None:
+        if not self._stamp_read:
+            self._stamp = _read_stamp(self.line, self.year)
+            self._stamp_read = True
+        return self._stamp
+
+
+@dataclass(frozen=True, slots=True)
 class ContextRecord:
     kind: str
     fields: dict[str, Any]
     source: str
     line_no: int
-    who: Who
-    time: datetime | None
-    text: str = ""
+    text: str
+    said: Said = field(compare=False, repr=False)
+
+    @property
+    def who(self) -> Who:
+        return self.said.who
+
+    @property
+    def time(self) -> datetime | None:
+        stamp = self.said.stamp
+        return stamp.time if stamp else None
 
 
 @dataclass
@@ -45,6 +80,21 @@ class SourceResult:
     context: list[ContextRecord] = field(default_factory=list)
     lines: int = 0
     bytes: int = 0
+
+
+def _read_who(line: str, base: Who, owner: str | None) -> Who:
+    who = read_speaker(line, base)
+    if who == base and owner is not None:
+        who = read_speaker(owner, base)
+    return who
+
+
+def _read_stamp(line: str, year: int) -> Stamp | None:
+    _, body = read_prefixes(line, Who())
+    stamp = parse_timestamp(body, year)
+    if stamp is None and body is not line and len(body) != len(line):
+        stamp = parse_timestamp(line, year)
+    return stamp
 
 
 def _owner_line(buffer: bytes, start: int) -> str | None:
@@ -101,33 +151,24 @@ class SourceScanner:
             line_no += buffer.count(b"\n", counted_to, lm.start)
             counted_to = lm.start
             self._record(buffer, lm, line_no)
-        if advance:
-            newlines = buffer.count(b"\n")
-            self._line_no += newlines + (0 if buffer.endswith(b"\n") else 1)
+        if advance:  # count only the newlines after the last match: the ones before it are counted above
+            line_no += buffer.count(b"\n", counted_to)
+            self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
             self.result.lines = self._line_no - 1
 
-    def _who(self, buffer: bytes, lm: LineMatch) -> Who:
-        who = read_speaker(lm.text, self._base)
-        if who == self._base and lm.text[:1].isspace():
-            owner = _owner_line(buffer, lm.start)
-            if owner is not None:
-                who = read_speaker(owner, self._base)
-        return who
-
     def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
-        who = self._who(buffer, lm)
-        _, body = read_prefixes(lm.text, Who())
-        stamp = parse_timestamp(body, self._year)
-        if stamp is None and body is not lm.text and len(body) != len(lm.text):
-            stamp = parse_timestamp(lm.text, self._year)
-        time = stamp.time if stamp else None
-        for kind, captures in lm.context.items():
-            self.result.context.append(
-                ContextRecord(kind, captures, self.result.source, line_no, who, time, lm.text.strip()[:500])
-            )
+        # The owner of an indented line is read now, while its chunk is at hand; the rest waits until asked.
+        owner = _owner_line(buffer, lm.start) if lm.text[:1].isspace() else None
+        said = Said(lm.text, self._base, self._year, owner)
+        if lm.context:
+            text = lm.text.strip()[:500]
+            for kind, captures in lm.context.items():
+                self.result.context.append(ContextRecord(kind, captures, self.result.source, line_no, text, said))
         if lm.signature is None:
             return
         sig = lm.signature
+        who = said.who
+        stamp = said.stamp
         if self._continues_event(buffer, lm, line_no, who):
             event = self._event_start
         else:
@@ -143,7 +184,7 @@ class SourceScanner:
                 line_no=line_no,
                 text=lm.text.strip(),
                 speaker=Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device),
-                time=time,
+                time=stamp.time if stamp else None,
                 clock=stamp.clock if stamp else None,
                 fields=dict(lm.fields),
                 order=self._order,
