@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rx = build_matcher(catalog, "re")
     re_build = time.perf_counter() - t0
-    patterns = [r.pattern for r in hs._line_regex]
+    patterns = hs.patterns
     fingerprints = sum(len(s.fingerprints) for s in catalog.signatures)
     log(f"catalog snapshot: {len(catalog)} entries, {len(patterns)} patterns ({len(patterns) - fingerprints} "
         f"context); dropped files: {list(manifest['dropped']) or 'none'}; hyperscan db built in {hs_build:.2f} s")
