@@ -1,0 +1,106 @@
+"""The compiled Hyperscan database and the self-check verdict are cached; a bad or unwritable cache only costs
+the compile, never a different finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from catalog.dbcache import BlobCache, cache_key
+from catalog.engine import HyperscanEngine
+from catalog.loader import default_catalog
+from catalog.matcher import LineMatch, Matcher
+from firstfault.engine import build_matcher, cache_dir
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
+
+pytest.importorskip("hyperscan")
+
+
+def _matches(matcher: Matcher) -> list[tuple[str | None, dict[str, object], list[str]]]:
+    found: list[LineMatch] = []
+    for path in sorted(EXAMPLE.rglob("*.log")):
+        found += matcher.match(path.read_bytes())
+    # the line the self-check rescues, which Hyperscan alone drops
+    found += matcher.match(b"[7] finished collective #182, but didn't join collective #183 (count from 1)\n")
+    return [(m.signature.id if m.signature else None, m.fields, sorted(m.context)) for m in found]
+
+
+@pytest.fixture(scope="module")
+def uncached() -> list[tuple[str | None, dict[str, object], list[str]]]:
+    return _matches(build_matcher(default_catalog(), "hyperscan"))
+
+
+def _entries(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.bin"))
+
+
+def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               uncached: list[tuple[str | None, dict[str, object], list[str]]]
+                                               ) -> None:
+    cache = BlobCache(tmp_path / "firstfault")
+    cold = build_matcher(default_catalog(), "hyperscan", cache)
+    assert len(_entries(cache.directory)) == 2  # the database and the self-check verdict
+
+    def no_compiling(*args: object) -> None:
+        raise AssertionError("compiled although the cache holds the database")
+
+    monkeypatch.setattr(HyperscanEngine, "_compile", no_compiling)
+    monkeypatch.setattr("catalog.matcher.ReEngine", no_compiling)  # the self-check's reference scan
+    warm = build_matcher(default_catalog(), "hyperscan", cache)
+    assert warm.rescued == cold.rescued == 3
+    assert _matches(warm) == _matches(cold) == uncached
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_a_byte", "garbage", "empty"])
+def test_a_corrupt_entry_is_compiled_again_and_rewritten(
+        tmp_path: Path, damage: str, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
+    cache = BlobCache(tmp_path)
+    build_matcher(default_catalog(), "hyperscan", cache)
+    for entry in _entries(tmp_path):
+        blob = entry.read_bytes()
+        entry.write_bytes({"truncate": blob[: len(blob) // 2],
+                           "flip_a_byte": blob[:-5] + bytes([blob[-5] ^ 0x55]) + blob[-4:],
+                           "garbage": b"\x00not a cache entry\xff" * 40,
+                           "empty": b""}[damage])
+    again = build_matcher(default_catalog(), "hyperscan", cache)
+    assert again.rescued == 3
+    assert _matches(again) == uncached
+    assert all(cache.get(e.stem) is not None for e in _entries(tmp_path)), "the entries should be valid again"
+
+
+def test_a_valid_entry_that_hyperscan_rejects_is_compiled_again(
+        tmp_path: Path, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
+    """A checksum-valid entry whose database does not load (another build, another CPU) is replaced."""
+    cache = BlobCache(tmp_path)
+    engine = build_matcher(default_catalog(), "hyperscan", cache).engine
+    assert isinstance(engine, HyperscanEngine)
+    key = engine.cache_key
+    cache.put(key, b'{"leftover": []}\nthis is no hyperscan database')
+    assert _matches(build_matcher(default_catalog(), "hyperscan", cache)) == uncached
+    payload = cache.get(key)
+    assert payload is not None and len(payload) > 1000
+
+
+def test_an_unwritable_cache_directory_is_ignored(
+        tmp_path: Path, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    cache = BlobCache(blocker / "firstfault")
+    matcher = build_matcher(default_catalog(), "hyperscan", cache)
+    assert matcher.rescued == 3
+    assert _matches(matcher) == uncached
+    assert blocker.read_text() == "a file where the cache directory should be"
+
+
+def test_cache_keys_tell_part_boundaries_apart() -> None:
+    assert cache_key("ab", "c") != cache_key("a", "bc")
+    assert cache_key("x") == cache_key(b"x")
+
+
+def test_cache_directory_follows_xdg() -> None:
+    assert cache_dir({"XDG_CACHE_HOME": "/var/cache/me", "HOME": "/home/me"}) == Path("/var/cache/me/firstfault")
+    assert cache_dir({"XDG_CACHE_HOME": "relative", "HOME": "/home/me"}) == Path("/home/me/.cache/firstfault")
+    assert cache_dir({"HOME": "/home/me"}) == Path("/home/me/.cache/firstfault")
+    assert cache_dir({}) is None
