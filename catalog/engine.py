@@ -161,8 +161,9 @@ class LineFilteredRe:
         self.literal = required_literal(self.regex.pattern)
 
     def line_starts(self, buffer: bytes) -> list[int]:
+        """The start of every line of ``buffer`` that the pattern matches, in order, once each."""
         if self.literal is None:
-            return [_line_start(buffer, m.start()) for m in self.regex.finditer(buffer)]
+            return list(dict.fromkeys(_line_start(buffer, m.start()) for m in self.regex.finditer(buffer)))
         found = []
         search = self.regex.search
         pos = buffer.find(self.literal)

@@ -1,5 +1,5 @@
-"""The compiled Hyperscan database and the self-check verdict are cached; a bad or unwritable cache only costs
-the compile, never a different finding."""
+"""The compiled Hyperscan database, the self-check verdict and the validated catalog are cached; a bad or
+unwritable cache only costs the compile, never a different finding."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 
 from catalog.dbcache import BlobCache, cache_key
 from catalog.engine import HyperscanEngine
-from catalog.loader import default_catalog
+from catalog.loader import default_catalog, load_catalog
 from catalog.matcher import LineMatch, Matcher
-from firstfault.engine import build_matcher, cache_dir
+from firstfault.engine import build_matcher, cache_dir, cached_catalog
+from schemas.errors import CatalogError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 
@@ -104,3 +105,47 @@ def test_cache_directory_follows_xdg() -> None:
     assert cache_dir({"XDG_CACHE_HOME": "relative", "HOME": "/home/me"}) == Path("/home/me/.cache/firstfault")
     assert cache_dir({"HOME": "/home/me"}) == Path("/home/me/.cache/firstfault")
     assert cache_dir({}) is None
+
+
+USER_ENTRY = """
+version: 1
+signatures:
+  - id: test.cached.thing
+    title: {title}
+    category: other
+    severity: error
+    role: initiating
+    fingerprints: [{{regex: 'cached thing broke'}}]
+    meaning: The thing broke.
+    fix: Mend it.
+    verification: "thing --check  # expect ok"
+    examples: {{positive: ["cached thing broke"]}}
+"""
+
+
+def test_the_cached_catalog_follows_edits_to_user_catalog_files(tmp_path: Path) -> None:
+    cache = BlobCache(tmp_path / "cache")
+    ours = tmp_path / "catalog"
+    ours.mkdir()
+    (ours / "ours.yaml").write_text(USER_ENTRY.format(title="First words"))
+    first = cached_catalog(str(ours), cache)
+    assert first == load_catalog(str(ours))
+    assert cached_catalog(str(ours), cache) == first  # from the cache this time
+    (ours / "ours.yaml").write_text(USER_ENTRY.format(title="Second words"))
+    entry = cached_catalog(str(ours), cache).get("test.cached.thing")
+    assert entry is not None and entry.title == "Second words"
+    (ours / "ours.yaml").write_text(USER_ENTRY.format(title="broken: [yaml"))
+    with pytest.raises(CatalogError):
+        cached_catalog(str(ours), cache)
+
+
+def test_a_corrupt_catalog_pickle_is_rebuilt(tmp_path: Path) -> None:
+    cache = BlobCache(tmp_path)
+    good = cached_catalog(None, cache)
+    [entry] = _entries(tmp_path)
+    payload = cache.get(entry.stem)
+    assert payload is not None
+    cache.put(entry.stem, payload[: len(payload) // 3])  # checksum-valid, but not a whole pickle
+    assert cached_catalog(None, cache) == good
+    cache.put(entry.stem, b"\x80\x05not a pickle at all")
+    assert cached_catalog(None, cache) == good
