@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import platform
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from catalog.dbcache import BlobCache, cache_key
@@ -151,9 +151,19 @@ def _skip_quantifier(pattern: bytes, i: int) -> int:
     return i
 
 
+def literal_lines(buffer: bytes, literal: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of every line of ``buffer`` holding ``literal``, once each; bytes.find runs at memory speed."""
+    pos = buffer.find(literal)
+    while pos >= 0:
+        end = buffer.find(b"\n", pos)
+        end = len(buffer) if end < 0 else end
+        yield _line_start(buffer, pos), end
+        pos = buffer.find(literal, end)
+
+
 class LineFilteredRe:
-    """One pattern scanned with ``re``, only on the lines that hold its required literal (found with bytes.find,
-    which runs at memory speed) — or over the whole buffer when it has none."""
+    """One pattern scanned with ``re`` only on the lines that hold its required literal, or over the whole buffer
+    when it has none. ``^``/``$`` still hold on a line's (start, end): start follows a newline, end is one."""
 
     def __init__(self, index: int, pattern: str) -> None:
         self.index = index
@@ -164,17 +174,23 @@ class LineFilteredRe:
         """The start of every line of ``buffer`` that the pattern matches, in order, once each."""
         if self.literal is None:
             return list(dict.fromkeys(_line_start(buffer, m.start()) for m in self.regex.finditer(buffer)))
-        found = []
-        search = self.regex.search
-        pos = buffer.find(self.literal)
-        while pos >= 0:
-            start = _line_start(buffer, pos)
-            end = buffer.find(b"\n", pos)
-            end = len(buffer) if end < 0 else end
-            if search(buffer, start, end):  # `^`/`$` still hold: start follows a newline, end is one
-                found.append(start)
-            pos = buffer.find(self.literal, end)
-        return found
+        return [start for start, end in literal_lines(buffer, self.literal) if self.regex.search(buffer, start, end)]
+
+
+def _scan_filtered(scans: Sequence[LineFilteredRe], buffer: bytes, found: dict[int, set[int]]) -> None:
+    """Add what ``scans`` match in ``buffer`` to ``found``; patterns sharing a literal share one pass for it."""
+    by_literal: dict[bytes, list[LineFilteredRe]] = {}
+    for scan in scans:
+        if scan.literal is None:
+            for start in scan.line_starts(buffer):
+                found.setdefault(start, set()).add(scan.index)
+        else:
+            by_literal.setdefault(scan.literal, []).append(scan)
+    for literal, group in by_literal.items():
+        for start, end in literal_lines(buffer, literal):
+            for scan in group:
+                if scan.regex.search(buffer, start, end):
+                    found.setdefault(start, set()).add(scan.index)
 
 
 class ReEngine:
@@ -295,9 +311,7 @@ class HyperscanEngine:
                 # A match ending at a newline belongs to the line before it.
                 at = end - 1 if end > 0 else 0
                 found.setdefault(_line_start(buffer, at), set()).add(pattern_id)
-        for rescued in self._leftover:
-            for start in rescued.line_starts(buffer):
-                found.setdefault(start, set()).add(rescued.index)
+        _scan_filtered(self._leftover, buffer, found)
         return found
 
 

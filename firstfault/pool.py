@@ -7,6 +7,7 @@ instead of building their own or receiving it pickled. Where fork does not exist
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from collections.abc import Callable
 
@@ -42,9 +43,14 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     order = sorted(range(len(sources)), key=lambda i: -sizes[i])
     tasks = [(i, sources[i], year, order_base(i)) for i in order]
     results: list[SourceResult | None] = [None] * len(sources)
-    with multiprocessing.get_context("fork").Pool(workers, initializer=_adopt, initargs=(matcher,)) as pool:
-        for index, result in pool.imap_unordered(_scan_one, tasks):
-            results[index] = result
-            if progress:
-                progress(result.bytes)
+    # Frozen objects are never traversed by the collector, so workers do not copy the pages they inherit.
+    gc.freeze()
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_adopt, initargs=(matcher,)) as pool:
+            for index, result in pool.imap_unordered(_scan_one, tasks):
+                results[index] = result
+                if progress:
+                    progress(result.bytes)
+    finally:
+        gc.unfreeze()
     return [r for r in results if r is not None]
