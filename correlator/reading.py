@@ -18,6 +18,7 @@ from correlator.timestamps import Stamp, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
+SAID_MEMO = 4096  # distinct lines remembered per source
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
@@ -130,6 +131,9 @@ class SourceScanner:
         self._order = order_base
         self._last_event: tuple[int, Who] | None = None  # (line_no, who) of the last finding
         self._event_start = 0
+        # Logs repeat lines verbatim (the same warning every step): one Said per distinct line reads its speaker
+        # and time once, and the records share its text.
+        self._said: dict[tuple[str, str | None], tuple[Said, str]] = {}
         self.result = SourceResult(source)
 
     def feed(self, chunk: bytes) -> None:
@@ -166,9 +170,8 @@ class SourceScanner:
     def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
         # The owner of an indented line is read now, while its chunk is at hand; the rest waits until asked.
         owner = _owner_line(buffer, lm.start) if lm.text[:1].isspace() else None
-        said = Said(lm.text, self._base, self._year, owner)
+        said, text = self._said_for(lm.text, owner)
         if lm.context:
-            text = lm.text.strip()[:500]
             for kind, captures in lm.context.items():
                 self.result.context.append(ContextRecord(kind, captures, self.result.source, line_no, text, said))
         if lm.signature is None:
@@ -198,6 +201,15 @@ class SourceScanner:
                 event=event,
             )
         )
+
+    def _said_for(self, line: str, owner: str | None) -> tuple[Said, str]:
+        key = (line, owner)
+        known = self._said.get(key)
+        if known is None:
+            if len(self._said) >= SAID_MEMO:
+                self._said.clear()
+            known = self._said[key] = (Said(line, self._base, self._year, owner), line.strip()[:500])
+        return known
 
     def _continues_event(self, buffer: bytes, lm: LineMatch, line_no: int, who: Who) -> bool:
         if self._last_event is None:
