@@ -28,24 +28,32 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _pss_kb(pid: int) -> int:
-    """Proportional set size: pages shared by forked workers are split between them, so sums are fair."""
+def _rss_pss_kb(pid: int) -> tuple[int, int]:
+    """Resident and proportional set size. PSS splits pages shared by forked workers between them, so its sum
+    over a process tree is fair; the RSS sum counts shared pages once per process (an upper bound)."""
+    rss = pss = 0
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
-    return 0
+    return rss, pss
 
 
 class TreeMemory:
-    """Samples the summed PSS of a process and all its descendants every SAMPLE_S until stopped."""
+    """Samples the summed RSS and PSS of a process and all its descendants every SAMPLE_S until stopped.
+
+    (os.wait4's ru_maxrss is no use here: it keeps the high-water mark of the benchmark process that forked the
+    child before exec, so every child looked as big as the benchmark itself.)"""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak_kb = 0
+        self.peak_rss_kb = 0
         self.peak_processes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -54,7 +62,9 @@ class TreeMemory:
     def _run(self) -> None:
         while not self._stop.is_set():
             pids = _descendants(self.pid)
-            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in pids))
+            sizes = [_rss_pss_kb(p) for p in pids]
+            self.peak_rss_kb = max(self.peak_rss_kb, sum(r for r, _ in sizes))
+            self.peak_kb = max(self.peak_kb, sum(p for _, p in sizes))
             self.peak_processes = max(self.peak_processes, len(pids))
             self._stop.wait(SAMPLE_S)
 
@@ -65,8 +75,8 @@ class TreeMemory:
 
 def run_child(cmd: list[str], stdout: Any = subprocess.DEVNULL, stdout_path: Path | None = None,
               env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], Any]:
-    """Run ``cmd``; returns its output, exit code, the peak PSS of its process tree, and its rusage (os.wait4:
-    that child and the workers it reaped, not every child of this process)."""
+    """Run ``cmd``; returns its output, exit code, the peak RSS and PSS of its process tree, and its rusage
+    (os.wait4: the CPU time of that child and of the workers it reaped, not of every child of this process)."""
     out_fh = stdout_path.open("wb") if stdout_path else None
     with tempfile.TemporaryFile() as err_fh:
         proc = subprocess.Popen(cmd, stdout=out_fh or stdout, stderr=err_fh, cwd=ROOT,
@@ -84,4 +94,5 @@ def run_child(cmd: list[str], stdout: Any = subprocess.DEVNULL, stdout_path: Pat
     if out_fh:
         out_fh.close()
     return ({"rc": proc.returncode, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace"),
-             "tree_pss_mb": round(memory.peak_kb / 1024, 1), "processes": memory.peak_processes}, usage)
+             "tree_pss_mb": round(memory.peak_kb / 1024, 1), "tree_rss_mb": round(memory.peak_rss_kb / 1024, 1),
+             "processes": memory.peak_processes}, usage)

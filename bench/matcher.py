@@ -246,8 +246,8 @@ def run_rg(rg: str, pattern_file: Path, target: Sequence[Path], threads: int | N
     if p["rc"] not in (0, 1):
         raise RuntimeError(f"rg failed ({p['rc']}): {p['stderr'][-500:]}")
     lines = sum(int(row.rsplit(":", 1)[1]) for row in p["stdout"].splitlines() if ":" in row)
-    return {"matched_lines": lines, "_child_cpu": usage.ru_utime + usage.ru_stime,
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    return {"matched_lines": lines, "_child_cpu": usage.ru_utime + usage.ru_stime, "tree_rss_mb": p["tree_rss_mb"],
+            "tree_pss_mb": p["tree_pss_mb"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -261,9 +261,8 @@ def run_diagnose(logs: Path, out_json: Path, cache_home: Path, *flags: str) -> d
     res, usage = run_child(cmd, stdout_path=out_json, env={**os.environ, "XDG_CACHE_HOME": str(cache_home)})
     if res["rc"] != 0:
         raise RuntimeError(f"diagnose failed ({res['rc']}): {res['stderr'][-2000:]}")
-    # ru_maxrss of wait4: the largest single process (parent or a reaped worker); tree PSS: all of them summed.
-    return {"peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "tree_pss_mb": res["tree_pss_mb"],
-            "processes": res["processes"], "_child_cpu": usage.ru_utime + usage.ru_stime}
+    return {"tree_rss_mb": res["tree_rss_mb"], "tree_pss_mb": res["tree_pss_mb"], "processes": res["processes"],
+            "_child_cpu": usage.ru_utime + usage.ru_stime}
 
 
 def run_cold_start(logs: Path, out_json: Path) -> dict[str, Any]:
@@ -480,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             r = repeat("rg -c -f", nb, R, lambda ds=ds: run_rg(rg, pattern_file, [ds.logs], None)) if rg else None
         point.update({"matcher_mb_s": round(m.mb_s, 1), "matcher_s": round(m.median, 3),
                       "diagnose_mb_s": round(d.mb_s, 1), "diagnose_s": round(d.median, 3),
-                      "diagnose_rss_mb": d.extra.get("peak_rss_mb"), "diagnose_pss_mb": d.extra.get("tree_pss_mb"),
+                      "diagnose_rss_mb": d.extra.get("tree_rss_mb"), "diagnose_pss_mb": d.extra.get("tree_pss_mb"),
                       "rg_mb_s": round(r.mb_s, 1) if r else None, "rg_s": round(r.median, 3) if r else None})
         out_json = OUT / f"diagnosis-{ds.root.name}.json"
         if out_json.exists():

@@ -40,13 +40,13 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
       f"(planted: rank {v['truth_rank']} on {v['truth_host']}) -> {'correct' if v['correct'] else 'WRONG'}; "
       f"pool output {'identical to' if v.get('same_as_jobs_1') else 'DIFFERENT from'} --jobs 1\n\n")
 
-    w("| measurement | bytes | median s | MB/s | CPU s | MB/CPU-s | lines | peak RSS MB | tree PSS MB |\n"
+    w("| measurement | bytes | median s | MB/s | CPU s | MB/CPU-s | lines | tree RSS MB | tree PSS MB |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     for _key, t in res.items():
         lines = t.extra.get("matched_lines", t.extra.get("candidate_lines", t.extra.get("findings",
                                                                                          t.extra.get("hs_events", ""))))
         w(f"| {t.name} | {human(t.nbytes)} | {t.median:.3f} | {t.mb_s:,.1f} | {statistics.median(t.cpu):.2f} | "
-          f"{t.cpu_mb_s:,.1f} | {lines} | {t.extra.get('peak_rss_mb', '')} | {t.extra.get('tree_pss_mb', '')} |\n")
+          f"{t.cpu_mb_s:,.1f} | {lines} | {t.extra.get('tree_rss_mb', '')} | {t.extra.get('tree_pss_mb', '')} |\n")
     w("\n| ratio | value | meaning |\n|---|---:|---|\n")
     meanings = {
         "matcher_hyperscan_over_re": "Matcher.match MB/s, Hyperscan engine / re fallback (same rank files)",
@@ -59,7 +59,7 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
     for k, val in m["ratios"].items():
         w(f"| {k} | {'n/a' if val is None else f'{val:.3f}'} | {meanings[k]} |\n")
     w("\n### cost curve (median of runs; seconds = fixed + MB / marginal rate)\n\n")
-    w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | peak RSS MB | tree PSS MB | rg MB/s "
+    w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | tree RSS MB | tree PSS MB | rg MB/s "
       "| correct |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
     for p in results["curve"]:
         ok = p.get("verdict", {}).get("correct")
