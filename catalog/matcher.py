@@ -96,15 +96,21 @@ class Matcher:
             return 0
         lines = [ex for sig in self.catalog.signatures for ex in sig.examples.positive]
         key = cache_key("self-check-1", getattr(self.engine, "cache_key", ""), *self._patterns, "", *lines)
+        probe = b"".join(b"x\n" + line.encode() + b"\n" for line in lines)
+        computed: list[dict[int, set[int]]] = []
+
+        def reference() -> dict[int, set[int]]:
+            if not computed:
+                computed.append(ReEngine(self._patterns).candidates(probe))
+            return computed[0]
+
         missed = _cached_indexes(cache, key, len(self._patterns))
         if missed is None:
-            probe = b"".join(b"x\n" + line.encode() + b"\n" for line in lines)
-            reference = ReEngine(self._patterns).candidates(probe)
             found = self.engine.candidates(probe)
-            missed = sorted({i for start, ids in reference.items() for i in ids - found.get(start, set())})
+            missed = sorted({i for start, ids in reference().items() for i in ids - found.get(start, set())})
             if cache is not None:
                 cache.put(key, json.dumps(missed).encode())
-        rescue({i: self._patterns[i] for i in missed})
+        rescue({i: self._patterns[i] for i in missed}, probe, reference)
         return len(missed)
 
     def _regex(self, index: int) -> re.Pattern[str]:

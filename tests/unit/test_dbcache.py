@@ -42,7 +42,7 @@ def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pyte
                                                ) -> None:
     cache = BlobCache(tmp_path / "firstfault")
     cold = build_matcher(default_catalog(), "hyperscan", cache)
-    assert len(_entries(cache.directory)) == 2  # the database and the self-check verdict
+    assert len(_entries(cache.directory)) == 3  # the database, the self-check verdict, the database with literals
 
     def no_compiling(*args: object) -> None:
         raise AssertionError("compiled although the cache holds the database")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.engine import LineFilteredRe, ReEngine, required_literal, single_line
+from catalog.engine import ReEngine, line_regex, single_line
+from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
 from firstfault.engine import build_matcher, scan_source
 from ingest.files import chunks, expand
@@ -96,7 +97,7 @@ def test_the_literal_prefilter_finds_the_lines_a_full_re_pass_finds() -> None:
     expected = [reference.candidates(buf) for buf in bufs]
     filtered = 0
     for index, pattern in enumerate(matcher.patterns):
-        scan = LineFilteredRe(index, pattern)
+        scan = LineFilteredRe(index, line_regex(pattern))
         filtered += scan.literal is not None
         for buf, found in zip(bufs, expected, strict=True):
             assert scan.line_starts(buf) == sorted(s for s, ids in found.items() if index in ids), pattern
