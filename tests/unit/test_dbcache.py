@@ -149,3 +149,21 @@ def test_a_corrupt_catalog_pickle_is_rebuilt(tmp_path: Path) -> None:
     assert cached_catalog(None, cache) == good
     cache.put(entry.stem, b"\x80\x05not a pickle at all")
     assert cached_catalog(None, cache) == good
+
+
+def test_the_literals_join_the_database_only_if_it_then_loses_nothing() -> None:
+    """The database with the rescued patterns' literals replaces the first one only when it still finds, on the
+    catalog examples, everything the `re` engine finds; otherwise the literals are found with bytes.find."""
+    matcher = build_matcher(default_catalog(), "hyperscan")
+    trusted = matcher.engine
+    assert isinstance(trusted, HyperscanEngine) and trusted._literal_ids, "the literals should be in the database"
+    rescued = {s.index: matcher.patterns[s.index] for s in trusted._leftover}
+    doubtful = HyperscanEngine(matcher.patterns)
+    probe = b"x\nNCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    nccl_using = matcher.patterns.index(next(p for p in matcher.patterns if "Bootstrap|NET/Socket" in p))
+    # a reference that claims a line the databases cannot find: the bigger one must not be trusted
+    doubtful.also_with_re(rescued, probe, lambda: {0: {nccl_using}})
+    assert doubtful._literal_ids == {}
+    line = b"x\n[7] finished collective #182, but didn't join collective #183 (count from 1)\n"
+    for engine in (trusted, doubtful):
+        assert rescued.keys() & engine.candidates(line).get(2, set()), engine
