@@ -478,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
                        lambda ds=ds, o=out_json: run_diagnose(ds.logs, o, cache_home))
             r = repeat("rg -c -f", nb, R, lambda ds=ds: run_rg(rg, pattern_file, [ds.logs], None)) if rg else None
         point.update({"matcher_mb_s": round(m.mb_s, 1), "matcher_s": round(m.median, 3),
+                      "matcher_cpu_s": round(statistics.median(m.cpu), 3),
+                      "diagnose_cpu_s": round(statistics.median(d.cpu), 3),
                       "diagnose_mb_s": round(d.mb_s, 1), "diagnose_s": round(d.median, 3),
                       "diagnose_rss_mb": d.extra.get("tree_rss_mb"), "diagnose_pss_mb": d.extra.get("tree_pss_mb"),
                       "rg_mb_s": round(r.mb_s, 1) if r else None, "rg_s": round(r.median, 3) if r else None})
@@ -490,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     def ratio(x: str, y: str) -> float | None:
         return round(res[x].mb_s / res[y].mb_s, 3) if x in res and y in res and res[y].mb_s else None
 
+    def cpu_ratio(x: str, y: str) -> float | None:
+        return round(res[x].cpu_mb_s / res[y].cpu_mb_s, 3) if x in res and y in res and res[y].cpu_mb_s else None
+
     ratios = {
         "matcher_hyperscan_over_re": ratio("hs_matcher_subset", "re_matcher"),
         "matcher_hyperscan_over_rg": ratio("hs_matcher", "rg"),
@@ -497,9 +502,14 @@ def main(argv: list[str] | None = None) -> int:
         "matcher_re_over_rg_j1": ratio("re_matcher", "rg_subset_j1"),
         "diagnose_over_rg": ratio("diagnose", "rg"),
         "diagnose_j1_over_rg_j1": ratio("diagnose_j1", "rg_j1"),
+        "cpu_matcher_over_rg_j1": cpu_ratio("hs_matcher", "rg_j1"),
+        "cpu_diagnose_j1_over_rg_j1": cpu_ratio("diagnose_j1", "rg_j1"),
+        "cpu_diagnose_over_rg": cpu_ratio("diagnose", "rg"),
     }
     fits = {"matcher": _fit([(p["bytes"], p["matcher_s"]) for p in curve]),
-            "diagnose": _fit([(p["bytes"], p["diagnose_s"]) for p in curve])}
+            "diagnose": _fit([(p["bytes"], p["diagnose_s"]) for p in curve]),
+            "matcher CPU": _fit([(p["bytes"], p["matcher_cpu_s"]) for p in curve]),
+            "diagnose CPU": _fit([(p["bytes"], p["diagnose_cpu_s"]) for p in curve])}
     if rg:
         fits["rg"] = _fit([(p["bytes"], p["rg_s"]) for p in curve])
     results = {

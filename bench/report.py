@@ -55,16 +55,19 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
         "matcher_re_over_rg_j1": "re fallback Matcher.match MB/s / `rg -j1` MB/s on the same subset",
         "diagnose_over_rg": "`firstfault diagnose` (pool) MB/s / `rg -c -f` (all threads), both end to end",
         "diagnose_j1_over_rg_j1": "`firstfault diagnose --jobs 1` MB/s / `rg -c -f -j1` MB/s: one core each",
+        "cpu_matcher_over_rg_j1": "the same per CPU-second (steadier than wall clock on a shared machine)",
+        "cpu_diagnose_j1_over_rg_j1": "MB per CPU-second, `diagnose --jobs 1` / `rg -j1`",
+        "cpu_diagnose_over_rg": "MB per CPU-second, `diagnose` (pool, workers' CPU included) / `rg` (all threads)",
     }
     for k, val in m["ratios"].items():
         w(f"| {k} | {'n/a' if val is None else f'{val:.3f}'} | {meanings[k]} |\n")
     w("\n### cost curve (median of runs; seconds = fixed + MB / marginal rate)\n\n")
-    w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | tree RSS MB | tree PSS MB | rg MB/s "
-      "| correct |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+    w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | diagnose CPU s | tree RSS MB | tree PSS MB "
+      "| rg MB/s | correct |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
     for p in results["curve"]:
         ok = p.get("verdict", {}).get("correct")
         w(f"| {human(p['bytes'])} | {p['files']} | {p['matcher_mb_s']:,.1f} | {p['diagnose_mb_s']:,.1f} | "
-          f"{p['diagnose_s']:.2f} | {p['diagnose_rss_mb']} | {p['diagnose_pss_mb']} | "
+          f"{p['diagnose_s']:.2f} | {p['diagnose_cpu_s']:.2f} | {p['diagnose_rss_mb']} | {p['diagnose_pss_mb']} | "
           f"{p['rg_mb_s'] if p['rg_mb_s'] is not None else 'n/a'} "
           f"| {ok} |\n")
     w("\n")
