@@ -19,6 +19,7 @@ from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
 SAID_MEMO = 4096  # distinct lines remembered per source
+Said = tuple[Who, Stamp | None, str]  # who said a line, its time stamp, its text as records keep it
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
@@ -28,57 +29,19 @@ _TRACEBACKISH = re.compile(
 )
 
 
-@dataclass(eq=False, slots=True)
-class Said:
-    """What is needed to tell who said a matched line and when, read on first use: most context lines (the
-    `errorish` ones, there for the differential view) are never asked, so their speaker and time are never parsed."""
-
-    line: str
-    base: Who
-    year: int
-    owner: str | None = None  # for an indented continuation line: the line that started its message
-    _who: Who | None = None
-    _stamp: Stamp | None = None
-    _stamp_read: bool = False
-
-    @property
-    def who(self) -> Who:
-        if self._who is None:
-            self._who = _read_who(self.line, self.base, self.owner)
-        return self._who
-
-    @property
-    def stamp(self) -> Stamp | None:
-        if not self._stamp_read:
-            self._stamp = _read_stamp(self.line, self.year)
-            self._stamp_read = True
-        return self._stamp
-
-    def __reduce__(self) -> tuple[type[Said], tuple[str, Who, int, str | None]]:
-        # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
-        return (Said, (self.line, self.base, self.year, self.owner))
-
-
 @dataclass(frozen=True, slots=True)
 class ContextRecord:
     kind: str
     fields: dict[str, Any]
     source: str
     line_no: int
-    text: str
-    said: Said = field(compare=False, repr=False)
+    who: Who
+    time: datetime | None
+    text: str = ""
 
-    @property
-    def who(self) -> Who:
-        return self.said.who
-
-    def __reduce__(self) -> tuple[type[ContextRecord], tuple[str, dict[str, Any], str, int, str, Said]]:
-        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.text, self.said))
-
-    @property
-    def time(self) -> datetime | None:
-        stamp = self.said.stamp
-        return stamp.time if stamp else None
+    def __reduce__(self) -> tuple[type[ContextRecord], tuple[Any, ...]]:
+        # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
+        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text))
 
 
 @dataclass
@@ -131,9 +94,9 @@ class SourceScanner:
         self._order = order_base
         self._last_event: tuple[int, Who] | None = None  # (line_no, who) of the last finding
         self._event_start = 0
-        # Logs repeat lines verbatim (the same warning every step): one Said per distinct line reads its speaker
-        # and time once, and the records share its text.
-        self._said: dict[tuple[str, str | None], tuple[Said, str]] = {}
+        # Logs repeat lines verbatim (the same warning every step): a distinct line's speaker and time are read
+        # once, and its records share one copy of its text.
+        self._said: dict[tuple[str, str | None], Said] = {}
         self.result = SourceResult(source)
 
     def feed(self, chunk: bytes) -> None:
@@ -168,17 +131,17 @@ class SourceScanner:
             self.result.lines = self._line_no - 1
 
     def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
-        # The owner of an indented line is read now, while its chunk is at hand; the rest waits until asked.
+        # An indented line may be a continuation: who said it may be on the line that started the message.
         owner = _owner_line(buffer, lm.start) if lm.text[:1].isspace() else None
-        said, text = self._said_for(lm.text, owner)
+        who, stamp, text = self._said_for(lm.text, owner)
         if lm.context:
+            time = stamp.time if stamp else None
             for kind, captures in lm.context.items():
-                self.result.context.append(ContextRecord(kind, captures, self.result.source, line_no, text, said))
+                self.result.context.append(
+                    ContextRecord(kind, captures, self.result.source, line_no, who, time, text))
         if lm.signature is None:
             return
         sig = lm.signature
-        who = said.who
-        stamp = said.stamp
         if self._continues_event(buffer, lm, line_no, who):
             event = self._event_start
         else:
@@ -202,13 +165,15 @@ class SourceScanner:
             )
         )
 
-    def _said_for(self, line: str, owner: str | None) -> tuple[Said, str]:
+    def _said_for(self, line: str, owner: str | None) -> Said:
+        """Who said ``line``, when, and its text as records keep it."""
         key = (line, owner)
         known = self._said.get(key)
         if known is None:
             if len(self._said) >= SAID_MEMO:
                 self._said.clear()
-            known = self._said[key] = (Said(line, self._base, self._year, owner), line.strip()[:500])
+            known = self._said[key] = (_read_who(line, self._base, owner), _read_stamp(line, self._year),
+                                       line.strip()[:500])
         return known
 
     def _continues_event(self, buffer: bytes, lm: LineMatch, line_no: int, who: Who) -> bool:
