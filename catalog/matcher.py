@@ -58,13 +58,34 @@ def _cached_indexes(cache: BlobCache | None, key: str, limit: int) -> list[int] 
     return indexes
 
 
+_INT = re.compile(r"-?\d{1,12}")
+_CASELESS_ESCAPES = re.compile(r"\\[SDWBAZ]")
+_CODE_ESCAPE = re.compile(r"\\[xu0-9]")  # \x41 is "A": it would not match the lowercased "a"
+_FLAG_OR_NAMED_GROUP = re.compile(r"\(\?(?!:)")
+
+
 def _captures(m: re.Match[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in m.groupdict().items():
         if value is None:
             continue
-        out[key] = int(value) if re.fullmatch(r"-?\d{1,12}", value) else value
+        out[key] = int(value) if _INT.fullmatch(value) else value
     return out
+
+
+def folded(pattern: str) -> str | None:
+    """For a case-insensitive ``(?i)`` pattern without captures or other flags whose letters are all lowercase:
+    the same pattern without ``(?i)``, which matches the lowercased line exactly when the pattern matches the line
+    (an ASCII line: `re.ASCII` folds ASCII letters only). Python's `re` skips ahead by the first characters of a
+    case-sensitive pattern but not of a caseless one: `errorish` confirms 3x faster this way."""
+    if not pattern.startswith("(?i)") or not pattern.isascii():
+        return None
+    body = pattern[4:]
+    if "\\\\" in body or _FLAG_OR_NAMED_GROUP.search(body) or _CODE_ESCAPE.search(body):
+        return None
+    if re.search("[A-Z]", _CASELESS_ESCAPES.sub("", body)):
+        return None
+    return body
 
 
 class Matcher:
@@ -83,6 +104,8 @@ class Matcher:
             self._patterns.append(regex)
         # Compiled on first use: a scan asks for the few patterns that have candidates, not all of them.
         self._line_regex: list[re.Pattern[str] | None] = [None] * len(self._patterns)
+        self._folded = [folded(p) for p in self._patterns]
+        self._rank: dict[int, tuple[int, int, int]] = {}
         self.engine: Engine = make_engine(self._patterns, engine, cache)
         self.rescued = self._self_check(cache)
 
@@ -116,8 +139,23 @@ class Matcher:
     def _regex(self, index: int) -> re.Pattern[str]:
         rx = self._line_regex[index]
         if rx is None:
-            rx = self._line_regex[index] = re.compile(self._patterns[index], re.ASCII)
+            rx = self._line_regex[index] = re.compile(self._folded[index] or self._patterns[index], re.ASCII)
         return rx
+
+    def _search(self, index: int, text: str, lowered: list[str]) -> re.Match[str] | None:
+        if self._folded[index] is None:
+            return self._regex(index).search(text)
+        if not text.isascii():
+            return re.compile(self._patterns[index], re.ASCII).search(text)
+        if not lowered:
+            lowered.append(text.lower())
+        return self._regex(index).search(lowered[0])
+
+    def _specificity(self, index: int, sig: Signature) -> tuple[int, int, int]:
+        rank = self._rank.get(index)
+        if rank is None:
+            rank = self._rank[index] = specificity(sig, self._patterns[index])
+        return rank
 
     @property
     def pattern_count(self) -> int:
@@ -144,15 +182,16 @@ class Matcher:
     ) -> LineMatch | None:
         best: tuple[tuple[int, int, int], Signature, dict[str, Any]] | None = None
         context: dict[str, dict[str, Any]] = {}
+        lowered: list[str] = []  # the line lowercased, once, if a folded pattern asks
         for index in sorted(indexes):
-            m = self._regex(index).search(text)
+            m = self._search(index, text, lowered)
             if m is None:
                 continue  # the engine was a prefilter here
             sig, ctx_name = self._owners[index]
             if sig is None:
                 context[ctx_name] = _captures(m)
                 continue
-            rank = specificity(sig, m.re.pattern)
+            rank = self._specificity(index, sig)
             if best is None or rank > best[0]:
                 best = (rank, sig, _captures(m))
         if best is None and not context:

@@ -10,6 +10,7 @@ import pytest
 from catalog.engine import ReEngine, line_regex, single_line
 from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
+from catalog.matcher import folded
 from firstfault.engine import build_matcher, scan_source
 from ingest.files import chunks, expand
 
@@ -102,3 +103,20 @@ def test_the_literal_prefilter_finds_the_lines_a_full_re_pass_finds() -> None:
         for buf, found in zip(bufs, expected, strict=True):
             assert scan.line_starts(buf) == sorted(s for s, ids in found.items() if index in ids), pattern
     assert filtered > len(matcher.patterns) // 2  # most patterns have a literal: the test exercises the filter
+
+
+def test_folded_patterns_match_exactly_the_lines_their_caseless_originals_match() -> None:
+    """A caseless pattern run case-sensitively on the lowercased line (faster in `re`) decides every line the
+    same way, whatever the case of the line; patterns it cannot be done for are left alone."""
+    assert folded(r"(?i)\b(?:error|fatal)\b") == r"\b(?:error|fatal)\b"
+    for unsafe in (r"(?i)Error", r"(?i)(?P<what>error)", r"(?i)a\x41", r"(?i)x(?-i:y)", "error"):
+        assert folded(unsafe) is None, unsafe
+    matcher = build_matcher(default_catalog(), "re")
+    eligible = [p for p in matcher.patterns if folded(p)]
+    assert any("error|fatal" in p for p in eligible)  # errorish, the context pattern most lines match
+    lines = [line.decode("ascii", "replace") for buf in _buffers() for line in buf.splitlines()]
+    for pattern in eligible:
+        caseless, lowered = re.compile(pattern, re.ASCII), re.compile(folded(pattern) or "", re.ASCII)
+        for line in lines:
+            for variant in (line, line.upper(), line.swapcase()):
+                assert bool(caseless.search(variant)) == bool(lowered.search(variant.lower())), (pattern, variant)
