@@ -88,3 +88,16 @@ def test_jobs_must_be_a_positive_number() -> None:
                        capture_output=True, timeout=60)
     assert p.returncode == 2
     assert b"--jobs" in p.stderr
+
+
+def test_an_unreadable_file_fails_the_same_way_in_a_pool(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text("step 1 loss 2.0\n")
+    (tmp_path / "rank1.log.gz").write_text("not gzip at all\n")
+    errors = []
+    for jobs in ("1", "2"):
+        p = subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(tmp_path), "--jobs", jobs],
+                           capture_output=True, timeout=60)
+        assert p.returncode == 2
+        errors.append(p.stderr)
+    assert errors[0] == errors[1]
+    assert errors[0].startswith(b"firstfault: error: rank1.log.gz: cannot read") and errors[0].count(b"\n") == 1
