@@ -23,14 +23,16 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import pinned
+from bench.child import run_child
 from bench.generate import generate, human, parse_size
+from bench.report import report
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -130,7 +132,7 @@ def repeat(name: str, nbytes: int, runs: int, fn: Callable[[], dict[str, Any]]) 
         t.runs.append(w1 - w0)
         t.cpu.append(c1 - c0 + extra.pop("_child_cpu", 0.0))
         for k, v in extra.items():
-            if "rss" in k:
+            if "rss" in k or "pss" in k or k == "processes":
                 t.extra[k] = max(v, t.extra.get(k, v))
             elif i == 0:
                 t.extra[k] = v
@@ -240,46 +242,60 @@ def run_rg(rg: str, pattern_file: Path, target: Sequence[Path], threads: int | N
     cmd = [rg, *RG_FLAGS, "-c", "-f", str(pattern_file)]
     if threads:
         cmd += ["-j", str(threads)]
-    p, usage = _run_child([*cmd, *map(str, target)], stdout=subprocess.PIPE)
+    p, usage = run_child([*cmd, *map(str, target)], stdout=subprocess.PIPE)
     if p["rc"] not in (0, 1):
         raise RuntimeError(f"rg failed ({p['rc']}): {p['stderr'][-500:]}")
     lines = sum(int(row.rsplit(":", 1)[1]) for row in p["stdout"].splitlines() if ":" in row)
-    return {"matched_lines": lines, "_child_cpu": usage.ru_utime + usage.ru_stime,
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    return {"matched_lines": lines, "_child_cpu": usage.ru_utime + usage.ru_stime, "tree_rss_mb": p["tree_rss_mb"],
+            "tree_pss_mb": p["tree_pss_mb"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Child processes with their own rusage
+# firstfault diagnose as a user runs it
 
 
-def _run_child(cmd: list[str], stdout: Any = subprocess.DEVNULL, stdout_path: Path | None = None
-               ) -> tuple[dict[str, Any], Any]:
-    """Run ``cmd``; returns its output and the rusage of that child alone (os.wait4), not of all children."""
-    import tempfile
-
-    out_fh = stdout_path.open("wb") if stdout_path else None
-    with tempfile.TemporaryFile() as err_fh:
-        proc = subprocess.Popen(cmd, stdout=out_fh or stdout, stderr=err_fh, cwd=HERE.parent)
-        out = proc.stdout.read() if proc.stdout is not None else b""
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.stdout is not None:
-            proc.stdout.close()
-        err_fh.seek(0)
-        err = err_fh.read()
-    if out_fh:
-        out_fh.close()
-    return ({"rc": proc.returncode, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")},
-            usage)
-
-
-def run_diagnose(snapshot_dir: Path, logs: Path, out_json: Path, engine: str = "auto") -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "bench.pinned", str(snapshot_dir), "diagnose", str(logs), "--format", "json",
-           "--year", "2026", "--engine", engine]
-    res, usage = _run_child(cmd, stdout_path=out_json)
+def run_diagnose(logs: Path, out_json: Path, cache_home: Path, *flags: str) -> dict[str, Any]:
+    """The real CLI in a child process, its scanner cache under ``cache_home`` (fresh for a cold start)."""
+    cmd = [sys.executable, "-m", "firstfault.cli", "diagnose", str(logs), "--format", "json", "--year", "2026",
+           *flags]
+    res, usage = run_child(cmd, stdout_path=out_json, env={**os.environ, "XDG_CACHE_HOME": str(cache_home)})
     if res["rc"] != 0:
         raise RuntimeError(f"diagnose failed ({res['rc']}): {res['stderr'][-2000:]}")
-    return {"peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "_child_cpu": usage.ru_utime + usage.ru_stime}
+    return {"tree_rss_mb": res["tree_rss_mb"], "tree_pss_mb": res["tree_pss_mb"], "processes": res["processes"],
+            "_child_cpu": usage.ru_utime + usage.ru_stime}
+
+
+def run_cold_start(logs: Path, out_json: Path) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as empty:
+        return run_diagnose(logs, out_json, Path(empty))
+
+
+def startup_parts(catalog: Any) -> dict[str, float]:
+    """In-process seconds of the matcher's start-up pieces: compiling the database, loading it from the cache,
+    and the self-check (every catalog example scanned by `re` and by Hyperscan) that the cache also skips."""
+    from catalog.dbcache import BlobCache
+    from catalog.engine import HyperscanEngine, ReEngine
+    from firstfault.engine import build_matcher
+
+    def seconds(fn: Callable[[], object]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as where:
+        cache = BlobCache(Path(where))
+        patterns = build_matcher(catalog, "re").patterns
+        compile_s = seconds(lambda: HyperscanEngine(patterns, cache))
+        load_s = seconds(lambda: HyperscanEngine(patterns, cache))
+        engine = HyperscanEngine(patterns, cache)
+        lines = [ex for sig in catalog.signatures for ex in sig.examples.positive]
+        probe = b"".join(b"x\n" + line.encode() + b"\n" for line in lines)
+        check_s = seconds(lambda: (ReEngine(patterns).candidates(probe), engine.candidates(probe)))
+        cold_s = seconds(lambda: build_matcher(catalog, "hyperscan", BlobCache(Path(where) / "cold")))
+        warm_s = seconds(lambda: build_matcher(catalog, "hyperscan", BlobCache(Path(where) / "cold")))
+    return {"hyperscan_compile_s": round(compile_s, 3), "hyperscan_load_s": round(load_s, 3),
+            "self_check_s": round(check_s, 3), "matcher_cold_s": round(cold_s, 3),
+            "matcher_warm_s": round(warm_s, 3)}
 
 
 def verdict(out_json: Path, truth: dict[str, Any]) -> dict[str, Any]:
@@ -363,22 +379,24 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     import hyperscan
 
+    from catalog.loader import default_catalog
     from firstfault.engine import build_matcher
 
-    # 1. One catalog snapshot for every measurement of this run.
-    snap_dir = OUT / "catalog-snapshot"
-    manifest = pinned.snapshot(snap_dir)
-    catalog = pinned.load(snap_dir)
+    # 1. The catalog, and the matchers built from it (no cache: these time the compile).
+    catalog = default_catalog()
+    cache_home = OUT / "cache"  # the end-to-end runs' $XDG_CACHE_HOME, warmed by the first run
     t0 = time.perf_counter()
     hs = build_matcher(catalog, "hyperscan")
     hs_build = time.perf_counter() - t0
     t0 = time.perf_counter()
     rx = build_matcher(catalog, "re")
     re_build = time.perf_counter() - t0
-    patterns = [r.pattern for r in hs._line_regex]
+    patterns = hs.patterns
     fingerprints = sum(len(s.fingerprints) for s in catalog.signatures)
-    log(f"catalog snapshot: {len(catalog)} entries, {len(patterns)} patterns ({len(patterns) - fingerprints} "
-        f"context); dropped files: {list(manifest['dropped']) or 'none'}; hyperscan db built in {hs_build:.2f} s")
+    log(f"catalog: {len(catalog)} entries, {len(patterns)} patterns ({len(patterns) - fingerprints} context); "
+        f"hyperscan matcher built in {hs_build:.2f} s; {hs.rescued} patterns rescued by the self-check")
+    parts = startup_parts(catalog)
+    log(f"start-up parts (s): {parts}")
 
     rg = rg_path()
     if rg is None:
@@ -422,12 +440,18 @@ def main(argv: list[str] | None = None) -> int:
                                      lambda: run_rg(rg, pattern_file, re_files, 1))
     log("[end to end]")
     tiny = _tiny(OUT)
-    res["diagnose_tiny"] = repeat("firstfault diagnose (tiny input: start-up cost)", 1, R,
-                                  lambda: run_diagnose(snap_dir, tiny, OUT / "diagnosis-tiny.json"))
+    res["diagnose_tiny_cold"] = repeat("firstfault diagnose, tiny input, empty cache (start-up)", 1, R,
+                                       lambda: run_cold_start(tiny, OUT / "diagnosis-tiny.json"))
+    res["diagnose_tiny"] = repeat("firstfault diagnose, tiny input, warm cache (start-up)", 1, R,
+                                  lambda: run_diagnose(tiny, OUT / "diagnosis-tiny.json", cache_home))
     diag_json = OUT / f"diagnosis-{main_set.root.name}.json"
-    res["diagnose"] = repeat("firstfault diagnose --format json", nbytes, R,
-                             lambda: run_diagnose(snap_dir, main_set.logs, diag_json))
+    res["diagnose"] = repeat(f"firstfault diagnose --format json (pool of {os.cpu_count()})", nbytes, R,
+                             lambda: run_diagnose(main_set.logs, diag_json, cache_home))
+    j1_json = OUT / f"diagnosis-{main_set.root.name}-j1.json"
+    res["diagnose_j1"] = repeat("firstfault diagnose --format json --jobs 1", nbytes, R,
+                                lambda: run_diagnose(main_set.logs, j1_json, cache_home, "--jobs", "1"))
     main_verdict = verdict(diag_json, main_set.truth)
+    main_verdict["same_as_jobs_1"] = diag_json.read_text() == j1_json.read_text()
 
     profiles: dict[str, str] = {}
     if a.profile:
@@ -450,11 +474,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             m = repeat("hyperscan Matcher.match", nb, R, lambda fs=fs: run_matcher(hs, fs))
             out_json = OUT / f"diagnosis-{ds.root.name}.json"
-            d = repeat("firstfault diagnose", nb, R, lambda ds=ds, o=out_json: run_diagnose(snap_dir, ds.logs, o))
+            d = repeat("firstfault diagnose", nb, R,
+                       lambda ds=ds, o=out_json: run_diagnose(ds.logs, o, cache_home))
             r = repeat("rg -c -f", nb, R, lambda ds=ds: run_rg(rg, pattern_file, [ds.logs], None)) if rg else None
         point.update({"matcher_mb_s": round(m.mb_s, 1), "matcher_s": round(m.median, 3),
+                      "matcher_cpu_s": round(statistics.median(m.cpu), 3),
+                      "diagnose_cpu_s": round(statistics.median(d.cpu), 3),
                       "diagnose_mb_s": round(d.mb_s, 1), "diagnose_s": round(d.median, 3),
-                      "diagnose_rss_mb": d.extra.get("peak_rss_mb"),
+                      "diagnose_rss_mb": d.extra.get("tree_rss_mb"), "diagnose_pss_mb": d.extra.get("tree_pss_mb"),
                       "rg_mb_s": round(r.mb_s, 1) if r else None, "rg_s": round(r.median, 3) if r else None})
         out_json = OUT / f"diagnosis-{ds.root.name}.json"
         if out_json.exists():
@@ -465,16 +492,24 @@ def main(argv: list[str] | None = None) -> int:
     def ratio(x: str, y: str) -> float | None:
         return round(res[x].mb_s / res[y].mb_s, 3) if x in res and y in res and res[y].mb_s else None
 
+    def cpu_ratio(x: str, y: str) -> float | None:
+        return round(res[x].cpu_mb_s / res[y].cpu_mb_s, 3) if x in res and y in res and res[y].cpu_mb_s else None
+
     ratios = {
         "matcher_hyperscan_over_re": ratio("hs_matcher_subset", "re_matcher"),
         "matcher_hyperscan_over_rg": ratio("hs_matcher", "rg"),
         "matcher_hyperscan_over_rg_j1": ratio("hs_matcher", "rg_j1"),
         "matcher_re_over_rg_j1": ratio("re_matcher", "rg_subset_j1"),
         "diagnose_over_rg": ratio("diagnose", "rg"),
-        "diagnose_over_rg_j1": ratio("diagnose", "rg_j1"),
+        "diagnose_j1_over_rg_j1": ratio("diagnose_j1", "rg_j1"),
+        "cpu_matcher_over_rg_j1": cpu_ratio("hs_matcher", "rg_j1"),
+        "cpu_diagnose_j1_over_rg_j1": cpu_ratio("diagnose_j1", "rg_j1"),
+        "cpu_diagnose_over_rg": cpu_ratio("diagnose", "rg"),
     }
     fits = {"matcher": _fit([(p["bytes"], p["matcher_s"]) for p in curve]),
-            "diagnose": _fit([(p["bytes"], p["diagnose_s"]) for p in curve])}
+            "diagnose": _fit([(p["bytes"], p["diagnose_s"]) for p in curve]),
+            "matcher CPU": _fit([(p["bytes"], p["matcher_cpu_s"]) for p in curve]),
+            "diagnose CPU": _fit([(p["bytes"], p["diagnose_cpu_s"]) for p in curve])}
     if rg:
         fits["rg"] = _fit([(p["bytes"], p["rg_s"]) for p in curve])
     results = {
@@ -483,8 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
                     "hyperscan_py": getattr(hyperscan, "__version__", "?"), "rg": rg_version(rg) if rg else None,
                     "loadavg_at_start": os.getloadavg()},
-        "catalog": {"entries": len(catalog), "patterns": len(patterns), "snapshot": manifest,
-                    "hyperscan_build_s": round(hs_build, 3), "re_build_s": round(re_build, 3),
+        "catalog": {"entries": len(catalog), "patterns": len(patterns), "rescued": hs.rescued,
+                    "hyperscan_build_s": round(hs_build, 3), "re_build_s": round(re_build, 3), "startup": parts,
                     "rg_export": {k: v for k, v in export.items()}},
         "main": {"dataset": str(main_set.root), "bytes": nbytes, "files": len(files), "truth": main_set.truth,
                  "re_subset": {"files": [str(p.relative_to(main_set.logs)) for p in re_files], "bytes": re_bytes},
@@ -509,65 +544,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor()
-
-
-def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> str:
-    m = results["main"]
-    c = results["catalog"]
-    out = io.StringIO()
-    w = out.write
-    w("## firstfault matcher benchmark\n\n")
-    w(f"- data: {m['truth']['ranks']} ranks, {human(m['bytes'])} in {m['files']} files "
-      f"({m['truth']['failure']} on rank {m['truth']['victim']}), page cache warm, median of "
-      f"{len(next(iter(res.values())).runs)} runs\n")
-    w(f"- catalog snapshot: {c['entries']} entries, {c['patterns']} patterns; hyperscan db build "
-      f"{c['hyperscan_build_s']} s; dropped files: {list(c['snapshot']['dropped']) or 'none'}\n")
-    mach = results["machine"]
-    w(f"- machine: {mach['cpus']} x {mach['cpu']}, Python {mach['python']}, {mach['rg'] or 'rg: not installed'}, "
-      f"load at start {', '.join(f'{x:.2f}' for x in mach['loadavg_at_start'])}\n")
-    if have_rg:
-        e = c["rg_export"]
-        w(f"- rg patterns: {e['exported']}/{e['patterns']} exported to {e['file']} "
-          f"({len(e['rejected'])} rejected by rg and dropped)\n")
-    else:
-        w("- **rg not installed: rg columns skipped** (`apt-get install -y ripgrep`)\n")
-    v = m["verdict"]
-    w(f"- diagnosis: {v['verdict']}, {v['signature']} rank {v['rank']} on {v['host']} "
-      f"(planted: rank {v['truth_rank']} on {v['truth_host']}) -> {'correct' if v['correct'] else 'WRONG'}\n\n")
-
-    w("| measurement | bytes | median s | MB/s | CPU s | MB/CPU-s | lines | peak RSS MB |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|\n")
-    for _key, t in res.items():
-        lines = t.extra.get("matched_lines", t.extra.get("candidate_lines", t.extra.get("findings",
-                                                                                         t.extra.get("hs_events", ""))))
-        w(f"| {t.name} | {human(t.nbytes)} | {t.median:.3f} | {t.mb_s:,.1f} | {statistics.median(t.cpu):.2f} | "
-          f"{t.cpu_mb_s:,.1f} | {lines} | {t.extra.get('peak_rss_mb', '')} |\n")
-    w("\n| ratio | value | meaning |\n|---|---:|---|\n")
-    meanings = {
-        "matcher_hyperscan_over_re": "Matcher.match MB/s, Hyperscan engine / re fallback (same rank files)",
-        "matcher_hyperscan_over_rg": "in-process Matcher.match MB/s / `rg -c -f` MB/s (rg with all cores)",
-        "matcher_hyperscan_over_rg_j1": "in-process Matcher.match MB/s / `rg -c -f -j1` MB/s (one core each)",
-        "matcher_re_over_rg_j1": "re fallback Matcher.match MB/s / `rg -j1` MB/s on the same subset",
-        "diagnose_over_rg": "`firstfault diagnose` wall-clock MB/s / `rg -c -f` (both end to end, start-up included)",
-        "diagnose_over_rg_j1": "`firstfault diagnose` MB/s / `rg -c -f -j1` MB/s",
-    }
-    for k, val in m["ratios"].items():
-        w(f"| {k} | {'n/a' if val is None else f'{val:.3f}'} | {meanings[k]} |\n")
-    w("\n### cost curve (median of runs; seconds = fixed + MB / marginal rate)\n\n")
-    w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | diagnose peak RSS MB | rg MB/s | correct |\n"
-      "|---:|---:|---:|---:|---:|---:|---:|---|\n")
-    for p in results["curve"]:
-        ok = p.get("verdict", {}).get("correct")
-        w(f"| {human(p['bytes'])} | {p['files']} | {p['matcher_mb_s']:,.1f} | {p['diagnose_mb_s']:,.1f} | "
-          f"{p['diagnose_s']:.2f} | {p['diagnose_rss_mb']} | {p['rg_mb_s'] if p['rg_mb_s'] is not None else 'n/a'} "
-          f"| {ok} |\n")
-    w("\n")
-    for name, f in results["fits"].items():
-        if f:
-            w(f"- {name}: fixed {f['fixed_s']} s + marginal {f['marginal_mb_per_s']} MB/s (R² {f['r2']})\n")
-    for name, text in results.get("profiles", {}).items():
-        w(f"\n<details><summary>cProfile: scan_sources with {name}</summary>\n\n```\n{text.strip()}\n```\n</details>\n")
-    return out.getvalue()
 
 
 if __name__ == "__main__":

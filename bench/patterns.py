@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import pinned
 from bench.generate import human, parse_size
 from bench.matcher import OUT, _line_aligned, log
 
@@ -68,16 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     import hyperscan as hs
 
     from catalog.engine import _hyperscan_expression, single_line
+    from catalog.loader import default_catalog
     from firstfault.engine import build_matcher
 
     data = a.data or max((OUT / "data").glob("*/truth.json"), key=lambda p: json.loads(p.read_text())["bytes"]).parent
-    snap = OUT / "catalog-snapshot"
-    if not (snap / pinned.MANIFEST).exists():
-        pinned.snapshot(snap)
-    cat = pinned.load(snap)
-    m = build_matcher(cat, "hyperscan")
+    m = build_matcher(default_catalog(), "hyperscan")
     eng = m.engine
-    patterns = [r.pattern for r in m._line_regex]
+    patterns = m.patterns
     owners = [(s.id if s else f"context:{ctx}") for s, ctx in m._owners]
     bufs = sample(data / "logs", a.mb)
     nbytes = sum(map(len, bufs))

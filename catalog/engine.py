@@ -10,11 +10,17 @@ bytes). So every engine yields identical findings; they differ only in speed.
 
 from __future__ import annotations
 
+import json
+import platform
 import re
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from catalog.dbcache import BlobCache, cache_key
+from catalog.literals import LineFilteredRe, line_start, literal_lines, scan_filtered
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+CACHE_FORMAT = "hyperscan-db-2"  # bump when what the cache holds, or how the database is built, changes
 
 
 class Engine(Protocol):
@@ -62,22 +68,23 @@ def single_line(pattern: str) -> str:
     return "".join(out)
 
 
-def _line_start(buffer: bytes, end: int) -> int:
-    return buffer.rfind(b"\n", 0, end) + 1
-
-
 class ReEngine:
     name = "re"
 
     def __init__(self, patterns: Sequence[str]) -> None:
-        self._compiled = [re.compile(single_line(p).encode(), re.ASCII | re.MULTILINE) for p in patterns]
+        self._compiled = [line_regex(p) for p in patterns]
 
     def candidates(self, buffer: bytes) -> dict[int, set[int]]:
         found: dict[int, set[int]] = {}
         for index, rx in enumerate(self._compiled):
             for m in rx.finditer(buffer):
-                found.setdefault(_line_start(buffer, m.start()), set()).add(index)
+                found.setdefault(line_start(buffer, m.start()), set()).add(index)
         return found
+
+
+def line_regex(pattern: str) -> re.Pattern[bytes]:
+    """``pattern`` as `re` scans a byte buffer for it: one line at a time, ASCII semantics like Hyperscan's."""
+    return re.compile(single_line(pattern).encode(), re.ASCII | re.MULTILINE)
 
 
 def _hyperscan_expression(pattern: str) -> bytes:
@@ -86,50 +93,127 @@ def _hyperscan_expression(pattern: str) -> bytes:
 
 
 class HyperscanEngine:
+    """The whole catalog in one Hyperscan block-mode database. With a ``cache``, the compiled database (and which
+    patterns Hyperscan cannot take) is stored under a hash of the expressions and reloaded on the next start."""
+
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[str]) -> None:
+    def __init__(self, patterns: Sequence[str], cache: BlobCache | None = None) -> None:
         import hyperscan  # imported here so that a missing or broken library leaves the fallback usable
 
         self._hs = hyperscan
         self._mode = hyperscan.HS_MODE_BLOCK
-        self._leftover: list[tuple[int, re.Pattern[bytes]]] = []
-        exprs = [_hyperscan_expression(p) for p in patterns]
-        ids = list(range(len(patterns)))
-        flags = [self._base_flag()] * len(exprs)
-        self._db = hyperscan.Database(mode=self._mode)
-        if exprs and not self._compile_into(self._db, exprs, ids, flags):
-            # Some pattern needs a weaker mode: find which, one by one (slow, so only when needed).
-            exprs, ids, flags = [], [], []
-            for index, pattern in enumerate(patterns):
-                expr = _hyperscan_expression(pattern)
-                flag = self._flag_for(expr)
-                if flag is None:
-                    # Not expressible in Hyperscan even as a prefilter: scan this one with `re`.
-                    self._leftover.append((index, re.compile(single_line(pattern).encode(), re.ASCII | re.M)))
-                    continue
-                exprs.append(expr)
-                ids.append(index)
-                flags.append(flag)
-            if exprs:
-                self._db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
-        self._empty = not exprs
-        self._scratch = hyperscan.Scratch(self._db) if exprs else None
+        self._patterns = list(patterns)
+        self._cache = cache
+        self._exprs = [_hyperscan_expression(p) for p in patterns]
+        self.cache_key = cache_key(CACHE_FORMAT, str(getattr(hyperscan, "__version__", "?")), platform.machine(),
+                                   str(self._base_flag()), *self._exprs)
+        self._db: Any = None
+        self._flags: dict[int, int] = {}  # pattern index -> flag, for every pattern in the database
+        self._leftover: list[LineFilteredRe] = []
+        self._literal_ids: dict[int, bytes] = {}  # extra database ids -> the rescued patterns' literals they find
+        if not self._load(cache):
+            self._compile()
+            if cache is not None:
+                cache.put(self.cache_key, self._dump({"flags": self._flags}))
+        self._leftover = [LineFilteredRe(i, line_regex(p)) for i, p in enumerate(patterns) if i not in self._flags]
+        self._scratch: Any = hyperscan.Scratch(self._db) if self._db is not None else None
 
     def _base_flag(self) -> int:
         return int(self._hs.HS_FLAG_MULTILINE)
 
-    def also_with_re(self, patterns: dict[int, str]) -> None:
-        """Scan these patterns with `re` as well: Hyperscan was seen to miss them (see Matcher.self_check)."""
-        for index, pattern in patterns.items():
-            self._leftover.append((index, re.compile(single_line(pattern).encode(), re.ASCII | re.M)))
+    def _compile(self) -> None:
+        flags = dict.fromkeys(range(len(self._exprs)), self._base_flag())
+        db = self._build(flags)
+        if db is None and self._exprs:
+            # Some pattern needs a weaker mode: find which, one by one (slow, so only when needed). A pattern that
+            # is not expressible in Hyperscan even as a prefilter is scanned with `re`.
+            found = {i: self._flag_for(expr) for i, expr in enumerate(self._exprs)}
+            flags = {i: flag for i, flag in found.items() if flag is not None}
+            db = self._build(flags)
+        self._db, self._flags = (db, flags) if db is not None else (None, {})
 
-    def _compile_into(self, db: object, exprs: list[bytes], ids: list[int], flags: list[int]) -> bool:
+    def _build(self, flags: dict[int, int], extra: Sequence[bytes] = ()) -> Any:
+        """A database of the patterns in ``flags`` plus ``extra`` expressions (ids after the patterns'), or None."""
+        ids = [*flags, *range(len(self._exprs), len(self._exprs) + len(extra))]
+        if not ids:
+            return None
+        exprs = [*(self._exprs[i] for i in flags), *extra]
+        db = self._hs.Database(mode=self._mode)
         try:
-            db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)  # type: ignore[attr-defined]
+            db.compile(expressions=exprs, ids=ids, elements=len(exprs),
+                       flags=[*flags.values(), *[self._base_flag()] * len(extra)])
         except self._hs.error:
+            return None
+        return db
+
+    def _dump(self, header: dict[str, Any]) -> bytes:
+        body = bytes(self._hs.dumpb(self._db)) if self._db is not None else b""
+        return json.dumps(header).encode() + b"\n" + body
+
+    def _read(self, key: str) -> tuple[dict[str, Any], Any] | None:
+        """The header and database stored under ``key``, or None when absent or unreadable."""
+        payload = self._cache.get(key) if self._cache is not None else None
+        if payload is None:
+            return None
+        head, _, body = payload.partition(b"\n")
+        try:
+            header = json.loads(head)
+            db = self._hs.loadb(body, self._mode) if body else None
+        except (ValueError, TypeError, self._hs.error):
+            return None  # written by something else: compile (and overwrite it) instead
+        return (header, db) if isinstance(header, dict) else None
+
+    def _load(self, cache: BlobCache | None) -> bool:
+        stored = self._read(self.cache_key)
+        try:
+            flags = {int(i): int(f) for i, f in stored[0]["flags"].items()} if stored else None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            flags = None
+        if stored is None or flags is None or not all(0 <= i < len(self._exprs) for i in flags):
             return False
+        self._db, self._flags = stored[1], flags
         return True
+
+    def also_with_re(self, patterns: dict[int, str], probe: bytes = b"",
+                     reference: Callable[[], dict[int, set[int]]] | None = None) -> None:
+        """Scan these patterns with `re` as well: Hyperscan was seen to miss them (see Matcher.self_check). Their
+        required literals join the database, so finding the lines to run `re` on costs no extra pass; that
+        database is used only once it finds, on ``probe``, every literal and everything ``reference`` (the `re`
+        engine's candidates on ``probe``) finds outside these patterns."""
+        self._leftover += [LineFilteredRe(index, line_regex(p)) for index, p in patterns.items()]
+        literals = sorted({s.literal for s in self._leftover if s.literal is not None})
+        if not literals or self._db is None:
+            return
+        key = cache_key(self.cache_key, "literals-1", *literals, *map(str, sorted(patterns)))
+        stored = self._read(key)
+        if stored is None and reference is not None:
+            stored = self._verified_with(literals, set(patterns), probe, reference())
+            if self._cache is not None and stored[1] is not None:
+                self._cache.put(key, json.dumps(stored[0]).encode() + b"\n" + bytes(self._hs.dumpb(stored[1])))
+        if stored is None or stored[1] is None:
+            return
+        header, db = stored
+        base = len(self._exprs)
+        self._literal_ids = {base + k: lit for k, lit in enumerate(literals) if lit.hex() in header.get("found", [])}
+        if self._literal_ids:
+            self._db, self._scratch = db, self._hs.Scratch(db)
+
+    def _verified_with(self, literals: list[bytes], rescued: set[int], probe: bytes,
+                       reference: dict[int, set[int]]) -> tuple[dict[str, Any], Any]:
+        db = self._build(self._flags, [re.escape(lit) for lit in literals])
+        if db is None:
+            return {}, None
+        hits: dict[int, set[int]] = {}
+        for pattern_id, end in self._scan(db, self._hs.Scratch(db), probe):
+            hits.setdefault(pattern_id, set()).add(line_start(probe, end - 1 if end > 0 else 0))
+        if any(start not in hits.get(i, ()) for start, ids in reference.items() for i in ids - rescued
+               if i in self._flags):
+            return {}, None  # the bigger database drops something the first one found: keep the first
+        base = len(self._exprs)
+        found = [lit.hex() for k, lit in enumerate(literals)
+                 if {start for start, _ in literal_lines(probe, lit)} <= hits.get(base + k, set())]
+        return {"found": found}, db
 
     def _flag_for(self, expr: bytes) -> int | None:
         hs = self._hs
@@ -142,31 +226,39 @@ class HyperscanEngine:
             return int(flag)
         return None
 
+    @staticmethod
+    def _scan(db: Any, scratch: Any, buffer: bytes) -> list[tuple[int, int]]:
+        ends: list[tuple[int, int]] = []
+
+        def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
+            ends.append((pattern_id, end))
+
+        db.scan(buffer, match_event_handler=on_match, scratch=scratch)
+        return ends
+
     def candidates(self, buffer: bytes) -> dict[int, set[int]]:
         found: dict[int, set[int]] = {}
-        if not self._empty and buffer:
-            ends: list[tuple[int, int]] = []
-
-            def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
-                ends.append((pattern_id, end))
-
-            self._db.scan(buffer, match_event_handler=on_match, scratch=self._scratch)
-            for pattern_id, end in ends:
+        literal_hits: dict[bytes, list[int]] = {}
+        if self._db is not None and buffer:
+            for pattern_id, end in self._scan(self._db, self._scratch, buffer):
                 # A match ending at a newline belongs to the line before it.
-                at = end - 1 if end > 0 else 0
-                found.setdefault(_line_start(buffer, at), set()).add(pattern_id)
-        for index, rx in self._leftover:
-            for m in rx.finditer(buffer):
-                found.setdefault(_line_start(buffer, m.start()), set()).add(index)
+                start = line_start(buffer, end - 1 if end > 0 else 0)
+                if pattern_id in self._literal_ids:
+                    literal_hits.setdefault(self._literal_ids[pattern_id], []).append(start)
+                else:
+                    found.setdefault(start, set()).add(pattern_id)
+            for literal in self._literal_ids.values():
+                literal_hits.setdefault(literal, [])
+        scan_filtered(self._leftover, buffer, found, literal_hits)
         return found
 
 
-def make_engine(patterns: Sequence[str], prefer: str = "auto") -> Engine:
+def make_engine(patterns: Sequence[str], prefer: str = "auto", cache: BlobCache | None = None) -> Engine:
     """Hyperscan when it loads (or when asked), else ``re``. ``prefer``: auto | hyperscan | re."""
     if prefer == "re":
         return ReEngine(patterns)
     try:
-        return HyperscanEngine(patterns)
+        return HyperscanEngine(patterns, cache)
     except ImportError:
         if prefer == "hyperscan":
             raise

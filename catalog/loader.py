@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -29,9 +29,10 @@ class Catalog:
     origin: dict[str, str] = field(default_factory=dict)  # id -> file it came from
 
     def get(self, signature_id: str) -> Signature | None:
-        return self._by_id().get(signature_id)
+        return self._by_id.get(signature_id)
 
-    def _by_id(self) -> dict[str, Signature]:
+    @cached_property
+    def _by_id(self) -> dict[str, Signature]:  # built once: the correlator asks once per finding
         return {s.id: s for s in self.signatures}
 
     def __len__(self) -> int:

@@ -14,10 +14,12 @@ from typing import Any
 from catalog.matcher import LineMatch, Matcher
 from catalog.model import Signature
 from correlator.speakers import Who, read_prefixes, read_speaker
-from correlator.timestamps import parse_timestamp
+from correlator.timestamps import Stamp, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
+SAID_MEMO = 4096  # distinct lines remembered per source
+Said = tuple[Who, Stamp | None, str]  # who said a line, its time stamp, its text as records keep it
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
@@ -27,7 +29,7 @@ _TRACEBACKISH = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextRecord:
     kind: str
     fields: dict[str, Any]
@@ -37,6 +39,10 @@ class ContextRecord:
     time: datetime | None
     text: str = ""
 
+    def __reduce__(self) -> tuple[type[ContextRecord], tuple[Any, ...]]:
+        # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
+        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text))
+
 
 @dataclass
 class SourceResult:
@@ -45,6 +51,21 @@ class SourceResult:
     context: list[ContextRecord] = field(default_factory=list)
     lines: int = 0
     bytes: int = 0
+
+
+def _read_who(line: str, base: Who, owner: str | None) -> Who:
+    who = read_speaker(line, base)
+    if who == base and owner is not None:
+        who = read_speaker(owner, base)
+    return who
+
+
+def _read_stamp(line: str, year: int) -> Stamp | None:
+    _, body = read_prefixes(line, Who())
+    stamp = parse_timestamp(body, year)
+    if stamp is None and body is not line and len(body) != len(line):
+        stamp = parse_timestamp(line, year)
+    return stamp
 
 
 def _owner_line(buffer: bytes, start: int) -> str | None:
@@ -73,6 +94,9 @@ class SourceScanner:
         self._order = order_base
         self._last_event: tuple[int, Who] | None = None  # (line_no, who) of the last finding
         self._event_start = 0
+        # Logs repeat lines verbatim (the same warning every step): a distinct line's speaker and time are read
+        # once, and its records share one copy of its text.
+        self._said: dict[tuple[str, str | None], Said] = {}
         self.result = SourceResult(source)
 
     def feed(self, chunk: bytes) -> None:
@@ -101,30 +125,20 @@ class SourceScanner:
             line_no += buffer.count(b"\n", counted_to, lm.start)
             counted_to = lm.start
             self._record(buffer, lm, line_no)
-        if advance:
-            newlines = buffer.count(b"\n")
-            self._line_no += newlines + (0 if buffer.endswith(b"\n") else 1)
+        if advance:  # count only the newlines after the last match: the ones before it are counted above
+            line_no += buffer.count(b"\n", counted_to)
+            self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
             self.result.lines = self._line_no - 1
 
-    def _who(self, buffer: bytes, lm: LineMatch) -> Who:
-        who = read_speaker(lm.text, self._base)
-        if who == self._base and lm.text[:1].isspace():
-            owner = _owner_line(buffer, lm.start)
-            if owner is not None:
-                who = read_speaker(owner, self._base)
-        return who
-
     def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
-        who = self._who(buffer, lm)
-        _, body = read_prefixes(lm.text, Who())
-        stamp = parse_timestamp(body, self._year)
-        if stamp is None and body is not lm.text and len(body) != len(lm.text):
-            stamp = parse_timestamp(lm.text, self._year)
-        time = stamp.time if stamp else None
-        for kind, captures in lm.context.items():
-            self.result.context.append(
-                ContextRecord(kind, captures, self.result.source, line_no, who, time, lm.text.strip()[:500])
-            )
+        # An indented line may be a continuation: who said it may be on the line that started the message.
+        owner = _owner_line(buffer, lm.start) if lm.text[:1].isspace() else None
+        who, stamp, text = self._said_for(lm.text, owner)
+        if lm.context:
+            time = stamp.time if stamp else None
+            for kind, captures in lm.context.items():
+                self.result.context.append(
+                    ContextRecord(kind, captures, self.result.source, line_no, who, time, text))
         if lm.signature is None:
             return
         sig = lm.signature
@@ -143,13 +157,24 @@ class SourceScanner:
                 line_no=line_no,
                 text=lm.text.strip(),
                 speaker=Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device),
-                time=time,
+                time=stamp.time if stamp else None,
                 clock=stamp.clock if stamp else None,
                 fields=dict(lm.fields),
                 order=self._order,
                 event=event,
             )
         )
+
+    def _said_for(self, line: str, owner: str | None) -> Said:
+        """Who said ``line``, when, and its text as records keep it."""
+        key = (line, owner)
+        known = self._said.get(key)
+        if known is None:
+            if len(self._said) >= SAID_MEMO:
+                self._said.clear()
+            known = self._said[key] = (_read_who(line, self._base, owner), _read_stamp(line, self._year),
+                                       line.strip()[:500])
+        return known
 
     def _continues_event(self, buffer: bytes, lm: LineMatch, line_no: int, who: Who) -> bool:
         if self._last_event is None:

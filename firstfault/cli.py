@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     d.add_argument("--year", type=int, default=None, help="year for timestamps that print none (default: this year)")
     d.add_argument("--engine", choices=["auto", "hyperscan", "re"], default="auto")
+    d.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                   help="processes scanning a directory's files (default: one per core; 1: no pool)")
 
     m = sub.add_parser("match", help="print every catalog match, one object per line")
     m.add_argument("path", metavar="FILE", help="a log file or - for stdin")
@@ -71,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
 def _year(arg: int | None) -> int:
     return arg if arg is not None else datetime.now(UTC).year
 
@@ -85,9 +93,9 @@ def cmd_diagnose(args: argparse.Namespace, out: Console) -> int:
                       TransferSpeedColumn(), console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("scanning", total=total)
             diagnosis = diagnose_sources(matcher, sources, _year(args.year),
-                                         progress=lambda n: bar.advance(task, n))
+                                         progress=lambda n: bar.advance(task, n), jobs=args.jobs)
     else:
-        diagnosis = diagnose_sources(matcher, sources, _year(args.year))
+        diagnosis = diagnose_sources(matcher, sources, _year(args.year), jobs=args.jobs)
     if args.format == "json":
         sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
     elif args.format == "markdown":

@@ -1,4 +1,5 @@
-"""Fixtures shared across the suite: databases (SQLite files, a fresh PostgreSQL database per session)."""
+"""Fixtures shared across the suite: databases (SQLite files, a fresh PostgreSQL database per session), and a
+private cache directory so that no test writes to the user's own."""
 
 from __future__ import annotations
 
@@ -62,3 +63,16 @@ def db_url(request: pytest.FixtureRequest) -> str:
         return str(request.getfixturevalue("sqlite_url"))
     request.applymarker(pytest.mark.integration)
     return str(request.getfixturevalue("fresh_pg_url"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The scanner cache ($XDG_CACHE_HOME/firstfault) goes to a temporary directory, for the CLI run in a
+    subprocess as well."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before

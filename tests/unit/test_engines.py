@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from catalog.engine import ReEngine, single_line
+from catalog.engine import ReEngine, line_regex, single_line
+from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
+from catalog.matcher import folded
 from firstfault.engine import build_matcher, scan_source
 from ingest.files import chunks, expand
 
@@ -62,3 +64,59 @@ def test_matches_hyperscan_drops_are_rescued_by_the_self_check() -> None:
     [hit] = matcher.match(buf)
     assert hit.signature is not None and hit.signature.id == "pytorch.c10d.desync_not_joined"
     assert hit.fields == {"rank": 7, "last_seq": 182, "seq": 183}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literal"),
+    [
+        (rb"\[(?P<rank>\d+)\] joined but didn't finish #", b"] joined but didn't finish #"),
+        (rb"abc?defg", b"defg"),  # c is optional
+        (rb"x(?:abcdef)?yz+w", None),  # the group is optional and z repeats: no fixed run of 4
+        (rb"[abc]+literal\.x\d+", b"literal.x"),
+        (rb"ab{2,3}cdef", b"cdef"),
+        (rb"(?i)case does not matter", None),
+        (rb"either this|or that one", None),
+        (rb"^Node:[ \t]+(?P<host>[\w.-]+)$", b"Node:"),
+    ],
+)
+def test_required_literal_is_a_run_every_match_contains(pattern: bytes, literal: bytes | None) -> None:
+    assert required_literal(pattern) == literal
+
+
+def _buffers() -> list[bytes]:
+    bufs = [p.read_bytes() for root in INPUTS for p in sorted(root.rglob("*.log"))]
+    examples = [ex for sig in default_catalog().signatures for ex in sig.examples.positive]
+    return [*bufs, "".join(f"x\n{line}\n" for line in examples).encode()]
+
+
+def test_the_literal_prefilter_finds_the_lines_a_full_re_pass_finds() -> None:
+    """Every catalog and context pattern scanned through its literal prefilter reports exactly the lines that a
+    full-buffer `re` pass reports (the patterns Hyperscan drops are scanned this way)."""
+    matcher = build_matcher(default_catalog(), "re")
+    reference = ReEngine(matcher.patterns)
+    bufs = _buffers()
+    expected = [reference.candidates(buf) for buf in bufs]
+    filtered = 0
+    for index, pattern in enumerate(matcher.patterns):
+        scan = LineFilteredRe(index, line_regex(pattern))
+        filtered += scan.literal is not None
+        for buf, found in zip(bufs, expected, strict=True):
+            assert scan.line_starts(buf) == sorted(s for s, ids in found.items() if index in ids), pattern
+    assert filtered > len(matcher.patterns) // 2  # most patterns have a literal: the test exercises the filter
+
+
+def test_folded_patterns_match_exactly_the_lines_their_caseless_originals_match() -> None:
+    """A caseless pattern run case-sensitively on the lowercased line (faster in `re`) decides every line the
+    same way, whatever the case of the line; patterns it cannot be done for are left alone."""
+    assert folded(r"(?i)\b(?:error|fatal)\b") == r"\b(?:error|fatal)\b"
+    for unsafe in (r"(?i)Error", r"(?i)(?P<what>error)", r"(?i)a\x41", r"(?i)x(?-i:y)", "error"):
+        assert folded(unsafe) is None, unsafe
+    matcher = build_matcher(default_catalog(), "re")
+    eligible = [p for p in matcher.patterns if folded(p)]
+    assert any("error|fatal" in p for p in eligible)  # errorish, the context pattern most lines match
+    lines = [line.decode("ascii", "replace") for buf in _buffers() for line in buf.splitlines()]
+    for pattern in eligible:
+        caseless, lowered = re.compile(pattern, re.ASCII), re.compile(folded(pattern) or "", re.ASCII)
+        for line in lines:
+            for variant in (line, line.upper(), line.swapcase()):
+                assert bool(caseless.search(variant)) == bool(lowered.search(variant.lower())), (pattern, variant)

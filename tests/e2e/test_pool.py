@@ -1,0 +1,103 @@
+"""A directory scanned by a process pool gives exactly the diagnosis one process gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.generate import generate
+from firstfault.engine import POOL_MIN_BYTES, default_matcher, pool_size, scan_sources
+from ingest.files import Source, expand
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
+
+
+def _everything(path: Path, jobs: int) -> tuple[list[dict[str, object]], list[tuple[object, ...]]]:
+    """Every finding (with its order and event) and every context record, source by source."""
+    scan = scan_sources(default_matcher(), expand([str(path)]), 2026, jobs=jobs)
+    findings = [f.model_dump() for r in scan.results for f in r.findings]
+    context = [(c.source, c.kind, c.line_no, c.text, repr(c.fields), c.who, c.time)
+               for r in scan.results for c in r.context]
+    return findings, context
+
+
+def _diagnose(path: Path, *flags: str) -> dict[str, object]:
+    p = subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(path), "--format", "json",
+                        "--year", "2026", *flags], capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return dict(json.loads(p.stdout))
+
+
+def test_the_bundled_example_reads_the_same_in_a_pool() -> None:
+    one = _everything(EXAMPLE, 1)
+    assert one[0], "the example should have findings"
+    assert _everything(EXAMPLE, 2) == one
+    assert _everything(EXAMPLE, 3) == one
+
+
+@pytest.mark.parametrize("failure", ["oom_kill", "cuda_oom"])
+def test_generated_logs_diagnose_the_same_in_a_pool(tmp_path: Path, failure: str) -> None:
+    """128 ranks in 16 node directories: 160 files, so workers finish out of order and the parent must put the
+    results back in input order (finding `order` breaks ties between equal times)."""
+    generate(tmp_path, ranks=128, size=6 * 10**6, seed=3, failure=failure, quiet=True)
+    logs = tmp_path / "logs"
+    assert _everything(logs, 2) == _everything(logs, 1)
+    single = _diagnose(logs, "--jobs", "1")
+    assert single["verdict"] == "diagnosed"
+    assert _diagnose(logs, "--jobs", "2") == single
+    assert _diagnose(logs, "--jobs", "5") == single
+    assert _diagnose(logs) == single  # the default pool
+
+
+def test_simultaneous_failures_keep_their_tie_breaks_in_a_pool(tmp_path: Path) -> None:
+    """Five ranks hit the same CUDA OOM in the same millisecond, so only the findings' `order` says which came
+    first; the first file is the largest, so in a pool it finishes last and the results arrive out of order."""
+    line = "[2026-11-29 10:13:02,000] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    noise = "[2026-11-29 10:00:00,000] [INFO] step 1 loss 2.9000\n"
+    for rank in (4, 1, 3, 0, 2):
+        padding = noise * (200_000 if rank == 0 else 10)
+        (tmp_path / f"rank{rank}.log").write_text(padding + line + noise)
+    single = _diagnose(tmp_path, "--jobs", "1")
+    assert single["verdict"] == "diagnosed"
+    for jobs in ("2", "3"):
+        assert _diagnose(tmp_path, "--jobs", jobs) == single
+    assert _everything(tmp_path, 3) == _everything(tmp_path, 1)
+
+
+def test_one_file_and_stdin_stay_in_one_process(tmp_path: Path) -> None:
+    small = [Source(f"rank{i}.log", tmp_path / f"rank{i}.log") for i in range(4)]
+    for s in small:
+        assert s.path is not None
+        s.path.write_bytes(b"step 1 loss 2.0\n")
+    assert pool_size(small[:1], 4) == 1
+    assert pool_size([*small, Source("<stdin>", None)], 4) == 1
+    assert pool_size(small, 8) == 4  # never more workers than files
+    assert pool_size(small, None) == 1  # small inputs are not worth forking for
+    big = tmp_path / "big.log"
+    big.write_bytes(b"step 1 loss 2.0\n" * (POOL_MIN_BYTES // 16 + 1))
+    assert pool_size([*small, Source("big.log", big)], None) == min(len(os.sched_getaffinity(0)), 5)
+
+
+def test_jobs_must_be_a_positive_number() -> None:
+    p = subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(EXAMPLE), "--jobs", "0"],
+                       capture_output=True, timeout=60)
+    assert p.returncode == 2
+    assert b"--jobs" in p.stderr
+
+
+def test_an_unreadable_file_fails_the_same_way_in_a_pool(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text("step 1 loss 2.0\n")
+    (tmp_path / "rank1.log.gz").write_text("not gzip at all\n")
+    errors = []
+    for jobs in ("1", "2"):
+        p = subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(tmp_path), "--jobs", jobs],
+                           capture_output=True, timeout=60)
+        assert p.returncode == 2
+        errors.append(p.stderr)
+    assert errors[0] == errors[1]
+    assert errors[0].startswith(b"firstfault: error: rank1.log.gz: cannot read") and errors[0].count(b"\n") == 1
