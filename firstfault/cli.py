@@ -15,7 +15,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
-from firstfault import __version__, notify_cli, serve, ship_cli
+from firstfault import __version__, notify_args, serve, ship_cli
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
 from firstfault.history_cli import add_incidents_parser, cmd_incidents
 from firstfault.render import render_markdown, render_text
@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ship_cli.add_parsers(sub)
     serve.add_parser(sub)
-    notify_cli.add_commands(sub)
+    notify_args.add_commands(sub)
     add_incidents_parser(sub)
     return p
 
@@ -171,7 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ship_cli.run(args)
         if args.command == "serve":
             return serve.cmd_serve(args)
-        if args.command in notify_cli.COMMANDS:
+        if args.command in notify_args.COMMANDS:
+            from firstfault import notify_cli
+
             return notify_cli.run(args)
         if args.command == "incidents":
             return cmd_incidents(args, out)

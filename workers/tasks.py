@@ -64,6 +64,8 @@ def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
 def correlate_job(self: Task, job_id: str) -> str | None:
     incident = pipeline().correlate(job_id, _trace(self))
     if incident is not None:
+        # post now rather than at the next beat tick; beat still sweeps whatever this misses
+        self.app.send_task("firstfault.deliver")
         log.info("incident %s for job %s: revision %d, %s at %s", incident.id, job_id, incident.revision,
                  incident.signature, datetime.now(UTC).isoformat())
     return incident.id if incident else None
