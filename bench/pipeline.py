@@ -1,0 +1,228 @@
+"""Time from a job's last shard produced to its incident committed, in both modes, against a named baseline.
+
+    python -m bench.pipeline [--ranks 64,1024] [--jobs 10,3] [--kb-per-rank 50] [--modes embedded,distributed]
+
+For each world size the generator writes one failed job's logs (bench.generate: NCCL noise, steps, a planted
+OOM kill), which are cut into shards exactly as `firstfault ship` cuts them (zstd, ≤ 1 MiB). Then, per job:
+
+- embedded: `serve --embedded`'s runner and SQLite, shards handed to its in-process queue;
+- distributed: shards produced to Kafka (Tansu, in memory), the real consumer loop handing them to Celery on
+  the local Redis, ONE `celery worker --pool=solo` process, PostgreSQL (a scratch database, dropped after).
+
+One job per mode warms up first and is not counted (a consumer group's first join takes seconds on Tansu).
+Latency is from the moment the last shard is handed over (embedded) or acknowledged by the broker (distributed)
+to the moment the incident row is visible. The baseline, measured in the same run on the same files, is
+`firstfault diagnose` of the whole directory in one warm process: the floor a pipeline that scans as shards
+arrive should approach. Shards/s through one worker is taken from the shards' own received_at stamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bench.generate import generate
+from bench.ingest import tansu
+from schemas.wire import JobEvent, LogShard
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_ADMIN = os.environ.get("FIRSTFAULT_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
+BROKER = "redis://127.0.0.1:6379/11"
+
+
+def shards_for(job_id: str, logs: Path) -> list[LogShard]:
+    from ingest.ship import Overrides, plan, stream_shards
+
+    out: list[LogShard] = []
+    for key, sources in plan([str(logs)], Overrides()).items():
+        out.extend(stream_shards(job_id, key, sources, "zstd", lambda _msg: None))
+    return out
+
+
+def job_event(job_id: str, ranks: int) -> JobEvent:
+    return JobEvent(job_id=job_id, state="failed", world_size=ranks, cluster="bench", team="bench")
+
+
+def wait_for(found: Callable[[], object], limit_s: float = 600) -> float:
+    deadline = time.monotonic() + limit_s
+    while not found():
+        if time.monotonic() > deadline:
+            raise TimeoutError("no incident")
+        time.sleep(0.005)
+    return time.perf_counter()
+
+
+def baseline_s(logs: Path) -> float:
+    from firstfault.engine import default_matcher, diagnose_sources
+    from ingest.files import expand
+
+    matcher = default_matcher()
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        diagnose_sources(matcher, expand([str(logs)]), 2026)
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def embedded(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[float], float, str | None]:
+    from firstfault.serve import build_embedded
+    from firstfault.settings import load_settings
+
+    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
+                                      "FIRSTFAULT_QUEUE_SIZE": "100000"}, path="/dev/null")
+    service = build_embedded(settings, on_saved=lambda *_: None)
+    service.runner.start()
+    latencies, rates, rank = [], [], None
+    try:
+        for j in range(-1, jobs):  # job -1 warms up (first imports, cold caches) and is not counted
+            job_id = f"emb-{ranks}-{j}"
+            shards = shards_for(job_id, logs)
+            t_first = time.perf_counter()
+            service.runner.submit_job(job_event(job_id, ranks), {})
+            for shard in shards:
+                service.runner.submit_shard(shard, {})
+            t_last = time.perf_counter()
+            t_done = wait_for(lambda jid=job_id: service.store.incident_for_job(jid))  # type: ignore[misc]
+            if j >= 0:
+                latencies.append(t_done - t_last)
+                rates.append(len(shards) / (t_done - t_first))
+            incident = service.store.incident_for_job(job_id)
+            rank = f"{incident.signature} rank {incident.rank}" if incident else None
+    finally:
+        service.runner.stop()
+        service.store.close()
+    return latencies, statistics.median(rates), rank
+
+
+@contextmanager
+def scratch_pg() -> Iterator[str]:
+    import psycopg
+
+    name = f"ff_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[float], float, str | None]:
+    from firstfault.settings import load_settings
+    from ingest.consumer import kafka_ingest
+    from ingest.kafka import WireProducer, create_topics
+    from ingest.topics import Topics
+    from store.incidents import Store
+    from workers.app import make_app
+    from workers.dispatch import CeleryDispatcher
+
+    prefix = f"ffbench-{uuid.uuid4().hex[:6]}-"
+    with tansu() as bootstrap, scratch_pg() as pg:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
+        env.update({"FIRSTFAULT_DATABASE_URL": pg, "FIRSTFAULT_BROKER_URL": BROKER,
+                    "FIRSTFAULT_BROKER_PREFIX": prefix, "FIRSTFAULT_QUEUE": f"{prefix}q", "PYTHONPATH": str(ROOT)})
+        settings = load_settings(environ=env, path="/dev/null")
+        store = Store.open(pg)
+        topics = Topics(f"{prefix}jobs", f"{prefix}shards", f"{prefix}dlq")
+        create_topics(bootstrap, topics)
+        loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), topics, f"{prefix}g", batch=256,
+                            poll_timeout_s=0.05)
+        stop = threading.Event()
+        consumer = threading.Thread(target=loop.run, args=(stop,), daemon=True)
+        consumer.start()
+        with (tmp / "worker.log").open("wb") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo",
+                                       "-Q", f"{prefix}q", "--without-gossip", "--without-mingle",
+                                       "--without-heartbeat", "-l", "warning"], cwd=ROOT, env=env, stdout=log,
+                                      stderr=subprocess.STDOUT)
+            producer = WireProducer(bootstrap)
+            latencies, rates, rank = [], [], None
+            try:
+                for j in range(-1, jobs):  # job -1 warms up (the consumer group's join) and is not counted
+                    job_id = f"dist-{ranks}-{j}"
+                    shards = shards_for(job_id, logs)
+                    producer.send_job(job_event(job_id, ranks), topics)
+                    for shard in shards:
+                        producer.send_shard(shard, topics)
+                    producer.flush()
+                    t_last = time.perf_counter()
+                    t_done = wait_for(lambda jid=job_id: store.incident_for_job(jid))  # type: ignore[misc]
+                    if j >= 0:
+                        latencies.append(t_done - t_last)
+                        rates.append(_worker_rate(store, job_id))
+                    incident = store.incident_for_job(job_id)
+                    rank = f"{incident.signature} rank {incident.rank}" if incident else None
+            finally:
+                producer.close()
+                stop.set()
+                consumer.join(timeout=30)
+                loop.close()
+                worker.terminate()
+                worker.wait(timeout=60)
+                store.close()
+    return latencies, statistics.median(rates), rank
+
+
+def _worker_rate(store: object, job_id: str) -> float:
+    with store.engine.connect() as conn:  # type: ignore[attr-defined]
+        n, first, last = conn.execute(sa.text(
+            "select count(*), min(received_at), max(received_at) from shards where job_id = :j"), {"j": job_id}).one()
+    span = (last - first).total_seconds() if first and last else 0.0
+    return (n - 1) / span if span > 0 else float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__.split("\n\n")[0])
+    p.add_argument("--ranks", default="64,1024")
+    p.add_argument("--jobs", default="10,3", help="jobs per world size (p99 of few jobs is their maximum)")
+    p.add_argument("--kb-per-rank", type=float, default=50.0)
+    p.add_argument("--modes", default="embedded,distributed")
+    a = p.parse_args(argv)
+    sizes = [int(r) for r in a.ranks.split(",")]
+    counts = [int(j) for j in a.jobs.split(",")]
+    counts += [counts[-1]] * (len(sizes) - len(counts))
+    modes = a.modes.split(",")
+    print(f"# bench.pipeline {datetime.now(UTC):%Y-%m-%d %H:%M}Z, {os.cpu_count()} cores, "
+          f"{a.kb_per_rank:g} kB of log per rank")
+    print("| ranks | shards | mode | jobs | p50 latency | p99 latency | p50 / baseline | shards/s, one worker | "
+          "root cause |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---|")
+    for ranks, jobs in zip(sizes, counts, strict=True):
+        with tempfile.TemporaryDirectory(prefix="ffbench-") as tmp_name:
+            tmp = Path(tmp_name)
+            truth = generate(tmp / "gen", ranks, int(ranks * a.kb_per_rank * 1000), seed=7, quiet=True)
+            logs = tmp / "gen" / "logs"
+            base = baseline_s(logs)
+            n = len(shards_for("x", logs))
+            print(f"| {ranks} | {n} | baseline: `diagnose` in one warm process | 3 | {base:.2f} s | | 1.00 | | |")
+            for mode in modes:
+                run = embedded if mode == "embedded" else distributed
+                lat, rate, found = run(ranks, logs, jobs, tmp)
+                verdict = "right" if found and found.endswith(f"rank {truth['victim']}") else "WRONG"
+                print(f"| {ranks} | {n} | {mode} | {jobs} | {pct(lat, .5):.2f} s | {pct(lat, .99):.2f} s | "
+                      f"{pct(lat, .5) / base:.2f} | {rate:.0f} | {found} ({verdict}) |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
