@@ -49,18 +49,20 @@ class Pipeline:
             result = scanner.finish()
             sp.set_attribute("firstfault.findings", len(result.findings))
             fresh = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, result_to_json(result), now)
-            # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling.
-            self._consider(shard.job_id, late_evidence=fresh)
+            # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling. A fresh
+            # shard that completes nothing, while a correlation is already due, has nothing to decide: skipping
+            # the job-wide check keeps a 1,024-rank job linear in its shards.
+            if not (fresh and not shard.eof and self.store.settled(shard.job_id, key)):
+                self._consider(shard.job_id, late_evidence=fresh)
             return fresh
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
         now = self.clock()
-        view = self.store.job(job_id)
         if self.store.incident_for_job(job_id) is not None:
             if late_evidence:
                 self._schedule(job_id, now + self.revise_wait, now)
             return
-        ready = self._readiness(view, now)
+        ready = self._readiness(self.store.job(job_id, scans=False), now)
         if ready.due is not None:
             self._schedule(job_id, ready.due, now)
 

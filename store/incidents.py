@@ -95,17 +95,36 @@ class Store:
             return False
         return True
 
-    def job(self, job_id: str) -> JobView:
+    def job(self, job_id: str, scans: bool = True) -> JobView:
+        """The job and its shards; with scans=False only the shards' keys, seq and eof (what deciding whether
+        the job is complete needs), so that checking after every shard does not reload every finding."""
         with self.session() as s:
             row = s.get(JobRow, job_id)
-            shards = s.exec(select(ShardRow).where(ShardRow.job_id == job_id)).all()
+            table = ShardRow.__table__.c  # type: ignore[attr-defined]
+            columns = [table.stream, table.rank, table.host, table.name, table.seq, table.eof]
+            if scans:
+                columns.append(table.scanned)
+            rows: list[Any] = list(s.execute(sa.select(*columns).where(table.job_id == job_id)).all())
             return JobView(
                 event=JobEvent.model_validate(row.event) if row else None,
                 failed_at=_aware(row.failed_at) if row else None,
                 correlate_at=_aware(row.correlate_at) if row else None,
-                shards=[StoredShard(SourceKey(r.stream, r.rank, r.host, r.name), r.seq, r.eof, r.scanned)
-                        for r in shards],
+                shards=[StoredShard(SourceKey(r[0], r[1], r[2], r[3]), r[4], r[5], r[6] if scans else {})
+                        for r in rows],
             )
+
+    def settled(self, job_id: str, key: SourceKey) -> bool:
+        """True when a correlation is already pending for the job and the source `key` is still incomplete: a
+        shard of that source decides nothing new, so the caller may skip re-reading the whole job."""
+        with self.session() as s:
+            row = s.get(JobRow, job_id)
+            if row is None or row.correlate_at is None:
+                return False
+            table = ShardRow.__table__.c  # type: ignore[attr-defined]
+            seqs = s.execute(sa.select(table.seq, table.eof).where(table.job_id == job_id,
+                                                                   table.source_token == key.token)).all()
+            last = [seq for seq, eof in seqs if eof]
+            return not (last and len({seq for seq, _ in seqs}) == last[0] + 1)
 
     def schedule(self, job_id: str, due: datetime, now: datetime) -> bool:
         """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue).

@@ -112,3 +112,22 @@ def test_an_overdue_correlation_is_not_enqueued_again_until_it_looks_lost(store:
     assert not store.schedule("j", T0 + timedelta(seconds=30), later)
     lost = T0 + timedelta(minutes=30)
     assert store.schedule("j", T0 + timedelta(seconds=30), lost)
+
+
+def test_settled_means_pending_and_this_source_still_incomplete(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+    store.record_shard("j", KEY, 0, False, SCANNED, T0)
+    assert not store.settled("j", KEY)  # nothing pending yet: the caller must decide
+    store.schedule("j", T0 + timedelta(seconds=30), T0)
+    assert store.settled("j", KEY)
+    store.record_shard("j", KEY, 2, True, SCANNED, T0)
+    assert store.settled("j", KEY)  # eof arrived, seq 1 still missing
+    store.record_shard("j", KEY, 1, False, SCANNED, T0)
+    assert not store.settled("j", KEY)  # the gap is filled: this source just completed
+
+
+def test_a_job_view_without_scans_carries_no_findings(store: Store) -> None:
+    store.record_job(failed_job("j"), T0)
+    store.record_shard("j", KEY, 0, True, SCANNED, T0)
+    assert store.job("j", scans=False).shards[0].scanned == {}
+    assert store.job("j").shards[0].scanned == SCANNED
