@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint score bench clean
+.PHONY: install demo test lint score bench bench-pipeline clean
 
 $(BIN)/firstfault: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,6 +26,9 @@ score: install
 
 bench: install
 	$(BIN)/python -m bench.matcher
+
+bench-pipeline: install
+	$(BIN)/python -m bench.pipeline
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
