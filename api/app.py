@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from api.history import history_router
 from api.ingest import ingest_router
+from api.subscriptions import subscriptions_router
 from api.web import static_files, web_router
 from catalog.loader import default_catalog
 from firstfault import __version__
@@ -20,7 +21,8 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> Fast
     app.state.settings, app.state.store = settings, store
     app.include_router(ingest_router(dispatcher, settings.api_token))
     catalog = default_catalog()
-    app.include_router(history_router(store, catalog))
+    app.include_router(history_router(store, catalog, settings.api_token))
+    app.include_router(subscriptions_router(store, settings.api_token))
     app.include_router(web_router(store, catalog))
     app.mount("/static", static_files(), name="static")
 

@@ -1,5 +1,6 @@
 """The history API: GET /v1/incidents (filtered, paginated), /v1/incidents/{id}, /v1/stats, /v1/offenders,
-/v1/catalog and /v1/catalog/{id}. Reads are open; writes (ingest, subscriptions) need the bearer token.
+/v1/catalog and /v1/catalog/{id}; POST /v1/incidents/{id}/resolve. Reads are open; writes (ingest, subscriptions,
+resolve) need the bearer token.
 
 Bad filters answer 400 with the reason, an unknown id 404, an unreachable database 503 with Retry-After.
 """
@@ -13,11 +14,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from api.ingest import bearer_guard
 from catalog.loader import Catalog
 from catalog.model import Signature
+from notifiers.outbox import collateral_ids, on_saved
 from schemas.errors import RetryableError, UsageError
+from schemas.incident import Incident
 from store.incidents import Store
 from store.offenders import Offender, offenders
 from store.queries import (
@@ -41,6 +45,15 @@ def utc_now() -> datetime:
 
 class IncidentList(IncidentPage):
     next: str | None = None  # this query's next page, as a URL relative to the server
+
+
+class ResolveIn(BaseModel):
+    note: str = Field(default="", max_length=2000, description="what was done; the Slack thread reply says it")
+
+
+class Resolved(BaseModel):
+    incident: Incident
+    resolved_now: bool = Field(description="false when it was already resolved: nothing was sent again")
 
 
 class CatalogEntry(BaseModel):
@@ -117,8 +130,9 @@ def entry(s: Signature) -> CatalogEntry:
                         role=s.role.value, scope=s.scope.value, tags=list(s.tags), generic=s.generic)
 
 
-def history_router(store: Store, catalog: Catalog) -> APIRouter:
+def history_router(store: Store, catalog: Catalog, token: str | None = None) -> APIRouter:
     router = APIRouter(prefix="/v1")
+    collateral = collateral_ids(catalog)
 
     @router.get("/incidents", tags=["history"], response_model=IncidentList, responses=TROUBLE)
     def get_incidents(request: Request, f: FiltersDep, now: NowDep,
@@ -141,6 +155,20 @@ def history_router(store: Store, catalog: Catalog) -> APIRouter:
         if detail is None:
             raise HTTPException(status_code=404, detail=f"no incident {incident_id!r}")
         return detail
+
+    @router.post("/incidents/{incident_id}/resolve", tags=["history"], response_model=Resolved,
+                 dependencies=[Depends(bearer_guard(token))],
+                 responses={401: {"description": "missing or wrong bearer token"},
+                            404: {"description": "no such incident"}, 503: TROUBLE[503]})
+    def resolve_incident(incident_id: str, now: NowDep, body: ResolveIn | None = None) -> Resolved:
+        """Mark it resolved; its notifications (Slack thread reply, PagerDuty resolve) are queued in the same
+        transaction. Resolving again changes nothing and sends nothing."""
+        with answers():
+            done = None if "\x00" in incident_id else store.resolve(
+                incident_id, body.note.strip() if body else "", now, on_saved(lambda: now, collateral))
+        if done is None:
+            raise HTTPException(status_code=404, detail=f"no incident {incident_id!r}")
+        return Resolved(incident=done[0], resolved_now=done[1])
 
     @router.get("/stats", tags=["history"], response_model=Stats, responses=TROUBLE)
     def get_stats(f: FiltersDep, now: NowDep, top: Annotated[int, Query(ge=1, le=100)] = 10) -> Stats:

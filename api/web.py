@@ -16,9 +16,11 @@ from markupsafe import Markup
 from starlette.staticfiles import StaticFiles
 
 from api.history import clock_of
+from api.subscriptions import out
 from api.timeline import timeline_svg
 from catalog.loader import Catalog
 from firstfault.render import rank_ranges
+from notifiers.subscriptions import all_subscriptions
 from schemas.errors import RetryableError, UsageError
 from store.incidents import Store
 from store.offenders import offenders
@@ -102,6 +104,15 @@ def web_router(store: Store, catalog: Catalog) -> APIRouter:
         except (UsageError, RetryableError) as exc:
             return trouble(exc)
         return page("offenders.html", offenders=found, values=values)
+
+    @router.get("/subscriptions")
+    def subscriptions_page() -> HTMLResponse:
+        try:
+            with store.session() as s:
+                found = [out(x) for x in all_subscriptions(s)]  # masked as the API shows them
+        except RetryableError as exc:
+            return trouble(exc)
+        return page("subscriptions.html", subscriptions=found)
 
     @router.get("/catalog")
     def catalog_page(q: str = "") -> HTMLResponse:

@@ -1,4 +1,4 @@
-"""`firstfault incidents list|show|stats|offenders`: the incident history from the terminal."""
+"""`firstfault incidents list|show|stats|offenders|resolve`: the incident history from the terminal."""
 
 from __future__ import annotations
 
@@ -43,6 +43,10 @@ def add_incidents_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
     show.add_argument("id")
     show.add_argument("--db", metavar="URL")
     show.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    res = actions.add_parser("resolve", help="mark an incident resolved: its Slack thread and PagerDuty alert follow")
+    res.add_argument("id")
+    res.add_argument("--note", default="", help="what was done (the Slack thread reply says it)")
+    res.add_argument("--db", metavar="URL")
     st = actions.add_parser("stats", help="top failure classes, counts by cluster and week, repeat hosts")
     _filters(st)
     st.add_argument("--format", choices=["text", "json"], default="text")
@@ -80,6 +84,8 @@ def cmd_incidents(args: argparse.Namespace, out: Console) -> int:
     try:
         if args.action == "show":
             return _show(store, args.id, args.format, out)
+        if args.action == "resolve":
+            return _resolve(store, args.id, args.note, out)
         _query(store, args, _filter(args, datetime.now(UTC)), out)
         return 0
     finally:
@@ -136,6 +142,21 @@ def _show(store: Store, incident_id: str, fmt: str, out: Console) -> int:
         sys.stdout.write(_markdown(detail))
     else:
         _print_detail(detail, out)
+    return 0
+
+
+def _resolve(store: Store, incident_id: str, note: str, out: Console) -> int:
+    from notifiers.wiring import outbox_hook  # the notifiers load only for this command
+
+    now = datetime.now(UTC)
+    done = store.resolve(incident_id, note.strip(), now, outbox_hook(default_catalog(), lambda: now))
+    if done is None:
+        raise UsageError(f"no incident {incident_id!r} (try: firstfault incidents list)")
+    if done[1]:
+        out.print(f"resolved {incident_id}; its notifications go out with the next delivery "
+                  "(the service's, or `firstfault deliver`)")
+    else:
+        out.print(f"{incident_id} was already resolved: nothing changed, nothing is sent again")
     return 0
 
 

@@ -173,6 +173,30 @@ class Store:
                 on_saved(s, new, current if current and current.id == new.id else None)
             return new
 
+    def resolve(self, incident_id: str, note: str, now: datetime,
+                on_saved: OnSaved | None = None) -> tuple[Incident, bool] | None:
+        """Mark an incident resolved and call `on_saved` (the outbox) in the same transaction. The note becomes
+        the follow-up's text. Returns (incident, True), (incident, False) when it was already resolved (nothing
+        written, nothing sent again), or None for an unknown id. The revision stays: resolving is not a new
+        diagnosis, and the outbox keys deliveries by revision *and* state."""
+        with self.session() as s:
+            found = s.get(IncidentRow, incident_id)
+            if found is None:
+                return None
+            s.get(JobRow, found.job_id, with_for_update=True)  # serialize with the job's correlations
+            s.refresh(found, with_for_update=True)
+            current = _incident(found)
+            if current.state == "resolved":
+                return current, False
+            new = current.model_copy(update={"state": "resolved", "updated_at": now,
+                                              "changes": [note or "resolved by hand"]})
+            _fill(found, new)
+            s.add(found)
+            if on_saved is not None:
+                s.flush()
+                on_saved(s, new, current)
+            return new, True
+
     def incident(self, incident_id: str) -> Incident | None:
         with self.session() as s:
             row = s.get(IncidentRow, incident_id)

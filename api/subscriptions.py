@@ -1,0 +1,216 @@
+"""Subscriptions over HTTP: GET/POST /v1/subscriptions, GET/PUT/PATCH/DELETE /v1/subscriptions/{id}.
+
+The same store functions as ``firstfault subscribe|unsubscribe|subscriptions`` (notifiers/subscriptions.py) and the
+same model (schemas/subscription.py), so a subscription made here routes exactly like one made from the terminal.
+Reads are open; writes need the bearer token. A PagerDuty routing key is a credential and a webhook URL often
+carries one (a path token, ``?key=``, ``user:pass@``): answers show only their end. PUT replaces everything, so it
+needs the targets in full; PATCH changes only the fields it names and keeps the stored targets when it names none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, HTTPException, Path, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlmodel import Session
+
+from api.history import answers
+from api.ingest import bearer_guard
+from notifiers.subscriptions import add, all_subscriptions, from_row, new_id, remove
+from schemas.subscription import Match, QuietHours, Subscription, Target, TargetKind
+from store.incidents import Store
+from store.notify_tables import SubscriptionRow
+
+SubscriptionId = Annotated[str, Path(max_length=64, description="sub-… as returned on creation")]
+
+
+class SubscriptionIn(BaseModel):
+    """A new subscription, or the whole of one for PUT. Targets in full: routing keys and URLs as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    team: str = Field(min_length=1, max_length=256)
+    name: str = Field(default="", max_length=256)
+    match: Match = Field(default_factory=Match)
+    targets: list[Target] = Field(min_length=1)
+    fallback: bool = False
+    mute_until: datetime | None = Field(default=None, description="with a time zone: 2026-12-02T09:00:00Z")
+    quiet_hours: QuietHours | None = None
+
+
+class SubscriptionPatch(BaseModel):
+    """The fields to change; the others keep their stored values. ``null`` clears mute_until or quiet_hours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    team: str | None = Field(default=None, min_length=1, max_length=256)
+    name: str | None = Field(default=None, max_length=256)
+    match: Match | None = None
+    targets: list[Target] | None = Field(default=None, min_length=1)
+    fallback: bool | None = None
+    mute_until: datetime | None = None
+    quiet_hours: QuietHours | None = None
+
+
+class TargetOut(BaseModel):
+    kind: TargetKind
+    address: str = Field(description="a Slack channel in full; a routing key or webhook URL shown by its end")
+    masked: bool
+
+
+class SubscriptionOut(BaseModel):
+    id: str
+    team: str
+    name: str
+    match: Match
+    targets: list[TargetOut]
+    fallback: bool
+    mute_until: datetime | None
+    quiet_hours: QuietHours | None
+    created_at: datetime | None
+
+
+def masked_address(target: Target) -> str:
+    """What may be shown of a destination: a PagerDuty key as the CLI shows it (…1a2b), a webhook URL without its
+    credentials (scheme and host, then the last 4 characters of the rest), a Slack channel as it is."""
+    if target.kind == "pagerduty":
+        return target.describe().removeprefix("pagerduty:")
+    if target.kind == "webhook":
+        url = urlsplit(target.address)
+        rest = target.address[len(f"{url.scheme}://{url.netloc}"):]
+        host = url.netloc.rpartition("@")[2]  # never the user:password part
+        return f"{url.scheme}://{host}" + (f"/…{rest[-4:]}" if rest.strip("/") else "")
+    return target.address
+
+
+def out(sub: Subscription) -> SubscriptionOut:
+    return SubscriptionOut(
+        id=sub.id, team=sub.team, name=sub.name, match=sub.match, fallback=sub.fallback, mute_until=sub.mute_until,
+        quiet_hours=sub.quiet_hours, created_at=sub.created_at,
+        targets=[TargetOut(kind=t.kind, address=masked_address(t), masked=masked_address(t) != t.address)
+                 for t in sub.targets])
+
+
+def _invalid(exc: ValidationError) -> RequestValidationError:
+    """A merged PATCH that no longer validates, answered like FastAPI answers a bad body (422, each problem)."""
+    return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(
+        include_url=False, include_context=False, include_input=False)])
+
+
+@contextmanager
+def stored(store: Store) -> Iterator[Session]:
+    """A store session whose refusals are the caller's: a value the database cannot hold (a NUL byte in
+    PostgreSQL text, a name over its column) is a 422, not a 500."""
+    with answers():
+        try:
+            with store.session() as s:
+                yield s
+        except (sa.exc.DataError, sa.exc.IntegrityError) as exc:
+            raise RequestValidationError([{"loc": ("body",), "msg": f"not storable: {exc.orig}",
+                                           "type": "value_error"}]) from exc
+
+
+def _load(s: Session, subscription_id: str) -> Subscription:
+    row = s.get(SubscriptionRow, subscription_id) if "\x00" not in subscription_id else None
+    if row is None:
+        raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
+    try:
+        return from_row(row)
+    except ValidationError as exc:  # edited by hand or an older schema: routing skips it too
+        raise HTTPException(status_code=409, detail=f"subscription {subscription_id!r} is stored invalid "
+                                                    f"({exc.errors()[0]['msg']}): PUT a valid one or DELETE it"
+                            ) from exc
+
+
+def _replace(s: Session, sub: Subscription, now: datetime) -> Subscription:
+    remove(s, sub.id)
+    s.flush()
+    return add(s, sub, now)
+
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "no such subscription"}}
+WRITE: dict[int | str, dict[str, Any]] = {
+    401: {"description": "missing or wrong bearer token"},
+    503: {"description": "the database is unreachable; retry after Retry-After seconds"},
+}
+
+
+def subscriptions_router(store: Store, token: str | None) -> APIRouter:
+    router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
+    guarded = [Depends(bearer_guard(token))]
+
+    @router.get("", response_model=list[SubscriptionOut], responses={503: WRITE[503]})
+    def list_subscriptions() -> list[SubscriptionOut]:
+        with stored(store) as s:
+            return [out(x) for x in all_subscriptions(s)]
+
+    @router.post("", status_code=201, response_model=SubscriptionOut, dependencies=guarded, responses=WRITE)
+    def create_subscription(body: SubscriptionIn, response: Response) -> SubscriptionOut:
+        now = datetime.now(UTC)
+        try:
+            sub = Subscription(id=new_id(), created_at=now, **body.model_dump())
+        except ValidationError as exc:
+            raise _invalid(exc) from exc
+        with stored(store) as s:
+            add(s, sub, now)
+        response.headers["Location"] = f"/v1/subscriptions/{sub.id}"
+        return out(sub)
+
+    @router.get("/{subscription_id}", response_model=SubscriptionOut,
+                responses={**NOT_FOUND, 409: {"description": "stored but no longer valid"}})
+    def get_subscription(subscription_id: SubscriptionId) -> SubscriptionOut:
+        with stored(store) as s:
+            return out(_load(s, subscription_id))
+
+    @router.put("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
+                responses={**WRITE, **NOT_FOUND})
+    def replace_subscription(subscription_id: SubscriptionId, body: SubscriptionIn) -> SubscriptionOut:
+        with stored(store) as s:
+            created = _created(s, subscription_id)
+            try:
+                sub = Subscription(id=subscription_id, created_at=created, **body.model_dump())
+            except ValidationError as exc:
+                raise _invalid(exc) from exc
+            return out(_replace(s, sub, datetime.now(UTC)))
+
+    @router.patch("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
+                  responses={**WRITE, **NOT_FOUND})
+    def update_subscription(subscription_id: SubscriptionId, body: SubscriptionPatch) -> SubscriptionOut:
+        with stored(store) as s:
+            created = _created(s, subscription_id)
+            current = _stored_fields(s, subscription_id)
+            changes = body.model_dump(exclude_unset=True)
+            try:  # explicit nulls clear mute_until and quiet_hours; on a required field they are refused below
+                sub = Subscription.model_validate({**current, **changes, "id": subscription_id,
+                                                   "created_at": created})
+            except ValidationError as exc:
+                raise _invalid(exc) from exc
+            return out(_replace(s, sub, datetime.now(UTC)))
+
+    @router.delete("/{subscription_id}", status_code=204, dependencies=guarded, responses={**WRITE, **NOT_FOUND})
+    def delete_subscription(subscription_id: SubscriptionId) -> Response:
+        with stored(store) as s:
+            if "\x00" in subscription_id or not remove(s, subscription_id):
+                raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
+        return Response(status_code=204)
+
+    return router
+
+
+def _created(s: Session, subscription_id: str) -> datetime | None:
+    row = s.get(SubscriptionRow, subscription_id) if "\x00" not in subscription_id else None
+    if row is None:
+        raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
+    return row.created_at.replace(tzinfo=UTC) if row.created_at.tzinfo is None else row.created_at
+
+
+def _stored_fields(s: Session, subscription_id: str) -> dict[str, Any]:
+    """The stored subscription as plain fields, to merge a PATCH into (a stored-invalid one is a 409)."""
+    return _load(s, subscription_id).model_dump(exclude={"id", "created_at"})
