@@ -158,7 +158,8 @@ def history_router(store: Store, catalog: Catalog, token: str | None = None) -> 
 
     @router.post("/incidents/{incident_id}/resolve", tags=["history"], response_model=Resolved,
                  dependencies=[Depends(bearer_guard(token))],
-                 responses={401: {"description": "missing or wrong bearer token"},
+                 responses={400: {"description": "a body that cannot be read (not UTF-8)"},
+                            401: {"description": "missing or wrong bearer token"},
                             404: {"description": "no such incident"}, 503: TROUBLE[503]})
     def resolve_incident(incident_id: str, now: NowDep, body: ResolveIn | None = None) -> Resolved:
         """Mark it resolved; its notifications (Slack thread reply, PagerDuty resolve) are queued in the same

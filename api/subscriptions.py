@@ -117,14 +117,20 @@ def stored(store: Store) -> Iterator[Session]:
                                            "type": "value_error"}]) from exc
 
 
-def _load(s: Session, subscription_id: str) -> Subscription:
-    row = s.get(SubscriptionRow, subscription_id) if "\x00" not in subscription_id else None
+def _row(s: Session, subscription_id: str) -> SubscriptionRow:
+    """The stored row, locked until the end of the transaction (two PATCHes never lose one's change)."""
+    row = (s.get(SubscriptionRow, subscription_id, with_for_update=True)
+           if "\x00" not in subscription_id else None)  # no id has one, and PostgreSQL refuses to compare with it
     if row is None:
         raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
+    return row
+
+
+def _parsed(row: SubscriptionRow) -> Subscription:
     try:
         return from_row(row)
     except ValidationError as exc:  # edited by hand or an older schema: routing skips it too
-        raise HTTPException(status_code=409, detail=f"subscription {subscription_id!r} is stored invalid "
+        raise HTTPException(status_code=409, detail=f"subscription {row.id!r} is stored invalid "
                                                     f"({exc.errors()[0]['msg']}): PUT a valid one or DELETE it"
                             ) from exc
 
@@ -136,7 +142,9 @@ def _replace(s: Session, sub: Subscription, now: datetime) -> Subscription:
 
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "no such subscription"}}
+INVALID: dict[int | str, dict[str, Any]] = {409: {"description": "stored but no longer valid: PUT or DELETE it"}}
 WRITE: dict[int | str, dict[str, Any]] = {
+    400: {"description": "a body that cannot be read (not UTF-8)"},
     401: {"description": "missing or wrong bearer token"},
     503: {"description": "the database is unreachable; retry after Retry-After seconds"},
 }
@@ -164,32 +172,30 @@ def subscriptions_router(store: Store, token: str | None) -> APIRouter:
         return out(sub)
 
     @router.get("/{subscription_id}", response_model=SubscriptionOut,
-                responses={**NOT_FOUND, 409: {"description": "stored but no longer valid"}})
+                responses={**NOT_FOUND, **INVALID})
     def get_subscription(subscription_id: SubscriptionId) -> SubscriptionOut:
         with stored(store) as s:
-            return out(_load(s, subscription_id))
+            return out(_parsed(_row(s, subscription_id)))
 
     @router.put("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
                 responses={**WRITE, **NOT_FOUND})
     def replace_subscription(subscription_id: SubscriptionId, body: SubscriptionIn) -> SubscriptionOut:
         with stored(store) as s:
-            created = _created(s, subscription_id)
+            created = _row(s, subscription_id).created_at  # a PUT may replace a stored-invalid one
             try:
-                sub = Subscription(id=subscription_id, created_at=created, **body.model_dump())
+                sub = Subscription(id=subscription_id, created_at=created.replace(tzinfo=created.tzinfo or UTC),
+                                   **body.model_dump())
             except ValidationError as exc:
                 raise _invalid(exc) from exc
             return out(_replace(s, sub, datetime.now(UTC)))
 
     @router.patch("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
-                  responses={**WRITE, **NOT_FOUND})
+                  responses={**WRITE, **NOT_FOUND, **INVALID})
     def update_subscription(subscription_id: SubscriptionId, body: SubscriptionPatch) -> SubscriptionOut:
         with stored(store) as s:
-            created = _created(s, subscription_id)
-            current = _stored_fields(s, subscription_id)
-            changes = body.model_dump(exclude_unset=True)
-            try:  # explicit nulls clear mute_until and quiet_hours; on a required field they are refused below
-                sub = Subscription.model_validate({**current, **changes, "id": subscription_id,
-                                                   "created_at": created})
+            current = _parsed(_row(s, subscription_id)).model_dump()
+            try:  # explicit nulls clear mute_until and quiet_hours; on a required field they are refused here
+                sub = Subscription.model_validate({**current, **body.model_dump(exclude_unset=True)})
             except ValidationError as exc:
                 raise _invalid(exc) from exc
             return out(_replace(s, sub, datetime.now(UTC)))
@@ -202,15 +208,3 @@ def subscriptions_router(store: Store, token: str | None) -> APIRouter:
         return Response(status_code=204)
 
     return router
-
-
-def _created(s: Session, subscription_id: str) -> datetime | None:
-    row = s.get(SubscriptionRow, subscription_id) if "\x00" not in subscription_id else None
-    if row is None:
-        raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
-    return row.created_at.replace(tzinfo=UTC) if row.created_at.tzinfo is None else row.created_at
-
-
-def _stored_fields(s: Session, subscription_id: str) -> dict[str, Any]:
-    """The stored subscription as plain fields, to merge a PATCH into (a stored-invalid one is a 409)."""
-    return _load(s, subscription_id).model_dump(exclude={"id", "created_at"})

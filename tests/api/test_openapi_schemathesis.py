@@ -1,6 +1,7 @@
-"""Schemathesis against the published OpenAPI: generated queries to every history and catalog operation of the
-app served on 127.0.0.1 over the seeded history. No answer may be a 5xx, and every answer must match the status
-codes, content type and response schema the OpenAPI declares. Examples are bounded so the run stays short.
+"""Schemathesis against the published OpenAPI: generated queries to every history, catalog and subscription
+operation of the app served on 127.0.0.1 over the seeded history (writes with the bearer token; their 401 without
+it is tested in test_subscriptions.py). No answer may be a 5xx, and every answer must match the status codes,
+content type and response schema the OpenAPI declares. Examples are bounded so the run stays short.
 
 Driven through schemathesis's Python API (operation strategies under hypothesis) rather than its pytest plugin,
 whose lazy fixture loader does not run on pytest 9.
@@ -22,13 +23,20 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from schemas.incident import Incident
+from tests.api.conftest import TOKEN
 
 MAX_EXAMPLES = 25
-READ_PATHS = r"^/v1/(incidents|stats|offenders|catalog)"  # the ingest writes have their own tests
+API_PATHS = r"^/v1/(incidents|stats|offenders|catalog|subscriptions)"  # the ingest writes have their own tests
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+# only these constrain a parameter (ranges, enums, lengths) or a body: the others take any text
+CONSTRAINED = {("GET", "/v1/incidents"), ("GET", "/v1/stats"), ("GET", "/v1/offenders"),
+               ("POST", "/v1/incidents/{incident_id}/resolve"), ("POST", "/v1/subscriptions"),
+               ("GET", "/v1/subscriptions/{subscription_id}"), ("PUT", "/v1/subscriptions/{subscription_id}"),
+               ("PATCH", "/v1/subscriptions/{subscription_id}"), ("DELETE", "/v1/subscriptions/{subscription_id}")}
 
 
 def _operations(base_url: str) -> list[Any]:
-    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json").include(path_regex=READ_PATHS)
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json").include(path_regex=API_PATHS)
     return [result.ok() for result in schema.get_all_operations()]
 
 
@@ -36,16 +44,21 @@ def _operations(base_url: str) -> list[Any]:
 def test_no_5xx_and_answers_match_the_openapi(base_url: str, history: dict[str, Incident],
                                               mode: GenerationMode) -> None:
     operations = _operations(base_url)
-    assert {op.path for op in operations} == {"/v1/incidents", "/v1/incidents/{incident_id}", "/v1/stats",
-                                              "/v1/offenders", "/v1/catalog", "/v1/catalog/{signature_id}"}
+    assert {(op.method.upper(), op.path) for op in operations} == {
+        ("GET", "/v1/incidents"), ("GET", "/v1/incidents/{incident_id}"),
+        ("POST", "/v1/incidents/{incident_id}/resolve"), ("GET", "/v1/stats"), ("GET", "/v1/offenders"),
+        ("GET", "/v1/catalog"), ("GET", "/v1/catalog/{signature_id}"),
+        ("GET", "/v1/subscriptions"), ("POST", "/v1/subscriptions"), ("GET", "/v1/subscriptions/{subscription_id}"),
+        ("PUT", "/v1/subscriptions/{subscription_id}"), ("PATCH", "/v1/subscriptions/{subscription_id}"),
+        ("DELETE", "/v1/subscriptions/{subscription_id}")}
     checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-    if mode is GenerationMode.NEGATIVE:  # only these constrain a parameter (ranges, enums): the others take any text
-        operations = [op for op in operations if op.path in ("/v1/incidents", "/v1/stats", "/v1/offenders")]
+    if mode is GenerationMode.NEGATIVE:
+        operations = [op for op in operations if (op.method.upper(), op.path) in CONSTRAINED]
     for op in operations:
         @given(case=op.as_strategy(generation_mode=mode))
         @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))
         def run(case: Any) -> None:
-            case.call_and_validate(base_url=base_url, checks=checks)
+            case.call_and_validate(base_url=base_url, headers=AUTH, checks=checks)
 
         run()

@@ -17,6 +17,7 @@ from notifiers.routing import route
 from notifiers.subscriptions import all_subscriptions
 from pipeline.embedded import EmbeddedRunner
 from store.incidents import Store
+from store.notify_tables import SubscriptionRow
 from tests.api.conftest import TOKEN
 from tests.api.server import serving
 from tests.notifiers.conftest import ROUTING_KEY, make_incident
@@ -133,6 +134,22 @@ def test_invalid_subscriptions_are_refused_with_the_reason(served: tuple[httpx.C
     patched = client.patch(f"/v1/subscriptions/{sub['id']}", json=change, headers=AUTH)
     assert patched.status_code == 422 and reason in patched.text, patched.text
     assert [s["targets"] for s in _stored(store)] == [[t for t in ONCALL["targets"]]]  # nothing half-written
+
+
+def test_a_stored_subscription_that_no_longer_validates_is_reported_and_can_be_replaced(
+        served: tuple[httpx.Client, Store]) -> None:
+    client, store = served
+    with store.session() as s:  # edited by hand: a routing key of the wrong length
+        s.add(SubscriptionRow(id="sub-broken", team="llm", match={}, targets=[{"kind": "pagerduty",
+                                                                              "address": "abc"}],
+                              created_at=datetime(2026, 11, 1, tzinfo=UTC)))
+    assert client.get("/v1/subscriptions").json() == []  # routing skips it too
+    got = client.get("/v1/subscriptions/sub-broken")
+    assert got.status_code == 409 and "PUT a valid one or DELETE it" in got.text
+    assert client.patch("/v1/subscriptions/sub-broken", json={"team": "x"}, headers=AUTH).status_code == 409
+    fixed = client.put("/v1/subscriptions/sub-broken", json=ONCALL, headers=AUTH)
+    assert fixed.status_code == 200 and fixed.json()["created_at"] == "2026-11-01T00:00:00Z"
+    assert [s["id"] for s in client.get("/v1/subscriptions").json()] == ["sub-broken"]
 
 
 def test_bodies_the_database_cannot_hold_are_422_not_500(served: tuple[httpx.Client, Store], db_url: str) -> None:

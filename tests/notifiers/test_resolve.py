@@ -1,0 +1,204 @@
+"""Resolving an incident, end to end: 64 ranks of logs through the real pipeline and outbox, the app served by
+uvicorn on 127.0.0.1, the CLI, and the fake Slack and PagerDuty servers driven by slack-sdk and httpx; on SQLite
+and PostgreSQL. Resolution posts one thread reply, edits the root and resolves the alert, once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+from sqlmodel import Session, col, select
+
+from api.app import create_app
+from firstfault.cli import main
+from firstfault.engine import default_matcher
+from firstfault.settings import Settings
+from notifiers.base import Notifier
+from notifiers.outbox import deliver_due, enqueue
+from notifiers.pagerduty import PagerDutyNotifier
+from notifiers.slack import SlackNotifier
+from notifiers.subscriptions import add
+from notifiers.wiring import outbox_hook
+from pipeline.embedded import EmbeddedRunner
+from pipeline.service import Pipeline
+from schemas.incident import Incident
+from schemas.subscription import Match, Subscription, Target
+from store.incidents import Store
+from store.notify_tables import OutboxRow
+from tests.api.server import serving
+from tests.fakes.pagerduty_api import Alert, FakePagerDuty
+from tests.fakes.slack_api import FakeSlack, Message
+from tests.notifiers.conftest import ROUTING_KEY, settings_for
+from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of
+
+pytestmark = pytest.mark.integration
+TOKEN = "resolve-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JOB = "j-88123"
+
+
+@dataclass
+class World:
+    store: Store
+    pipe: Pipeline
+    clock: ManualClock
+    notifiers: dict[str, Notifier]
+    http: httpx.Client
+    slack: FakeSlack
+    pagerduty: FakePagerDuty
+
+    def deliver(self) -> None:
+        deliver_due(self.store, self.notifiers, self.clock.now)
+
+    def post(self) -> Message:
+        [root] = self.slack.posts("#ml-oncall")
+        return root
+
+    def replies(self) -> list[Message]:
+        return self.slack.replies("#ml-oncall", self.post().ts)
+
+    def alert(self) -> Alert:
+        [alert] = self.pagerduty.alerts.values()
+        return alert
+
+    def resolve(self, incident_id: str, note: str) -> httpx.Response:
+        return self.http.post(f"/v1/incidents/{incident_id}/resolve", json={"note": note}, headers=AUTH)
+
+
+@pytest.fixture
+def world(db_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty) -> Iterator[World]:
+    store = Store.open(db_url)
+    clock = ManualClock()
+    matcher = default_matcher()
+    pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
+    settings = settings_for(slack_server, pagerduty_server)
+    notifiers: dict[str, Notifier] = {"slack": SlackNotifier(settings), "pagerduty": PagerDutyNotifier(settings)}
+    with store.session() as s:
+        add(s, Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl"]),
+                            targets=[Target(kind="slack", address="#ml-oncall"),
+                                     Target(kind="pagerduty", address=ROUTING_KEY)]), clock.now)
+    app = create_app(Settings(database_url=db_url, api_token=TOKEN), EmbeddedRunner(), store)
+    app.state.clock = clock
+    with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield World(store, pipe, clock, notifiers, http, slack_server, pagerduty_server)
+    for n in notifiers.values():
+        n.close()
+    store.close()
+
+
+def _fail(w: World, with_dmesg: bool = True) -> Incident:
+    w.pipe.accept_job(failed_job(JOB))
+    for shard in shards_of(JOB, EXAMPLE):
+        if with_dmesg or shard.stream != "dmesg":
+            w.pipe.accept_shard(shard)
+    w.clock.advance(31)
+    incident = w.pipe.correlate(JOB)
+    assert incident is not None
+    w.deliver()
+    return incident
+
+
+def _resolve_events(alert: Alert) -> int:
+    return sum(1 for e in alert.events if e["event_action"] == "resolve")
+
+
+def test_resolve_posts_one_thread_reply_edits_the_root_and_resolves_the_page_once(
+        world: World, capsys: pytest.CaptureFixture[str], db_url: str) -> None:
+    incident = _fail(world)
+    assert incident.signature == "host.oom_killer" and world.alert().pages == 1 and world.replies() == []
+
+    world.clock.advance(600)
+    answer = world.resolve(incident.id, "drained node004; job restarted with 4 DataLoader workers")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["resolved_now"] is True and answer.json()["incident"]["state"] == "resolved"
+    world.deliver()
+    [reply] = world.replies()
+    assert "Resolved" in reply.text and "drained node004; job restarted" in reply.text
+    root = world.post()
+    assert len(root.edits) == 1 and root.blocks[0]["text"]["text"].startswith("✅")
+    assert world.alert().status == "resolved" and _resolve_events(world.alert()) == 1
+
+    # again, over HTTP and from the terminal: nothing changes, nothing goes out
+    again = world.resolve(incident.id, "resolved twice by two people")
+    assert again.status_code == 200 and again.json()["resolved_now"] is False
+    assert main(["incidents", "resolve", incident.id, "--db", db_url, "--note", "and a third time"]) == 0
+    assert "already resolved" in capsys.readouterr().out
+    world.clock.advance(60)
+    world.deliver()
+    assert len(world.replies()) == 1 and len(world.post().edits) == 1
+    assert _resolve_events(world.alert()) == 1 and world.alert().pages == 1
+
+    page = world.http.get(f"/incidents/{incident.id}")
+    assert '<span class="state resolved">resolved</span>' in page.text
+    assert "Resolved: drained node004; job restarted" in page.text
+    listed = world.http.get("/v1/incidents", params={"state": "resolved"}).json()
+    assert [i["id"] for i in listed["items"]] == [incident.id]
+
+
+def test_the_cli_resolves_and_the_service_delivers(world: World, capsys: pytest.CaptureFixture[str],
+                                                   db_url: str) -> None:
+    incident = _fail(world)
+    assert main(["incidents", "resolve", incident.id, "--db", db_url]) == 0
+    assert f"resolved {incident.id}" in capsys.readouterr().out
+    deliver_due(world.store, world.notifiers, datetime.now(UTC))  # the CLI queued it on the wall clock
+    [reply] = world.replies()
+    assert "resolved by hand" in reply.text and world.alert().status == "resolved"
+    assert main(["incidents", "resolve", "inc-0000000000000000", "--db", db_url]) == 2
+    assert "no incident 'inc-0000000000000000'" in capsys.readouterr().err
+
+
+def test_late_evidence_after_resolution_revises_without_reopening_or_paging(world: World) -> None:
+    """The survivors' logs alone (a collateral root cause) post but do not page; on-call resolves it; then the
+    dmesg of node004 arrives and finds the OOM kill. The incident stays resolved (the job attempt is over and a
+    person closed it): the thread says what changed, and nobody is paged for a closed incident."""
+    first = _fail(world, with_dmesg=False)
+    assert first.signature != "host.oom_killer" and world.pagerduty.alerts == {}
+    assert world.resolve(first.id, "restarted").json()["resolved_now"] is True
+    world.deliver()
+    for shard in shards_of(JOB, EXAMPLE):
+        if shard.stream == "dmesg":
+            world.pipe.accept_shard(shard)
+    world.clock.advance(11)
+    revised = world.pipe.correlate(JOB)
+    assert revised is not None and revised.revision == 2 and revised.signature == "host.oom_killer"
+    assert revised.state == "resolved"
+    world.deliver()
+    assert world.pagerduty.alerts == {}  # resolved before anyone was paged: still nobody is
+    replies = world.replies()
+    assert len(replies) == 2 and "host.oom_killer" in replies[1].text
+    assert "rank 37 on node004" in str(world.post().blocks)
+    detail = world.http.get(f"/v1/incidents/{first.id}").json()
+    assert detail["incident"]["state"] == "resolved" and [r["revision"] for r in detail["revisions"]] == [1, 2]
+
+
+def test_resolve_needs_the_token_and_a_known_incident(world: World) -> None:
+    incident = _fail(world)
+    for headers in ({}, {"Authorization": "Bearer nope"}):
+        denied = world.http.post(f"/v1/incidents/{incident.id}/resolve", headers=headers)
+        assert denied.status_code == 401
+    assert world.http.post("/v1/incidents/inc-nothere/resolve", headers=AUTH).status_code == 404
+    assert world.http.post(f"/v1/incidents/{incident.id}/resolve", json={"note": "x" * 2001},
+                           headers=AUTH).status_code == 422
+    assert world.store.incident(incident.id).state == "open"  # type: ignore[union-attr]
+    no_body = world.http.post(f"/v1/incidents/{incident.id}/resolve", headers=AUTH)
+    assert no_body.status_code == 200 and no_body.json()["incident"]["changes"] == ["resolved by hand"]
+
+
+def test_resolution_and_its_notifications_commit_together(world: World) -> None:
+    """A failure while writing the outbox leaves the incident open: a resolution nobody is told about never
+    exists."""
+    incident = _fail(world)
+
+    def enqueue_then_fail(session: Session, inc: Incident, previous: Incident | None) -> None:
+        enqueue(session, inc, world.clock.now)
+        raise RuntimeError("outbox write failed")
+
+    with pytest.raises(RuntimeError):
+        world.store.resolve(incident.id, "", world.clock.now, enqueue_then_fail)
+    assert world.store.incident(incident.id).state == "open"  # type: ignore[union-attr]
+    with world.store.session() as s:
+        states = s.exec(select(OutboxRow.incident_state).order_by(col(OutboxRow.id))).all()
+    assert set(states) == {"open"}
