@@ -9,15 +9,16 @@ needs the targets in full; PATCH changes only the fields it names and keeps the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, HTTPException, Path, Response
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlmodel import Session
 
@@ -98,6 +99,22 @@ def out(sub: Subscription) -> SubscriptionOut:
                  for t in sub.targets])
 
 
+class NoEchoRoute(APIRoute):
+    """422 answers without the ``input`` FastAPI echoes by default: a routing key one character short is still a
+    credential, and must not come back in an answer (or a proxy's log of it)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise RequestValidationError([{k: v for k, v in e.items() if k not in ("input", "ctx")}
+                                              for e in exc.errors()]) from None
+        return route
+
+
 def _invalid(exc: ValidationError) -> RequestValidationError:
     """A merged PATCH that no longer validates, answered like FastAPI answers a bad body (422, each problem)."""
     return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(
@@ -151,7 +168,7 @@ WRITE: dict[int | str, dict[str, Any]] = {
 
 
 def subscriptions_router(store: Store, token: str | None) -> APIRouter:
-    router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"])
+    router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"], route_class=NoEchoRoute)
     guarded = [Depends(bearer_guard(token))]
 
     @router.get("", response_model=list[SubscriptionOut], responses={503: WRITE[503]})

@@ -152,6 +152,16 @@ def test_a_stored_subscription_that_no_longer_validates_is_reported_and_can_be_r
     assert [s["id"] for s in client.get("/v1/subscriptions").json()] == ["sub-broken"]
 
 
+def test_a_refused_routing_key_is_not_echoed_back(served: tuple[httpx.Client, Store]) -> None:
+    client, _ = served
+    almost = "Q" * 31  # one character short: refused, but still somebody's credential
+    bad = {**ONCALL, "targets": [{"kind": "pagerduty", "address": almost}]}
+    for answer in (client.post("/v1/subscriptions", json=bad, headers=AUTH),
+                   client.put("/v1/subscriptions/sub-x", json=bad, headers=AUTH)):
+        assert answer.status_code == 422 and "32 letters and digits" in answer.text
+        assert almost not in answer.text
+
+
 def test_bodies_the_database_cannot_hold_are_422_not_500(served: tuple[httpx.Client, Store], db_url: str) -> None:
     client, _ = served
     nul = client.post("/v1/subscriptions", json={**ONCALL, "team": "ll\x00m"}, headers=AUTH)
