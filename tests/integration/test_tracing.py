@@ -37,8 +37,9 @@ def _names_in_trace(exporter: InMemorySpanExporter) -> set[str]:
 
 def test_embedded_pipeline_is_one_trace(spans: InMemorySpanExporter, sqlite_url: str) -> None:
     spans.clear()
-    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": sqlite_url, "FIRSTFAULT_GROUP_WAIT_S": "1"},
-                             path="/dev/null")
+    # a long group_wait: the shard that completes the job, not a timer, must start the correlation
+    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": sqlite_url, "FIRSTFAULT_GROUP_WAIT_S": "600",
+                                      "FIRSTFAULT_VISIBILITY_TIMEOUT_S": "900"}, path="/dev/null")
     service = build_embedded(settings)
     service.runner.start()
     try:
