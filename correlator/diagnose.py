@@ -8,11 +8,12 @@ from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
 from catalog.model import Scope, Signature
-from correlator.differential import differential
-from correlator.events import Event, Target, build_events, clock_offsets
+from correlator.collectives import Lag, from_dumps, from_ops, from_status
+from correlator.differential import Suspect, differential
+from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity
-from correlator.reading import SourceResult
-from correlator.scoring import Candidate, confidence, score
+from correlator.reading import ContextRecord, SourceResult
+from correlator.scoring import SKEW_TOLERANCE, W_LAG, Candidate, confidence, exit_report, score
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -31,20 +32,58 @@ REPORTS_ABOUT_STEPS = frozenset({"slurm", "k8s", "ray"})
 
 
 def diagnose(
-    results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None
+    results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None, *,
+    exit_codes: Mapping[str, int] | None = None,
 ) -> Diagnosis:
+    """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004")."""
     findings = [f for r in results for f in r.findings]
     context = [c for r in results for c in r.context]
-    ids = build_identity(context, rank_hosts)
+    ids = build_identity(context, rank_hosts, exit_codes)
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     if not failures:
         return _unknown(results, ids)
-    offsets = clock_offsets(failures)
-    ranked = score(failures, ids, offsets)
+    failures += lag_events(_lags(context, results, failures, ids), catalog, ids, W_LAG)
+    offsets = clock_offsets(failures, context, ids)
+    suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets))
+    ranked = score(failures, ids, offsets, suspect)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
     return _assemble(ranked, failures, ids, offsets, results)
+
+
+def _lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], failures: Sequence[Event],
+          ids: IdentityMap) -> list[Lag]:
+    """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops."""
+    rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
+               for i, rec in enumerate(context)}
+    timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
+                 ev.best.line_no, ev.best.text) for ev in failures
+                if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
+                and isinstance(ev.best.fields.get("op"), str)]
+    return [*from_status(context, rank_of), *from_dumps([d for r in results for d in r.dumps]), *from_ops(timeouts)]
+
+
+def _before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
+                    offsets: Mapping[str | None, timedelta]) -> list[ContextRecord]:
+    """Error lines printed before the consequences started: earlier than the first collateral line (clocks
+    corrected), or, without a clock, earlier in their file than that file's first collateral line."""
+    collateral = [ev for ev in failures if ev.role is Role.COLLATERAL]
+    times = [t for ev in collateral if (t := _when(ev, offsets)) is not None]
+    start = min(times) + SKEW_TOLERANCE if times else None
+    first_line: dict[str, int] = {}
+    for ev in collateral:
+        first_line[ev.best.source] = min(first_line.get(ev.best.source, ev.best.line_no), ev.best.line_no)
+    out = []
+    for rec in context:
+        if rec.kind != "errorish":
+            continue
+        if rec.time is not None and start is not None:
+            if rec.time - offsets.get(rec.who.host, timedelta(0)) <= start:
+                out.append(rec)
+        elif rec.line_no < first_line.get(rec.source, 1 << 62):
+            out.append(rec)
+    return out
 
 
 def _when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
@@ -77,6 +116,9 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
     scope = root.signature.scope
     reporters, hosts = _spread(root, failures)
     all_hosts = {ev.reporter.host for ev in failures}
+    if scope is Scope.JOB and not cand.own_events and host is not None:
+        notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
+        return None, host, notes
     if scope is Scope.JOB:
         if (len(hosts) >= 2 and hosts >= all_hosts) or len(results) == 1 or hosts == all_hosts:
             notes.append("this is a configuration every rank shares, so no single rank is named")
@@ -91,7 +133,8 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
         if len(reporters) > 1 and rank is not None:
             notes.append("every GPU of the node reports it: a node-level fault")
             rank = None
-    if scope is Scope.RANK and len(reporters) >= 3 and _all_ranks_alike(reporters, failures):
+    if (scope is Scope.RANK and len(reporters) >= 3 and not exit_report(root)
+            and _all_ranks_alike(reporters, failures)):
         notes.append(f"all {len(reporters)} reporting ranks fail the same way: no single rank is the cause")
         return None, None, notes
     if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1
@@ -153,6 +196,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     root = cand.best_event()
     if root is None:  # only an exit code speaks for it
         return _collateral_only(failures, ids, offsets)
+    if cand.unique is not None and (exit_report(root) or root.role is Role.COLLATERAL):
+        return _unknown_suspect(ranked, failures, offsets, cand.unique)
     sig = root.signature
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
@@ -197,6 +242,28 @@ def _alternatives(ranked: list[Candidate], top_conf: float) -> list[Alternative]
         out.append(Alternative(signature=ev.signature.id if ev else None, rank=other.target.rank,
                                host=other.target.host, confidence=round(min(share, 1 - top_conf), 2)))
     return out
+
+
+def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Mapping[str | None, timedelta],
+                     suspect: Suspect) -> Diagnosis:
+    """No catalog entry names the cause, but one rank printed errors nobody else did before the cascade."""
+    cand = ranked[0]
+    conf = min(0.6, confidence(ranked, generic=False))
+    explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6]),
+                   "no catalog entry matches its own lines: read them below",
+                   *_why_not_others(ranked, failures, set())]
+    return Diagnosis(
+        verdict="no_known_signature",
+        root_cause=RootCause(
+            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
+            rank=cand.target.rank, host=cand.target.host, confidence=conf, time=suspect.lines[0].time,
+            evidence=[Evidence(source=r.source, line=r.line_no, text=r.text) for r in suspect.lines],
+            explanation=explanation,
+        ),
+        collateral=_collateral_groups(failures, set()),
+        timeline=_timeline(failures, set(), offsets),
+        alternatives=_alternatives(ranked, conf),
+    )
 
 
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta]) -> Diagnosis:

@@ -16,7 +16,7 @@ _MASKS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
     (re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?:<\d+>|:\d+)?"), "<ip>"),
     (re.compile(r"(?:/[\w.+-]+)+"), "<path>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (re.compile(r"-?\d+(?:\.\d+)?"), "<n>"),
 ]
 _PREFIX = re.compile(r"^(?:\[[^\]]{0,80}\]:?\s*|\S+:\d+:\d+ \[\d+\] |[IWEF]\d{4} [\d:.]+ \d+ \S+\] )+")
 
@@ -36,23 +36,38 @@ class Suspect:
     unique: bool  # its templates are seen on no other speaker
 
 
-def differential(records: list[ContextRecord]) -> Suspect | None:
-    errors = [r for r in records if r.kind == "errorish"]
+def _speaker(rec: ContextRecord) -> tuple[int | None, str | None]:
+    return (rec.who.rank, None) if rec.who.rank is not None else (None, rec.who.host)
+
+
+def differential(records: list[ContextRecord], named_only: bool = False,
+                 early: list[ContextRecord] | None = None) -> Suspect | None:
+    """The speaker whose error templates are unique (most of them, earliest first).
+
+    Uniqueness is judged against every error line; with ``early``, only those lines (the ones before the
+    cascade) can make a suspect. With ``named_only``, lines whose speaker is unknown (a scheduler's output)
+    take no part: they cannot point at a rank.
+    """
+    errors = [r for r in records if r.kind == "errorish"
+              and not (named_only and r.who.rank is None and r.who.host is None)]
     if not errors:
         return None
-    speakers: dict[tuple[int | None, str | None], list[ContextRecord]] = defaultdict(list)
     seen_on: dict[str, set[tuple[int | None, str | None]]] = defaultdict(set)
     for rec in errors:
-        key = (rec.who.rank, rec.who.host)
-        speakers[key].append(rec)
-        seen_on[template(rec.text)].add(key)
-    best: tuple[tuple[int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
+        seen_on[template(rec.text)].add(_speaker(rec))
+    allowed = None if early is None else {id(r) for r in early}
+    speakers: dict[tuple[int | None, str | None], list[ContextRecord]] = defaultdict(list)
+    for rec in errors:
+        if allowed is None or id(rec) in allowed:
+            speakers[_speaker(rec)].append(rec)
+    best: tuple[tuple[int, int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
     for key, recs in speakers.items():
         unique = [r for r in recs if len(seen_on[template(r.text)]) == 1]
-        rank_key = (len(unique), -min(r.line_no for r in recs))
+        rank_key = (len(unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
         if best is None or rank_key > best[0]:
             best = (rank_key, key, unique or recs)
-    assert best is not None
-    (unique_count, _), (rank, host), lines = best
-    alone = len(speakers) == 1
-    return Suspect(rank, host, lines[:5], unique=unique_count > 0 and not alone)
+    if best is None:
+        return None
+    (unique_count, _, _), (rank, host), lines = best
+    alone = len({_speaker(r) for r in errors}) == 1
+    return Suspect(rank, host or lines[0].who.host, lines[:5], unique=unique_count > 0 and not alone)

@@ -1,0 +1,87 @@
+"""Realistic multi-rank failure logs with known answers, for demos, tests and the accuracy benchmark.
+
+Each scenario writes per-rank logs, per-node kernel and torchrun logs, scheduler output and Flight Recorder dumps
+in the exact formats NCCL, PyTorch, torchrun, the kernel and Slurm print, with per-host clock skew, and returns the
+ground truth: the initiating rank and host (none for a job-wide fault) and the ranks that only reacted.
+Deterministic for a given seed.
+
+    truth = generate("nic_failure", Path("/tmp/job"), seed=3, knobs=Knobs(world_size=256, max_skew_s=300))
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from firstfault.simulate import lines as _lines
+from firstfault.simulate import platform, ranks
+from firstfault.simulate.cascade import Failure, Knobs
+from firstfault.simulate.cluster import GPUS_PER_NODE, START, Cluster, Job, glog, std
+from firstfault.simulate.write import Truth, write
+
+__all__ = ["GPUS_PER_NODE", "NODE_SCENARIOS", "SCENARIOS", "START", "Cluster", "Knobs", "Truth", "generate",
+           "oom_killed_rank"]
+
+Scenario = Callable[[Job, Knobs], Failure]
+SCENARIOS: dict[str, Scenario] = {
+    "cuda_oom": ranks.cuda_oom,
+    "oom_killer": ranks.oom_killer,
+    "xid79": ranks.xid79,
+    "ecc": ranks.ecc,
+    "sigsegv": ranks.sigsegv,
+    "straggler": ranks.straggler,
+    "bootstrap_exception": ranks.bootstrap_exception,
+    "unknown_error": ranks.unknown_error,
+    "two_independent": ranks.two_independent,
+    "nic_failure": platform.nic_failure,
+    "wrong_ifname": platform.wrong_ifname,
+    "store_master_death": platform.store_master_death,
+    "slurm_node_failure": platform.slurm_node_failure,
+    "job_config": platform.job_config,
+}
+# These need at least two nodes to mean anything.
+NODE_SCENARIOS = frozenset({"nic_failure", "wrong_ifname", "slurm_node_failure", "two_independent"})
+
+
+def generate(scenario: str, out: Path, seed: int = 0, knobs: Knobs | None = None) -> Truth:
+    knobs = knobs or Knobs()
+    world = knobs.world_size
+    if scenario in NODE_SCENARIOS:
+        world = max(world, 2 * GPUS_PER_NODE)
+    c = Cluster(world, seed, knobs.max_skew_s)
+    job = Job(c)
+    failure = SCENARIOS[scenario](job, knobs)
+    return write(job, scenario, failure, knobs, out, random.Random(seed ^ 0x5EED))
+
+
+def oom_killed_rank(out: Path, world_size: int = 64, victim: int = 37, seed: int = 0) -> Truth:
+    """One rank SIGKILLed by the host OOM killer: it prints nothing; the others report timeouts and resets."""
+    c = Cluster(world_size, seed)
+    job = Job(c)
+    job.victim = victim
+    knobs = Knobs(world_size=world_size, cascade="timeout")
+    failure = ranks.oom_killer(job, knobs)
+    return write(job, "oom_killer", failure, knobs, out, random.Random(seed))
+
+
+# Line formats the throughput benchmark (bench/generate.py) reuses.
+_glog = glog
+_std = std
+
+
+def _nccl_init(c: Cluster, r: int) -> list[str]:
+    return _lines.nccl_init(c, r)
+
+
+def _watchdog(c: Cluster, r: int, t: datetime, seq: int) -> list[str]:
+    return _lines.watchdog(c, r, t, seq)
+
+
+def _reset_by_peer(c: Cluster, r: int, victim: int, t: datetime) -> str:
+    return _lines.reset_by_peer(c, r, c.ip(victim), 40000 + victim)
+
+
+def _dmesg_oom(c: Cluster, victim: int, t: datetime) -> list[str]:
+    return _lines.dmesg_oom(c, victim, t)
