@@ -149,7 +149,7 @@ def plan(per_kind: int, large: bool, seed: int) -> list[tuple[str, int, int]]:
     return runs
 
 
-def run(per_kind: int, large: bool, seed: int) -> dict[str, Tally]:
+def run(per_kind: int, large: bool, seed: int, verbose: bool = False) -> dict[str, Tally]:
     tallies: dict[str, Tally] = defaultdict(Tally)
     rng = random.Random(seed + 1)
     for kind, world, s in plan(per_kind, large, seed):
@@ -160,6 +160,10 @@ def run(per_kind: int, large: bool, seed: int) -> dict[str, Tally]:
             calls = {"firstfault": firstfault_call(truth, root, metadata), "baseline": baseline_call(root)}
         finally:
             shutil.rmtree(root, ignore_errors=True)
+        if verbose and not correct(truth, calls["firstfault"]):
+            got = calls["firstfault"]
+            sys.stderr.write(f"miss {kind} seed={s} {knobs} metadata={metadata}: want {truth.rank}/{truth.host} "
+                             f"got {got.rank}/{got.host}\n")
         for key in (kind, "overall"):
             tallies[key].n += 1
             for name, call in calls.items():
@@ -191,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-kind", type=int, default=36, help="scenarios per kind (default 36: 504 in all)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--no-large", action="store_true", help="skip the 1,024- and 4,096-rank scenarios")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every scenario firstfault gets wrong")
     args = p.parse_args(argv)
     began = time.perf_counter()
-    tallies = run(args.per_kind, not args.no_large, args.seed)
+    tallies = run(args.per_kind, not args.no_large, args.seed, args.verbose)
     text = report(tallies, time.perf_counter() - began)
     sys.stdout.write(text)
     OUT.mkdir(exist_ok=True)

@@ -13,7 +13,7 @@ from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity
 from correlator.reading import ContextRecord, SourceResult
-from correlator.scoring import SKEW_TOLERANCE, W_LAG, Candidate, confidence, exit_report, score
+from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -22,8 +22,10 @@ from schemas.diagnosis import (
     RootCause,
     TimelineEntry,
 )
-from schemas.findings import Role
+from schemas.findings import Finding, Role, Speaker
 
+EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
+                   -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
@@ -49,7 +51,7 @@ def diagnose(
     ranked = score(failures, ids, offsets, suspect)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
-    return _assemble(ranked, failures, ids, offsets, results)
+    return _assemble(ranked, failures, ids, offsets, results, catalog)
 
 
 def _lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], failures: Sequence[Event],
@@ -66,17 +68,19 @@ def _lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], fai
 
 def _before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
                     offsets: Mapping[str | None, timedelta]) -> list[ContextRecord]:
-    """Error lines printed before the consequences started: earlier than the first collateral line (clocks
-    corrected), or, without a clock, earlier in their file than that file's first collateral line."""
+    """Uncatalogued error lines printed before the consequences started: earlier than the first collateral line
+    (clocks corrected), or, without a clock, earlier in their file than that file's first collateral line.
+    Lines a specific catalog entry matched are weighed as what they are, not as unknowns."""
     collateral = [ev for ev in failures if ev.role is Role.COLLATERAL]
     times = [t for ev in collateral if (t := _when(ev, offsets)) is not None]
     start = min(times) + SKEW_TOLERANCE if times else None
     first_line: dict[str, int] = {}
     for ev in collateral:
         first_line[ev.best.source] = min(first_line.get(ev.best.source, ev.best.line_no), ev.best.line_no)
+    known = {(f.source, f.line_no) for ev in failures for f in ev.findings if not f.generic}
     out = []
     for rec in context:
-        if rec.kind != "errorish":
+        if rec.kind != "errorish" or (rec.source, rec.line_no) in known:
             continue
         if rec.time is not None and start is not None:
             if rec.time - offsets.get(rec.who.host, timedelta(0)) <= start:
@@ -116,6 +120,9 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
     scope = root.signature.scope
     reporters, hosts = _spread(root, failures)
     all_hosts = {ev.reporter.host for ev in failures}
+    if root not in cand.own_events and (host is not None or rank is not None):
+        notes.append(f"{cand.target.label} printed no cause of its own here: the others' lines point at it")
+        return rank, host, notes
     if scope is Scope.JOB and not cand.own_events and host is not None:
         notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
         return None, host, notes
@@ -190,17 +197,34 @@ def _root_events(cand: Candidate, root: Event) -> list[Event]:
     return [root, *[ev for ev in same if ev is not root][:2]]
 
 
+def _exit_event(cand: Candidate, ids: IdentityMap, catalog: Catalog) -> Event | None:
+    """A rank only its exit code speaks for (a SIGKILL that left no line): the launcher entry for that code."""
+    rec = next((e for e in ids.exits if e.rank == cand.target.rank and e.exit_code not in W_EXIT_TEARDOWN
+                and (cand.target.rank is not None or e.host == cand.target.host)), None)
+    sig = catalog.get(EXIT_SIGNATURES.get(rec.exit_code, "torchrun.worker_failed")) if rec else None
+    if rec is None or sig is None:
+        return None
+    f = Finding(signature=sig.id, role=sig.role, source=rec.source, line_no=rec.line_no,
+                text=f"exit code {rec.exit_code}" + (f" of rank {rec.rank}" if rec.rank is not None else ""),
+                speaker=Speaker(rank=rec.rank, host=cand.target.host), fields={"exit_code": rec.exit_code})
+    ev = Event(f, sig, [f], cand.target, [cand.target])
+    cand.own_events.append(ev)
+    return ev
+
+
 def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
-              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult]) -> Diagnosis:
+              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult], catalog: Catalog) -> Diagnosis:
     cand = ranked[0]
-    root = cand.best_event()
+    root = cand.best_event() or _exit_event(cand, ids, catalog)
+    if cand.unique is not None and (root is None or exit_report(root) or root.role is Role.COLLATERAL):
+        return _unknown_suspect(ranked, failures, offsets, cand.unique)
     if root is None:  # only an exit code speaks for it
         return _collateral_only(failures, ids, offsets)
-    if cand.unique is not None and (exit_report(root) or root.role is Role.COLLATERAL):
-        return _unknown_suspect(ranked, failures, offsets, cand.unique)
     sig = root.signature
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
+    if rank is None and host is not None:  # a node's fault: what its own ranks printed is part of it
+        root_events |= {id(ev) for ev in failures if ev.reporter.host == host}
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
     explanation += notes
     explanation += _why_not_others(ranked, failures, root_events)

@@ -45,8 +45,9 @@ def differential(records: list[ContextRecord], named_only: bool = False,
     """The speaker whose error templates are unique (most of them, earliest first).
 
     Uniqueness is judged against every error line; with ``early``, only those lines (the ones before the
-    cascade) can make a suspect. With ``named_only``, lines whose speaker is unknown (a scheduler's output)
-    take no part: they cannot point at a rank.
+    cascade) can make a suspect, and only a rank's: a host's unattributed lines there are mostly its launcher
+    reporting what its ranks did. With ``named_only``, lines whose speaker is unknown (a scheduler's output)
+    take no part: they cannot point at anyone.
     """
     errors = [r for r in records if r.kind == "errorish"
               and not (named_only and r.who.rank is None and r.who.host is None)]
@@ -55,7 +56,7 @@ def differential(records: list[ContextRecord], named_only: bool = False,
     seen_on: dict[str, set[tuple[int | None, str | None]]] = defaultdict(set)
     for rec in errors:
         seen_on[template(rec.text)].add(_speaker(rec))
-    allowed = None if early is None else {id(r) for r in early}
+    allowed = None if early is None else {id(r) for r in early if r.who.rank is not None}
     speakers: dict[tuple[int | None, str | None], list[ContextRecord]] = defaultdict(list)
     for rec in errors:
         if allowed is None or id(rec) in allowed:

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from catalog.model import Category
+from catalog.model import Category, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target
 from correlator.identity import IdentityMap
@@ -21,7 +21,7 @@ W_NAMED = 4.0  # a desync report or barrier naming the rank is computed from eve
 W_PEER_HOST = 0.9  # each distinct host whose ranks lost their connection to this peer
 W_PEER_RANK = 0.15  # and each distinct rank among them
 W_PEER_CAP = 4.5
-W_STORE_HOST = 0.5  # each host whose store clients lost the TCPStore on this host
+W_STORE_CLIENT = 0.3  # each rank whose TCPStore client lost the store this host served
 W_STORE_CAP = 2.5
 W_ODD_INTERFACE = 2.5  # NCCL on this host uses another interface than on most hosts
 W_UNREACHABLE_PEER = 1.2  # each host that could not reach this one, when this one's interface is the odd one out
@@ -214,34 +214,41 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
 
 def _store_owner(board: Board, ids: IdentityMap) -> None:
     """TCPStore clients that lost the store name its host: the store's owner (rank 0's process) went away."""
-    reporters: dict[str, set[str | None]] = defaultdict(set)
+    reporters: dict[str, set[object]] = defaultdict(set)
     for name, rec in ids.store_hosts:
-        host = ids.host_of(name) or name
-        if host != rec.who.host:
-            reporters[host].add(rec.who.host or rec.source)
+        reporters[ids.host_of(name) or name].add(rec.who.rank if rec.who.rank is not None else rec.source)
     for host, seen in reporters.items():
-        weight = min(W_STORE_CAP, W_STORE_HOST * len(seen))
-        board.get(Target(None, host)).add(weight, f"store clients on {len(seen)} other host(s) lost the TCPStore it "
-                                          "served", own=False)
+        weight = min(W_STORE_CAP, W_STORE_CLIENT * len(seen))
+        board.get(Target(None, host)).add(weight, f"{len(seen)} TCPStore client(s) lost the store it served",
+                                          own=False)
+
+
+def _subnet(ids: IdentityMap, host: str | None) -> set[str]:
+    return {ip.rsplit(".", 2)[0] for ip, h in ids.host_of_ip.items() if h == host and ip.count(".") == 3}
 
 
 def _odd_interfaces(board: Board, events: list[Event], ids: IdentityMap) -> None:
-    """A host whose NCCL interface differs from the rest, and that others could not reach, is misconfigured."""
+    """A host whose NCCL interface differs from the rest, or whose advertised address is on another network than
+    its callers', and that others could not reach: that host is misconfigured, not the callers."""
     odd = ids.odd_interface_hosts()
     for host, (usual, count) in odd.items():
-        cand = board.get(Target(None, host))
-        cand.add(W_ODD_INTERFACE, f"NCCL uses {','.join(sorted(ids.interfaces[host]))} here where {count} hosts "
-                 f"use {usual}")
-        callers = set()
-        for ev in events:
-            peer = ev.best.fields.get("peer")
-            if isinstance(peer, str) and ids.host_of(peer) == host and ev.reporter.host != host:
-                callers.add(ev.reporter.host)
-                cand.support_events.append(ev)
-                ev.weight = 0.0  # the caller's failure to reach it is this host's fault, not the caller's
-        if callers:
-            cand.add(W_UNREACHABLE_PEER * len(callers), f"{len(callers)} host(s) could not reach it at the address "
-                     "it advertised")
+        board.get(Target(None, host)).add(W_ODD_INTERFACE, f"NCCL uses {','.join(sorted(ids.interfaces[host]))} "
+                                          f"here where {count} hosts use {usual}")
+    callers: dict[str, set[str | None]] = defaultdict(set)
+    for ev in events:
+        peer = ev.best.fields.get("peer")
+        host = ids.host_of(peer) if isinstance(peer, str) and ev.signature.scope is Scope.JOB else None
+        if host is None or host == ev.reporter.host:
+            continue
+        elsewhere = _subnet(ids, host) and _subnet(ids, ev.reporter.host) and \
+            not _subnet(ids, host) & _subnet(ids, ev.reporter.host)
+        if host in odd or elsewhere:
+            callers[host].add(ev.reporter.host)
+            board.get(Target(None, host)).support_events.append(ev)
+            ev.weight = 0.0  # the caller's failure to reach it is this host's fault, not the caller's
+    for host, seen in callers.items():
+        board.get(Target(None, host)).add(W_UNREACHABLE_PEER * len(seen), f"{len(seen)} host(s) could not reach it "
+                                          "at the address it advertised, on another network than theirs")
 
 
 def _unique_errors(board: Board, suspect: Suspect, ids: IdentityMap) -> None:

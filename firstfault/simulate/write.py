@@ -31,6 +31,11 @@ class Truth:
 
 
 def _lose_and_cut(job: Job, failure: Failure, knobs: Knobs, rng: random.Random) -> None:
+    """Other ranks' logs go missing or end early; node logs (kernel, torchrun) go missing half as often, the
+    initiator's node's included: collectors miss those too, and then the evidence is simply not there."""
+    for shard in [s for s in job.shards.values() if s.stream in ("node", "agent")]:
+        if rng.random() < knobs.missing / 2:
+            del job.shards[shard.path]
     ranks = [s for s in job.shards.values() if s.stream == "rank" and s.rank not in failure.protect]
     for shard in ranks:
         roll = rng.random()
