@@ -231,18 +231,18 @@ def _odd_interfaces(board: Board, events: list[Event], ids: IdentityMap) -> None
     """A host whose NCCL interface differs from the rest, or whose advertised address is on another network than
     its callers', and that others could not reach: that host is misconfigured, not the callers."""
     odd = ids.odd_interface_hosts()
-    for host, (usual, count) in odd.items():
-        board.get(Target(None, host)).add(W_ODD_INTERFACE, f"NCCL uses {','.join(sorted(ids.interfaces[host]))} "
-                                          f"here where {count} hosts use {usual}")
+    for odd_host, (usual, count) in odd.items():
+        board.get(Target(None, odd_host)).add(W_ODD_INTERFACE, f"NCCL uses "
+                                              f"{','.join(sorted(ids.interfaces[odd_host]))} here where {count} "
+                                              f"hosts use {usual}")
     callers: dict[str, set[str | None]] = defaultdict(set)
     for ev in events:
         peer = ev.best.fields.get("peer")
         host = ids.host_of(peer) if isinstance(peer, str) and ev.signature.scope is Scope.JOB else None
         if host is None or host == ev.reporter.host:
             continue
-        elsewhere = _subnet(ids, host) and _subnet(ids, ev.reporter.host) and \
-            not _subnet(ids, host) & _subnet(ids, ev.reporter.host)
-        if host in odd or elsewhere:
+        theirs, mine = _subnet(ids, host), _subnet(ids, ev.reporter.host)
+        if host in odd or (theirs and mine and not theirs & mine):
             callers[host].add(ev.reporter.host)
             board.get(Target(None, host)).support_events.append(ev)
             ev.weight = 0.0  # the caller's failure to reach it is this host's fault, not the caller's
