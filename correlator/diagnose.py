@@ -47,7 +47,10 @@ def diagnose(
         return _unknown(results, ids)
     failures += lag_events(_lags(context, results, failures, ids), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, context, ids)
-    suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets))
+    failing = {(ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host)
+               for ev in failures}
+    suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets),
+                           failing=failing)
     ranked = score(failures, ids, offsets, suspect)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
@@ -99,7 +102,7 @@ def _when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
     out: list[Evidence] = []
     for ev in events:
-        for f in ev.findings:
+        for f in [ev.best, *ev.findings]:  # the line that decided first, then the rest of its event
             item = Evidence(source=f.source, line=f.line_no, text=f.text[:1000])
             if item not in out:
                 out.append(item)
@@ -137,8 +140,12 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
         if len({h for h in hosts if h}) >= 2:
             notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
             return None, None, notes
-        if len(reporters) > 1 and rank is not None:
-            notes.append("every GPU of the node reports it: a node-level fault")
+        alike = {ev.reporter.rank for ev in failures if ev.reporter.host == host and ev.reporter.rank is not None
+                 and ev.role is not Role.COLLATERAL
+                 and ev.signature.scope is Scope.NODE and ev.signature.category == root.signature.category}
+        if (len(reporters) > 1 or len(alike) > 1) and rank is not None:
+            notes.append(f"{max(len(reporters), len(alike))} ranks of the node report {root.signature.category.value} "
+                         "faults of the node: a node-level fault")
             rank = None
     if (scope is Scope.RANK and len(reporters) >= 3 and not exit_report(root)
             and _all_ranks_alike(reporters, failures)):
@@ -223,6 +230,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     sig = root.signature
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
+    if rank is not None:  # what the initiator printed later is part of its failure, not collateral
+        root_events |= {id(ev) for ev in failures if ev.reporter.rank == rank}
     if rank is None and host is not None:  # a node's fault: what its own ranks printed is part of it
         root_events |= {id(ev) for ev in failures if ev.reporter.host == host}
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]

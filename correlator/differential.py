@@ -41,13 +41,15 @@ def _speaker(rec: ContextRecord) -> tuple[int | None, str | None]:
 
 
 def differential(records: list[ContextRecord], named_only: bool = False,
-                 early: list[ContextRecord] | None = None) -> Suspect | None:
+                 early: list[ContextRecord] | None = None,
+                 failing: set[tuple[int | None, str | None]] | None = None) -> Suspect | None:
     """The speaker whose error templates are unique (most of them, earliest first).
 
     Uniqueness is judged against every error line; with ``early``, only those lines (the ones before the
     cascade) can make a suspect, and only a rank's: a host's unattributed lines there are mostly its launcher
     reporting what its ranks did. With ``named_only``, lines whose speaker is unknown (a scheduler's output)
-    take no part: they cannot point at anyone.
+    take no part: they cannot point at anyone. ``failing`` are the (rank, None) or (None, host) keys of
+    speakers whose catalogued failures were found: a speaker is not alone when they are failing too.
     """
     errors = [r for r in records if r.kind == "errorish"
               and not (named_only and r.who.rank is None and r.who.host is None)]
@@ -70,5 +72,5 @@ def differential(records: list[ContextRecord], named_only: bool = False,
     if best is None:
         return None
     (unique_count, _, _), (rank, host), lines = best
-    alone = len({_speaker(r) for r in errors}) == 1
+    alone = len({_speaker(r) for r in errors} | (failing or set())) == 1
     return Suspect(rank, host or lines[0].who.host, lines[:5], unique=unique_count > 0 and not alone)

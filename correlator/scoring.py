@@ -54,7 +54,7 @@ class Candidate:
 
     def best_event(self) -> Event | None:
         def key(ev: Event) -> tuple[int, int, float, int]:
-            return (0 if ev.best.generic else 1, 0 if exit_report(ev) else 1,
+            return (0 if exit_report(ev) else 1, 0 if ev.best.generic else 1,
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value], -ev.best.order)
         if self.own_events:
             return max(self.own_events, key=key)

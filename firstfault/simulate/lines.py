@@ -110,6 +110,9 @@ def nccl_error(c: Cluster, r: int, why: str, last: str) -> list[str]:
     p = f"[rank{r}]:"
     return [f"{p} torch.distributed.DistBackendError: NCCL error in: {PY}/torch/csrc/distributed/c10d/"
             f"ProcessGroupNCCL.cpp:2027, {why}, NCCL version {NCCL_VERSION}",
+            f"{p} ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device "
+            "error. It can be also caused by unexpected exit of a remote peer, you can check NCCL warnings for "
+            "failure reason and see if there is connection closure by a peer.",
             f"{p} Last error:", f"{p} {last}"]
 
 
@@ -270,7 +273,7 @@ def uncatalogued(r: int, step: int) -> list[str]:
 
 
 JOB_WIDE = {
-    "no_interface": "{head} NCCL WARN Bootstrap : no socket interface found",
+    "no_interface": "{head} bootstrap.cc:85 NCCL WARN Bootstrap : no socket interface found",
     "no_kernel_image": "[rank{r}]: RuntimeError: CUDA error: no kernel image is available for execution on the "
                        "device",
     "ifname_everywhere": "{head} misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.255.0.1<29400> "
