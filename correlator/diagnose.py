@@ -47,8 +47,8 @@ def diagnose(
         return _unknown(results, ids)
     failures += lag_events(_lags(context, results, failures, ids), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, context, ids)
-    failing = {(ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host)
-               for ev in failures}
+    failing: set[tuple[int | None, str | None]] = {
+        (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
     suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets),
                            failing=failing)
     ranked = score(failures, ids, offsets, suspect)
