@@ -52,12 +52,14 @@ class Call:
     rank: int | None
     host: str | None
     collateral: set[int] = field(default_factory=set)
+    signature: str = ""
 
 
 @dataclass
 class Tally:
     n: int = 0
     hits: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    classes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     tp: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     predicted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     actual: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -73,6 +75,7 @@ def knobs_for(rng: random.Random, world: int) -> tuple[Knobs, bool]:
         interleaved=rng.random() < 0.15,
         flight_recorder=rng.choice([None, None, "pickle", "json"]),
         desync_debug=rng.random() < 0.3,
+        noise=rng.choice([0.0, 0.1, 0.3]),
     )
     return knobs, rng.random() < 0.5
 
@@ -85,7 +88,7 @@ def firstfault_call(truth: Truth, root: Path, metadata: bool) -> Call:
     if rc is None:
         return Call(None, None)
     collateral = {r for g in d.collateral for r in g.ranks} - ({rc.rank} if rc.rank is not None else set())
-    return Call(rc.rank, rc.host, collateral)
+    return Call(rc.rank, rc.host, collateral, rc.signature or "")
 
 
 def _text_files(root: Path) -> list[Path]:
@@ -130,8 +133,16 @@ def correct(truth: Truth, call: Call) -> bool:
     return call.rank == truth.rank
 
 
+def class_ok(truth: Truth, call: Call) -> bool:
+    """The reported catalog entry is one the scenario's cause belongs to (none, for the uncatalogued one)."""
+    if not truth.signature_hint:
+        return not call.signature
+    return any(hint in call.signature for hint in truth.signature_hint.split("|"))
+
+
 def record(tally: Tally, name: str, truth: Truth, call: Call) -> None:
     tally.hits[name] += correct(truth, call)
+    tally.classes[name] += class_ok(truth, call)
     if truth.job_wide:
         return  # nobody initiated: "collateral" has no meaning
     tally.tp[name] += len(call.collateral & truth.collateral)
@@ -176,8 +187,8 @@ def _ratio(a: int, b: int) -> str:
 
 
 def report(tallies: dict[str, Tally], seconds: float) -> str:
-    rows = ["| scenario | n | top-1 firstfault | top-1 torchrun's rule | collateral P / R firstfault "
-            "| collateral P / R torchrun's rule |", "|---|---:|---:|---:|---:|---:|"]
+    rows = ["| scenario | n | top-1 firstfault | top-1 torchrun's rule | class firstfault "
+            "| collateral P / R firstfault | collateral P / R torchrun's rule |", "|---|---:|---:|---:|---:|---:|---:|"]
     for kind in [*SCENARIOS, "overall"]:
         t = tallies.get(kind)
         if t is None:
@@ -186,7 +197,7 @@ def report(tallies: dict[str, Tally], seconds: float) -> str:
                  for n in ("firstfault", "baseline")]
         name = f"**{kind}**" if kind == "overall" else kind
         rows.append(f"| {name} | {t.n} | {_ratio(t.hits['firstfault'], t.n)} | {_ratio(t.hits['baseline'], t.n)} "
-                    f"| {cells[0]} | {cells[1]} |")
+                    f"| {_ratio(t.classes['firstfault'], t.n)} | {cells[0]} | {cells[1]} |")
     return "\n".join(rows) + f"\n\n{tallies['overall'].n} scenarios in {seconds:.0f} s\n"
 
 
@@ -203,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(text)
     OUT.mkdir(exist_ok=True)
     (OUT / "accuracy.json").write_text(json.dumps(
-        {k: {"n": t.n, "hits": t.hits, "tp": t.tp, "predicted": t.predicted, "actual": t.actual}
+        {k: {"n": t.n, "hits": t.hits, "classes": t.classes, "tp": t.tp, "predicted": t.predicted, "actual": t.actual}
          for k, t in tallies.items()}, indent=1))
     return 0
 

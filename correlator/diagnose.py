@@ -26,6 +26,7 @@ from schemas.findings import Finding, Role, Speaker
 
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
+STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
@@ -47,6 +48,7 @@ def diagnose(
         return _unknown(results, ids)
     failures += lag_events(_lags(context, results, failures, ids), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, context, ids)
+    _mark_stale(failures, offsets, context)
     failing: set[tuple[int | None, str | None]] = {
         (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
     suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets),
@@ -67,6 +69,24 @@ def _lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], fai
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
                 and isinstance(ev.best.fields.get("op"), str)]
     return [*from_status(context, rank_of), *from_dumps([d for r in results for d in r.dumps]), *from_ops(timeouts)]
+
+
+def _mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],
+                context: Sequence[ContextRecord]) -> None:
+    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
+    rank by a completed NCCL init (a store retry at start-up), or printed long before the consequences began."""
+    inits: dict[str, int] = {}
+    for rec in context:
+        if rec.kind == "nccl_comm":
+            inits[rec.source] = max(inits.get(rec.source, 0), rec.line_no)
+    times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := _when(ev, offsets)) is not None]
+    horizon = min(times) - STALE_BEFORE if times else None
+    for ev in failures:
+        if ev.role is Role.INITIATING or ev.weight is not None:
+            continue
+        when = _when(ev, offsets)
+        survived = ev.role is Role.EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
+        ev.stale = survived or (horizon is not None and when is not None and when < horizon)
 
 
 def _before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
@@ -170,7 +190,7 @@ def _ranks_anywhere(ids: IdentityMap, failures: Sequence[Event]) -> bool:
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
     groups: dict[str, dict[str, set[object]]] = defaultdict(lambda: {"ranks": set(), "hosts": set(), "n": set()})
     for ev in failures:
-        if id(ev) in root_events:
+        if id(ev) in root_events or ev.stale:
             continue
         g = groups[ev.signature.id]
         if ev.reporter.rank is not None:
@@ -192,7 +212,7 @@ def _timeline(failures: Sequence[Event], root_events: set[int],
                                                ev.best.order))
     entries = []
     for ev in ordered[:MAX_TIMELINE]:
-        role = "initiating" if id(ev) in root_events else "collateral"
+        role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
         entries.append(TimelineEntry(time=_when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
                                      signature=ev.signature.id, role=role, source=ev.best.source,
                                      line=ev.best.line_no))
@@ -237,6 +257,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
     explanation += notes
     explanation += _why_not_others(ranked, failures, root_events)
+    explanation += _clock_note(offsets)
     conf = confidence(ranked, sig.generic)
     verdict = "no_known_signature" if sig.generic else "diagnosed"
     return Diagnosis(
@@ -251,6 +272,18 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
         timeline=_timeline(failures, root_events, offsets),
         alternatives=_alternatives(ranked, conf),
     )
+
+
+def _clock_note(offsets: Mapping[str | None, timedelta]) -> list[str]:
+    """The clock offsets the timeline was corrected by, largest first, when any is worth mentioning."""
+    big = sorted(((h, o) for h, o in offsets.items() if h and abs(o) > SKEW_TOLERANCE),
+                 key=lambda item: -abs(item[1]))
+    if not big:
+        return []
+    shown = ", ".join(f"{h} {o.total_seconds():+.0f} s" for h, o in big[:4])
+    more = f" and {len(big) - 4} more" if len(big) > 4 else ""
+    return [f"clock offsets estimated from lines that happen together (the same collective failing on every "
+            f"rank), subtracted before any time ordering: {shown}{more}"]
 
 
 def _why_not_others(ranked: list[Candidate], failures: Sequence[Event], root_events: set[int]) -> list[str]:

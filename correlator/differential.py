@@ -18,6 +18,8 @@ _MASKS = [
     (re.compile(r"(?:/[\w.+-]+)+"), "<path>"),
     (re.compile(r"-?\d+(?:\.\d+)?"), "<n>"),
 ]
+_GRAVE = re.compile(r"(?i)\b(?:fatal|abort(?:ed|ing)?|killed|exception|traceback|core dumped|segmentation)\b")
+_MILD = re.compile(r"(?i)\b(?:warn(?:ing)?|skipp(?:ed|ing)|retry(?:ing)?|will retry|ignored?)\b|^\[?W\d{4} ")
 _PREFIX = re.compile(r"^(?:\[[^\]]{0,80}\]:?\s*|\S+:\d+:\d+ \[\d+\] |[IWEF]\d{4} [\d:.]+ \d+ \S+\] )+")
 
 
@@ -34,6 +36,11 @@ class Suspect:
     host: str | None
     lines: list[ContextRecord]
     unique: bool  # its templates are seen on no other speaker
+
+
+def _gravity(text: str) -> int:
+    """How much an error line reads like the end of a process: 'fatal: aborting' over 'error ..., skipped'."""
+    return 2 + (2 if _GRAVE.search(text) else 0) - (1 if _MILD.search(text) else 0)
 
 
 def _speaker(rec: ContextRecord) -> tuple[int | None, str | None]:
@@ -66,7 +73,7 @@ def differential(records: list[ContextRecord], named_only: bool = False,
     best: tuple[tuple[int, int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
     for key, recs in speakers.items():
         unique = [r for r in recs if len(seen_on[template(r.text)]) == 1]
-        rank_key = (len(unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
+        rank_key = (sum(_gravity(r.text) for r in unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
         if best is None or rank_key > best[0]:
             best = (rank_key, key, unique or recs)
     if best is None:

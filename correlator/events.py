@@ -41,6 +41,7 @@ class Event:
     unmapped_peer: str | None = None
     weight: float | None = None  # derived evidence (sequence numbers, dumps) carries its own weight and reason
     reason: str | None = None
+    stale: bool = False  # printed long before the failure started, and the job carried on: context, not a cause
 
     @property
     def role(self) -> Role:

@@ -82,13 +82,13 @@ class Board:
 
 def exit_report(ev: Event) -> bool:
     """A launcher reporting an exit code: weighed by the exit rules, not as a fault of its own."""
-    return ev.signature.category is Category.LAUNCHER and "exit_code" in ev.best.fields
+    return ev.signature.category is Category.LAUNCHER and ("exit_code" in ev.best.fields or "signal" in ev.best.fields)
 
 
 def _own_fault(board: Board, events: list[Event]) -> None:
     seen: Counter[tuple[int, str]] = Counter()
     for ev in events:
-        if ev.role is Role.CONTEXT or not ev.implicated or ev.signature.implicates.value != "self":
+        if ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.signature.implicates.value != "self":
             continue
         for target in ev.implicated:
             cand = board.get(target)
@@ -110,6 +110,8 @@ def _own_fault(board: Board, events: list[Event]) -> None:
 def _blame(board: Board, events: list[Event]) -> None:
     peer_reporters: dict[Target, set[Target]] = defaultdict(set)
     for ev in events:
+        if ev.stale:
+            continue
         implicates = ev.signature.implicates.value
         if implicates == "named":
             for target in ev.implicated:
@@ -131,10 +133,10 @@ def _blame(board: Board, events: list[Event]) -> None:
                 peer_reporters[target].add(ev.reporter)
                 board.get(target).support_events.append(ev)
     for target, reporters in peer_reporters.items():
-        hosts = {r.host for r in reporters if r.host != target.host} or {None}
-        weight = min(W_PEER_CAP, W_PEER_HOST * len(hosts) + W_PEER_RANK * len(reporters))
-        board.get(target).add(weight, f"{len(reporters)} rank(s) on {len(hosts)} other host(s) lost their "
-                              "connection to it", own=False)
+        others = {r.host for r in reporters if r.host != target.host}
+        weight = min(W_PEER_CAP, W_PEER_HOST * max(1, len(others)) + W_PEER_RANK * len(reporters))
+        where = f"on {len(others)} other host(s)" if others else "on its own host"
+        board.get(target).add(weight, f"{len(reporters)} rank(s) {where} lost their connection to it", own=False)
 
 
 def _fold_hosts_into_ranks(board: Board) -> None:

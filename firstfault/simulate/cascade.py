@@ -29,6 +29,7 @@ class Knobs:
     desync_debug: bool = False  # TORCH_NCCL_DESYNC_DEBUG=1: rank 0 names the lagging ranks
     steps: int = 6  # training steps logged per rank before the failure
     cascade: str = "auto"  # after a rank dies: "abort" (NCCL errors in seconds), "timeout" (watchdog), or either
+    noise: float = 0.0  # share of ranks that print harmless failure-looking lines (store retries, bad samples)
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Failure:
 
 
 def fail_time(c: Cluster) -> datetime:
-    return START + timedelta(minutes=14, seconds=c.rng.uniform(0, 30))
+    return START + timedelta(minutes=40, seconds=c.rng.uniform(0, 30))
 
 
 def start(job: Job, knobs: Knobs, t_fail: datetime, ib: bool = False,
@@ -57,6 +58,10 @@ def start(job: Job, knobs: Knobs, t_fail: datetime, ib: bool = False,
         shard.extend(START + timedelta(seconds=20), L.nccl_init(c, r, name, addr, ib))
         for t, text in L.training(c, r, knobs.steps, t_fail):
             shard.add(t, text)
+        if c.rng.random() < knobs.noise:
+            kind = c.rng.randrange(3)
+            t = START + timedelta(seconds=5) if kind == 0 else t_fail - timedelta(seconds=c.rng.uniform(5, 60))
+            shard.add(t, L.noise(c, r, t, kind))
 
 
 def neighbours(c: Cluster, rank: int) -> list[int]:

@@ -272,6 +272,18 @@ def uncatalogued(r: int, step: int) -> list[str]:
             f"{p} trainer.integrity: fatal: aborting at step {step} after 3 failed re-reads"]
 
 
+def noise(c: Cluster, r: int, t: datetime, kind: int) -> str:
+    """Harmless lines real jobs print that look like failures: store retries at start-up, skipped samples."""
+    if kind == 0:  # rank 0's store is not up yet: the client retries, and succeeds
+        return (f"[rank{r}]:[W{glog(c.clock(r, t))} socket.cpp:697] [c10d] The client socket has failed to connect "
+                f"to [{c.host(0)}]:29500 (errno: 111 - Connection refused).")
+    if kind == 1:
+        return (f"[rank{r}]: {PY}/torch/_utils.py:831: UserWarning: TypedStorage is deprecated. It will be removed "
+                "in the future and UntypedStorage will be the only storage class.")
+    return (f"[rank{r}]: [{std(c.clock(r, t))}] [WARNING] [data] error decoding sample {c.rng.randrange(10**6)} "
+            f"(jpeg: premature end of data), skipped")
+
+
 JOB_WIDE = {
     "no_interface": "{head} bootstrap.cc:85 NCCL WARN Bootstrap : no socket interface found",
     "no_kernel_image": "[rank{r}]: RuntimeError: CUDA error: no kernel image is available for execution on the "

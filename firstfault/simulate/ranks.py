@@ -15,7 +15,7 @@ from firstfault.simulate.cascade import (
     start,
     timeouts,
 )
-from firstfault.simulate.cluster import TIMEOUT, Job, Kind
+from firstfault.simulate.cluster import START, TIMEOUT, Job, Kind
 
 SEQ = 4821
 
@@ -132,7 +132,7 @@ def bootstrap_exception(job: Job, knobs: Knobs) -> Failure:
     """A rank raises during set-up, before init_process_group completes; the others wait at the store."""
     c = job.c
     victim = 1 + c.rng.randrange(c.world_size - 1)
-    t = fail_time(c) - timedelta(minutes=13)
+    t = START + timedelta(seconds=40)
     for r in range(c.world_size):
         job.rank(r).add(t - timedelta(seconds=5), f"[rank{r}]: loading {c.world_size} shards from /data/shards")
     job.rank(victim).extend(t, L.missing_shard(victim), Kind.CAUSE)
