@@ -53,7 +53,8 @@ def diagnose(
         (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
     suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets),
                            failing=failing)
-    ranked = score(failures, ids, offsets, suspect)
+    logged = {int(rec.fields["rank"]) for rec in context if rec.kind == "nccl_comm"}
+    ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
     return _assemble(ranked, failures, ids, offsets, results, catalog)

@@ -78,6 +78,7 @@ def differential(records: list[ContextRecord], named_only: bool = False,
             best = (rank_key, key, unique or recs)
     if best is None:
         return None
-    (unique_count, _, _), (rank, host), lines = best
+    (gravity, _, _), (rank, host), lines = best
     alone = len({_speaker(r) for r in errors} | (failing or set())) == 1
-    return Suspect(rank, host or lines[0].who.host, lines[:5], unique=unique_count > 0 and not alone)
+    grave = any(_gravity(r.text) >= 2 for r in lines)  # a skipped sample or a retry alone does not kill a job
+    return Suspect(rank, host or lines[0].who.host, lines[:5], unique=gravity > 0 and grave and not alone)

@@ -26,13 +26,18 @@ W_STORE_CAP = 2.5
 W_ODD_INTERFACE = 2.5  # NCCL on this host uses another interface than on most hosts
 W_UNREACHABLE_PEER = 1.2  # each host that could not reach this one, when this one's interface is the odd one out
 W_LAG = {"status": 3.0, "flight_recorder": 3.5, "mismatch": 3.5}  # collective sequence numbers (collectives.py)
+W_SILENT = 1.2  # its log arrived, yet it alone printed nothing when every other rank reported the failure
+SILENT_SHARE = 0.02  # more silent ranks than this and silence is a logging gap, not a clue
 W_UNIQUE_ERRORS = 1.5  # error lines no other rank printed, before the cascade (differential.py)
 W_UNMAPPED_PEER_SELF = 0.8  # a peer error whose peer is in no log here: the reporter is the best lead left
 W_EXIT = {-9: 2.5, 137: 2.5, -11: 2.5, 139: 2.5, -7: 2.2, 135: 2.2, -6: 0.8, 134: 0.8, 1: 0.6}
 W_EXIT_TEARDOWN = {-15, 143, 15, -2, 130}
-W_EXIT_ABORT = {-6, 134}  # SIGABRT: what the NCCL watchdog does to its own process after a timeout
+W_EXIT_ABORT = {-6, 134}
+W_EXIT_COMMON = 0.3  # an exit code a third of the job shares does not single anyone out
+W_EXIT_COMMON_SHARE = 1 / 3  # SIGABRT: what the NCCL watchdog does to its own process after a timeout
 W_ODD_SEQ = 1.0
 W_EARLIEST = 0.5
+W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent failures, the first started it
 SKEW_TOLERANCE = timedelta(seconds=2)
 
 
@@ -161,6 +166,10 @@ def _exits(board: Board, ids: IdentityMap, events: list[Event]) -> None:
     codes = [e.exit_code for e in ids.exits]
     if not codes:
         return
+    by_code: dict[int, set[object]] = defaultdict(set)  # who exited with each code, each rank or host once
+    for e in ids.exits:
+        by_code[e.exit_code].add(e.rank if e.rank is not None else e.host)
+    who = set().union(*by_code.values())
     timed_out = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None}
     seen: set[tuple[int | None, str | None, int]] = set()
     for rec in ids.exits:
@@ -172,6 +181,10 @@ def _exits(board: Board, ids: IdentityMap, events: list[Event]) -> None:
             continue  # its own watchdog aborted it after a collective failed: a consequence
         others = sum(1 for c in codes if c != rec.exit_code)
         lone = " while the others were torn down" if others else ""
+        sharing = len(by_code[rec.exit_code])
+        if sharing >= 3 and sharing > len(who) * W_EXIT_COMMON_SHARE:
+            weight *= W_EXIT_COMMON
+            lone = f", as for {sharing} ranks/hosts: it says little"
         target = Target(rec.rank, rec.host if rec.rank is None else ids.host_of_rank.get(rec.rank, rec.host))
         where = rec.source if rec.line_no == 0 else f"{rec.source}:{rec.line_no}"
         board.get(target).add(weight, f"exit code {rec.exit_code}{lone} ({where})")
@@ -198,11 +211,13 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
     if len(contenders) < 2:
         return
     top = contenders[0].score
-    close = [c for c in contenders if c.score >= 0.8 * top]
+    close = [c for c in contenders if c.score >= 0.8 * top or _has_cause(c)]
     timed = []
     for cand in close:
-        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
-                 for ev in cand.own_events if ev.best.time is not None and ev.best.clock == "wall"]
+        timed_events = [ev for ev in cand.own_events if ev.best.time is not None and ev.best.clock == "wall"]
+        # A launcher's report is when it noticed, not when the fault happened: only when nothing else has a clock.
+        own = [ev for ev in timed_events if not exit_report(ev)] or timed_events
+        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0)) for ev in own if ev.best.time]
         if times:
             cand.first_time = min(times)
             timed.append(cand)
@@ -211,18 +226,36 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
     timed.sort(key=lambda c: c.first_time or datetime.max)
     first, second = timed[0], timed[1]
     if first.first_time and second.first_time and second.first_time - first.first_time > SKEW_TOLERANCE:
-        first.add(W_EARLIEST, "its first fault is the earliest, after correcting per-host clock offsets")
+        if _has_cause(first) and _has_cause(second):
+            gap = (second.first_time - first.first_time).total_seconds()
+            first.add(W_EARLIER_CAUSE, f"{second.target.label} failed too, by a cause of its own, {gap:.0f} s "
+                      "later (clocks corrected): independent failures, and this one came first")
+        else:
+            first.add(W_EARLIEST, "its first fault is the earliest, after correcting per-host clock offsets")
 
 
-def _store_owner(board: Board, ids: IdentityMap) -> None:
+def _has_cause(cand: Candidate) -> bool:
+    """A specific catalog entry whose role is initiating, on its own lines: a cause, not a reaction."""
+    return any(ev.role is Role.INITIATING and not ev.best.generic and not exit_report(ev) and ev.weight is None
+               and not ev.stale for ev in cand.own_events)
+
+
+def _store_owner(board: Board, ids: IdentityMap, events: list[Event]) -> None:
     """TCPStore clients that lost the store name its host: the store's owner (rank 0's process) went away."""
+    at = {(f.source, f.line_no): ev for ev in events for f in ev.findings}
     reporters: dict[str, set[object]] = defaultdict(set)
+    lines: dict[str, list[Event]] = defaultdict(list)
     for name, rec in ids.store_hosts:
-        reporters[ids.host_of(name) or name].add(rec.who.rank if rec.who.rank is not None else rec.source)
+        host = ids.host_of(name) or name
+        reporters[host].add(rec.who.rank if rec.who.rank is not None else rec.source)
+        if (ev := at.get((rec.source, rec.line_no))) is not None:
+            lines[host].append(ev)
     for host, seen in reporters.items():
         weight = min(W_STORE_CAP, W_STORE_CLIENT * len(seen))
-        board.get(Target(None, host)).add(weight, f"{len(seen)} TCPStore client(s) lost the store it served",
-                                          own=False)
+        # env:// and torchrun's static rendezvous serve the store from rank 0's process, on MASTER_ADDR.
+        owner = board.get(Target(0, host) if ids.host_of_rank.get(0) == host else Target(None, host))
+        owner.support_events += lines[host]
+        owner.add(weight, f"{len(seen)} TCPStore client(s) lost the store it served", own=False)
 
 
 def _subnet(ids: IdentityMap, host: str | None) -> set[str]:
@@ -262,16 +295,28 @@ def _unique_errors(board: Board, suspect: Suspect, ids: IdentityMap) -> None:
              f"cascade (first: {suspect.lines[0].text[:100]!r})")
 
 
+def _silent(board: Board, events: list[Event], ids: IdentityMap, logged: set[int]) -> None:
+    """A rank whose process hung or vanished often prints nothing at all: the one rank missing from the wave."""
+    reporting = {ev.reporter.rank for ev in events if ev.reporter.rank is not None and not ev.stale}
+    silent = logged - reporting
+    if len(reporting) < 3 or not silent or len(silent) > max(1, SILENT_SHARE * len(logged)):
+        return
+    for rank in sorted(silent):
+        board.get(Target(rank, ids.host_of_rank.get(rank))).add(
+            W_SILENT, f"its log arrived but it printed nothing while {len(reporting)} ranks reported the failure")
+
+
 def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timedelta],
-          suspect: Suspect | None = None) -> list[Candidate]:
+          suspect: Suspect | None = None, logged: set[int] | None = None) -> list[Candidate]:
     board = Board()
     _odd_interfaces(board, events, ids)
     _own_fault(board, events)
     _blame(board, events)
-    _store_owner(board, ids)
+    _store_owner(board, ids, events)
     _exits(board, ids, events)
     if suspect is not None and suspect.unique and suspect.lines:
         _unique_errors(board, suspect, ids)
+    _silent(board, events, ids, logged or set())
     _odd_sequence(board, events)
     _fold_hosts_into_ranks(board)
     _earliest(board, offsets)

@@ -104,11 +104,13 @@ def timeouts(job: Job, t_fail: datetime, seq: int, waiting: Iterable[int], knobs
     return times
 
 
-def agents(job: Job, t_fail: datetime, causes: dict[int, int], times: dict[int, datetime]) -> dict[str, int]:
+def agents(job: Job, t_fail: datetime, causes: dict[int, int], times: dict[int, datetime],
+           others: int = -6) -> dict[str, int]:
     """torchrun on every node, and the exit codes the scheduler records.
 
     ``causes`` maps initiating ranks to their exit codes; their nodes report them first. Elsewhere the first rank
-    to abort (-6, the watchdog's SIGABRT) is what torchrun calls the root cause, and its siblings are SIGTERMed.
+    to fail (``others``: -6, the watchdog's SIGABRT, by default) is what torchrun calls the root cause, and its
+    siblings are SIGTERMed.
     """
     c = job.c
     codes: dict[str, int] = {}
@@ -120,7 +122,7 @@ def agents(job: Job, t_fail: datetime, causes: dict[int, int], times: dict[int, 
             first, code, t = by_node[node], causes[by_node[node]], t_fail + timedelta(seconds=1)
         elif timed:
             first = min(timed, key=lambda r: times[r])
-            code, t = -6, times[first] + timedelta(seconds=1)
+            code, t = others, times[first] + timedelta(seconds=1)
         else:
             continue
         job.node(node, "torchrun.log", "agent").extend(t, L.agent(c, node, first, code, L.why_exit(c, first, code), t))

@@ -143,7 +143,7 @@ def bootstrap_exception(job: Job, knobs: Knobs) -> Failure:
         text = L.store_clients_timeout(c.world_size - 1, c.world_size) if r == 0 else L.store_wait_timeout(r)
         times[r] = t + TIMEOUT + timedelta(seconds=c.rng.uniform(0, 3))
         job.rank(r).add(times[r], text, Kind.COLLATERAL)
-    codes = agents(job, t, {victim: 1}, times)
+    codes = agents(job, t, {victim: 1}, times, others=1)  # DistStoreError: an exception, not a watchdog abort
     return Failure(victim, c.host(victim), "python|exception|file", codes, protect={victim})
 
 
@@ -166,8 +166,8 @@ def two_independent(job: Job, knobs: Knobs) -> Failure:
     job.rank(first).extend(t, L.cuda_oom(c, first), Kind.CAUSE)
     t2 = t + timedelta(seconds=c.rng.uniform(30, 200))
     job.node(c.node(second), "dmesg.log").extend(t2, L.dmesg_xid(c, second, t2, 79), Kind.CAUSE)
-    for shard in [job.rank(second)]:  # its own watchdog lines are not collateral of the first failure
-        shard.lines = [ln for ln in shard.lines if ln.kind is not Kind.COLLATERAL]
+    shard = job.rank(second)  # its GPU is gone: it hangs and prints nothing more
+    shard.lines = [ln for ln in shard.lines if ln.kind is not Kind.COLLATERAL]
     failure.hints = "cuda.oom"
     failure.second = (second, c.host(second))
     failure.protect.add(second)

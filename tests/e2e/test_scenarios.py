@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from firstfault.engine import default_matcher, diagnose_sources
-from firstfault.simulate import oom_killed_rank
+from firstfault.engine import default_matcher, diagnose_sources, scan_sources
+from firstfault.simulate import Knobs, generate, oom_killed_rank
 from ingest.files import expand
 
 
@@ -44,3 +44,21 @@ def test_the_same_job_interleaved_in_one_file(tmp_path: Path) -> None:
     d = diagnose_sources(default_matcher(), expand([str(merged)]), 2026)
     assert d.root_cause is not None
     assert d.root_cause.rank == 37
+
+
+def test_per_host_clock_offsets_are_removed_before_time_ordering(tmp_path: Path) -> None:
+    """Eight hosts whose clocks are up to five minutes apart: after correction the watchdog timeouts every rank
+    printed within two seconds line up again, and the kernel's OOM kill on the victim's host lands ten minutes
+    before them, as it happened, though its printed clock says otherwise."""
+    truth = generate("oom_killer", tmp_path, seed=4, knobs=Knobs(world_size=64, max_skew_s=300.0, cascade="timeout"))
+    d = diagnose_sources(default_matcher(), expand([str(tmp_path)]), 2026)
+    assert d.root_cause is not None and d.root_cause.rank == truth.rank and d.root_cause.time is not None
+    waves = [e.time for e in d.timeline if e.role == "collateral" and e.signature.endswith("watchdog_timeout")]
+    raw = [f.time for r in scan_sources(default_matcher(), expand([str(tmp_path)]), 2026).results
+           for f in r.findings if f.signature.endswith("watchdog_timeout") and f.time]
+    assert waves and all(t is not None for t in waves)
+    corrected = sorted(t for t in waves if t is not None)
+    assert (max(raw) - min(raw)).total_seconds() > 60  # the printed clocks disagree by minutes
+    assert (corrected[-1] - corrected[0]).total_seconds() < 10
+    gap = (corrected[len(corrected) // 2] - d.root_cause.time).total_seconds()
+    assert 590 < gap < 615  # the watchdog's 600 s timeout, measured across two hosts' clocks
