@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
 from catalog.model import Scope, Signature
-from correlator.collectives import Lag, from_dumps, from_ops, from_status
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity
-from correlator.reading import ContextRecord, SourceResult
+from correlator.prepare import before_cascade, collective_lags, mark_stale, when
+from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
 from schemas.diagnosis import (
     Alternative,
@@ -26,7 +26,6 @@ from schemas.findings import Finding, Role, Speaker
 
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
-STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
@@ -46,78 +45,18 @@ def diagnose(
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     if not failures:
         return _unknown(results, ids)
-    failures += lag_events(_lags(context, results, failures, ids), catalog, ids, W_LAG)
+    failures += lag_events(collective_lags(context, results, failures, ids), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, context, ids)
-    _mark_stale(failures, offsets, context)
+    mark_stale(failures, offsets, context)
     failing: set[tuple[int | None, str | None]] = {
         (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
-    suspect = differential(list(context), named_only=True, early=_before_cascade(context, failures, offsets),
+    suspect = differential(list(context), named_only=True, early=before_cascade(context, failures, offsets),
                            failing=failing)
     logged = {int(rec.fields["rank"]) for rec in context if rec.kind == "nccl_comm"}
     ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
     return _assemble(ranked, failures, ids, offsets, results, catalog)
-
-
-def _lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], failures: Sequence[Event],
-          ids: IdentityMap) -> list[Lag]:
-    """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops."""
-    rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
-               for i, rec in enumerate(context)}
-    timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
-                 ev.best.line_no, ev.best.text) for ev in failures
-                if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
-                and isinstance(ev.best.fields.get("op"), str)]
-    return [*from_status(context, rank_of), *from_dumps([d for r in results for d in r.dumps]), *from_ops(timeouts)]
-
-
-def _mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],
-                context: Sequence[ContextRecord]) -> None:
-    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
-    rank by a completed NCCL init (a store retry at start-up), or printed long before the consequences began."""
-    inits: dict[str, int] = {}
-    for rec in context:
-        if rec.kind == "nccl_comm":
-            inits[rec.source] = max(inits.get(rec.source, 0), rec.line_no)
-    times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := _when(ev, offsets)) is not None]
-    horizon = min(times) - STALE_BEFORE if times else None
-    for ev in failures:
-        if ev.role is Role.INITIATING or ev.weight is not None:
-            continue
-        when = _when(ev, offsets)
-        survived = ev.role is Role.EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
-        ev.stale = survived or (horizon is not None and when is not None and when < horizon)
-
-
-def _before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
-                    offsets: Mapping[str | None, timedelta]) -> list[ContextRecord]:
-    """Uncatalogued error lines printed before the consequences started: earlier than the first collateral line
-    (clocks corrected), or, without a clock, earlier in their file than that file's first collateral line.
-    Lines a specific catalog entry matched are weighed as what they are, not as unknowns."""
-    collateral = [ev for ev in failures if ev.role is Role.COLLATERAL]
-    times = [t for ev in collateral if (t := _when(ev, offsets)) is not None]
-    start = min(times) + SKEW_TOLERANCE if times else None
-    first_line: dict[str, int] = {}
-    for ev in collateral:
-        first_line[ev.best.source] = min(first_line.get(ev.best.source, ev.best.line_no), ev.best.line_no)
-    known = {(f.source, f.line_no) for ev in failures for f in ev.findings if not f.generic}
-    out = []
-    for rec in context:
-        if rec.kind != "errorish" or (rec.source, rec.line_no) in known:
-            continue
-        if rec.time is not None and start is not None:
-            if rec.time - offsets.get(rec.who.host, timedelta(0)) <= start:
-                out.append(rec)
-        elif rec.line_no < first_line.get(rec.source, 1 << 62):
-            out.append(rec)
-    return out
-
-
-def _when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
-    if ev.best.time is None or ev.best.clock != "wall":
-        return None
-    return ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
@@ -209,12 +148,12 @@ def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list
 
 def _timeline(failures: Sequence[Event], root_events: set[int],
               offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    ordered = sorted(failures, key=lambda ev: (_when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
+    ordered = sorted(failures, key=lambda ev: (when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
                                                ev.best.order))
     entries = []
     for ev in ordered[:MAX_TIMELINE]:
         role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
-        entries.append(TimelineEntry(time=_when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
+        entries.append(TimelineEntry(time=when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
                                      signature=ev.signature.id, role=role, source=ev.best.source,
                                      line=ev.best.line_no))
     return entries
@@ -265,7 +204,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
         verdict=verdict,
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=rank, host=host, confidence=conf, time=_when(root, offsets),
+            rank=rank, host=host, confidence=conf, time=when(root, offsets),
             evidence=_evidence(_root_events(cand, root)), explanation=explanation,
         ),
         collateral=_collateral_groups(failures, root_events),
@@ -335,7 +274,7 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
 
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta]) -> Diagnosis:
     """Only consequences were printed: the failing peer left nothing here. Point at what they name."""
-    first = min(failures, key=lambda ev: (_when(ev, offsets) is None, ev.best.order))
+    first = min(failures, key=lambda ev: (when(ev, offsets) is None, ev.best.order))
     sig: Signature = first.signature
     named = first.unmapped_peer
     target = first.implicated[0] if first.implicated else None
@@ -348,7 +287,7 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
             rank=target.rank if target else None, host=(target.host if target else None) or named,
-            confidence=0.25, time=_when(first, offsets), evidence=_evidence([first]), explanation=explanation,
+            confidence=0.25, time=when(first, offsets), evidence=_evidence([first]), explanation=explanation,
         ),
         collateral=_collateral_groups(failures, {id(first)}),
         fix=sig.fix, verification=sig.verification,
