@@ -186,7 +186,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     if cand.unique is not None and (root is None or exit_report(root) or root.role is Role.COLLATERAL):
         return _unknown_suspect(ranked, failures, offsets, cand.unique)
     if root is None:  # only an exit code speaks for it
-        return _collateral_only(failures, ids, offsets)
+        return _collateral_only(failures, ids, offsets, ranked)
     sig = root.signature
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
@@ -272,14 +272,20 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
     )
 
 
-def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta]) -> Diagnosis:
-    """Only consequences were printed: the failing peer left nothing here. Point at what they name."""
+def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],
+                     ranked: list[Candidate] | None = None) -> Diagnosis:
+    """Only consequences were printed: the failing peer left nothing here. Point at what they name, or at the
+    suspect that silence or metadata singles out."""
     first = min(failures, key=lambda ev: (when(ev, offsets) is None, ev.best.order))
     sig: Signature = first.signature
     named = first.unmapped_peer
     target = first.implicated[0] if first.implicated else None
     explanation = ["every line here is a consequence (catalog role collateral); the initiator printed nothing "
                    "in these logs"]
+    if ranked:
+        target = ranked[0].target
+        explanation.insert(0, f"{target.label}: " + "; ".join(ranked[0].reasons[:6]))
+        explanation += _why_not_others(ranked, failures, set())
     if named:
         explanation.append(f"the survivors name peer {named}: read that host's logs and kernel log")
     return Diagnosis(
@@ -287,11 +293,13 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
             rank=target.rank if target else None, host=(target.host if target else None) or named,
-            confidence=0.25, time=when(first, offsets), evidence=_evidence([first]), explanation=explanation,
+            confidence=min(0.5, confidence(ranked, True)) if ranked else 0.25, time=when(first, offsets),
+            evidence=_evidence([first]), explanation=explanation,
         ),
-        collateral=_collateral_groups(failures, {id(first)}),
+        collateral=_collateral_groups(failures, set() if ranked else {id(first)}),
+        alternatives=_alternatives(ranked, 0.5) if ranked else [],
         fix=sig.fix, verification=sig.verification,
-        timeline=_timeline(failures, {id(first)}, offsets),
+        timeline=_timeline(failures, set() if ranked else {id(first)}, offsets),
     )
 
 

@@ -128,3 +128,27 @@ def test_an_uncatalogued_error_before_the_cascade_makes_the_suspect() -> None:
     assert d.root_cause is not None and d.root_cause.rank == 2 and d.root_cause.signature is None
     assert [e.text for e in d.root_cause.evidence] == ["[rank2]: trainer.integrity: fatal: shard 0x7f3a digest "
                                                         "mismatch, aborting"]
+
+
+def test_a_store_retry_the_rank_got_past_is_context_not_a_cause() -> None:
+    """Rank 1 could not reach rank 0's store at start-up, retried, and went on to initialise NCCL: that line is
+    not why the job died, and rank 0 is not blamed for it; the rank whose log went quiet is the suspect."""
+    files = {f"node0/rank{r}.log": _init("node0", r, 100 + r) + _timeout(r) for r in (0, 2, 3)}
+    files["node0/rank1.log"] = (
+        "[rank1]:[W1129 10:00:01.000000000 socket.cpp:697] [c10d] The client socket has failed to connect to "
+        "[node0]:29500 (errno: 111 - Connection refused).\n" + _init("node0", 1, 101) + _timeout(1))
+    files["node0/rank4.log"] = _init("node0", 4, 104)  # rank 4 printed nothing when the others failed
+    d = _diagnose(dict(files))
+    assert d.root_cause is not None and d.root_cause.rank == 4
+    assert any("printed nothing" in s for s in d.root_cause.explanation)
+    assert "pytorch.store.connect_failed" not in {g.signature for g in d.collateral}
+    assert any(e.role == "context" and e.signature == "pytorch.store.connect_failed" for e in d.timeline)
+
+
+def test_an_exit_code_most_ranks_share_singles_nobody_out() -> None:
+    """Every node's first failure exited 1; one rank printed a Python traceback of its own: that one."""
+    files = {f"rank{r}.log": "[rank{r}]: waiting for the store\n".format(r=r) for r in range(6)}
+    files["rank4.log"] += "[rank4]: Traceback (most recent call last):\n[rank4]: KeyError: 'optimizer_state'\n"
+    d = _diagnose(dict(files), exit_codes={str(r): 1 for r in range(6)})
+    assert d.root_cause is not None and d.root_cause.rank == 4
+    assert d.root_cause.signature == "python.exception"
