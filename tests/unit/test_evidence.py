@@ -147,7 +147,7 @@ def test_a_store_retry_the_rank_got_past_is_context_not_a_cause() -> None:
 
 def test_an_exit_code_most_ranks_share_singles_nobody_out() -> None:
     """Every node's first failure exited 1; one rank printed a Python traceback of its own: that one."""
-    files = {f"rank{r}.log": "[rank{r}]: waiting for the store\n".format(r=r) for r in range(6)}
+    files = {f"rank{r}.log": f"[rank{r}]: waiting for the store\n" for r in range(6)}
     files["rank4.log"] += "[rank4]: Traceback (most recent call last):\n[rank4]: KeyError: 'optimizer_state'\n"
     d = _diagnose(dict(files), exit_codes={str(r): 1 for r in range(6)})
     assert d.root_cause is not None and d.root_cause.rank == 4
