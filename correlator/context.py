@@ -18,6 +18,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"last completed (?:NCCL )?work: (?P<completed>\d+)",
     # TCPStore clients name the store's host when it goes away: remote=[node000]:29500
     "store_remote": r"remote=\[(?P<host>[^\]\s]+)\]:(?P<port>\d+)\): Failed to (?:recv|send)",
+    # NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] / Channel 00/0 : 3[3] -> 0[0] via P2P: the printer's rank first
+    # (in its communicator: trusted only for processes no `comm ... rank N nranks M` line maps)
+    "nccl_ring": r"NCCL INFO (?:Ring|Channel) \d+(?:/\d+)? : (?P<rank>\d+)\[[0-9a-fA-F]+\] -> \d+\[",
     "nccl_version": r"NCCL version (?P<version>\d+\.\d+\.\d+)",
     # torchrun's failure table rows
     "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",

@@ -167,6 +167,7 @@ def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, st
             ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
+    _ring_ranks(ids, records)
     for row in _table_rows(records):
         ids.exits.append(row)
         if row.rank is not None:
@@ -195,6 +196,22 @@ def _metadata_exits(ids: IdentityMap, exit_codes: Mapping[str, int]) -> None:
             continue
         host = ids.host_of_rank.get(rank) if rank is not None else key
         ids.exits.append(ExitRecord(rank, None, host, None, int(code), METADATA, 0))
+
+
+def _ring_ranks(ids: IdentityMap, records: list[ContextRecord]) -> None:
+    """Older logs print no init line, only rings: `Ring 00 : 2[3d000] -> 3[3e000]` says the printer is rank 2.
+    A ring's numbering is its communicator's, so it names only processes nothing else maps, and only when every
+    ring line of that process agrees."""
+    seen: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for rec in records:
+        if rec.kind == "nccl_ring" and rec.who.host is not None and rec.who.pid is not None:
+            seen[(rec.who.host, rec.who.pid)].add(int(rec.fields["rank"]))
+    for (host, pid), ranks in seen.items():
+        if len(ranks) == 1 and (host, pid) not in ids.by_host_pid:
+            rank = next(iter(ranks))
+            ids.by_host_pid[(host, pid)] = rank
+            ids.by_pid.setdefault(pid, rank)
+            ids.host_of_rank.setdefault(rank, host)
 
 
 def _device_offsets(ids: IdentityMap, records: list[ContextRecord]) -> None:

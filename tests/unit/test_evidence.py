@@ -152,3 +152,14 @@ def test_an_exit_code_most_ranks_share_singles_nobody_out() -> None:
     d = _diagnose(dict(files), exit_codes={str(r): 1 for r in range(6)})
     assert d.root_cause is not None and d.root_cause.rank == 4
     assert d.root_cause.signature == "python.exception"
+
+
+def test_ring_lines_name_the_rank_when_no_init_line_does() -> None:
+    """An old NCCL prints only rings: `Ring 00 : 1[1b000] -> 2[3d000]` says pid 36084 is rank 1, so its /dev/shm
+    failure is rank 1's, not just its host's; [1] alone is a device index and would not do."""
+    log = "".join(f"gpu8-wk6:{36083 + r}:{36495 + r} [{r}] NCCL INFO Ring 00 : {r}[{r}b000] -> {(r + 1) % 4}[0]"
+                  " via direct shared memory\n" for r in range(4))
+    log += ("gpu8-wk6:36084:36502 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on "
+            "device\n")
+    d = _diagnose({"job.log": log})
+    assert d.root_cause is not None and (d.root_cause.rank, d.root_cause.host) == (1, "gpu8-wk6")
