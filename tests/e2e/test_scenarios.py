@@ -62,3 +62,27 @@ def test_per_host_clock_offsets_are_removed_before_time_ordering(tmp_path: Path)
     assert (corrected[-1] - corrected[0]).total_seconds() < 10
     gap = (corrected[len(corrected) // 2] - d.root_cause.time).total_seconds()
     assert 590 < gap < 615  # the watchdog's 600 s timeout, measured across two hosts' clocks
+
+
+PRINTS = {
+    "cuda_oom": {"cuda.oom"}, "oom_killer": {"host.oom_killer"}, "xid79": {"xid.79"},
+    "ecc": {"cuda.ecc_uncorrectable"}, "sigsegv": {"torchrun.worker_segfault"},
+    "straggler": {"pytorch.c10d.watchdog_timeout"}, "bootstrap_exception": {"python.exception",
+                                                                             "pytorch.store.wait_timeout"},
+    "unknown_error": {"torchrun.worker_failed"}, "two_independent": {"cuda.oom", "xid.79"},
+    "nic_failure": {"nccl.ib.retry_exceeded"}, "wrong_ifname": {"nccl.socket.network_unreachable"},
+    "store_master_death": {"pytorch.store.connection_closed"}, "slurm_node_failure": {"slurm.node_fail"},
+    "job_config": set(),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PRINTS))
+def test_the_simulator_prints_what_the_catalog_knows(kind: str, tmp_path: Path) -> None:
+    """The simulator must not drift from the formats the catalog's verified examples pin down: the catalog
+    recognises each scenario's own lines as the failure they are, and torchrun's table as torchrun's."""
+    generate(kind, tmp_path, seed=3, knobs=Knobs(world_size=32))
+    found = {f.signature for r in scan_sources(default_matcher(), expand([str(tmp_path)]), 2026).results
+             for f in r.findings}
+    assert PRINTS[kind] <= found
+    if kind != "job_config":
+        assert {"torchrun.root_cause_header", "torchrun.failure_rank_row"} <= found
