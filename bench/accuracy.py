@@ -5,8 +5,8 @@
 
 For every scenario the simulator (firstfault.simulate) writes the job's files and its ground truth; both
 diagnosers read the same files in the same run:
-- **firstfault**: the matcher and correlator, given the job's exit codes (as a JobEvent carries them) in half
-  of the scenarios;
+- **firstfault**: the matcher and correlator, given the job's exit codes (as a JobEvent carries them) in a third
+  of the scenarios as diagnose()'s argument, in another third as a job.json beside the logs;
 - **baseline, torchrun's rule**: torchrun's "Root Cause (first observed failure)" is the earliest failure per
   host; across hosts the earliest by the clocks printed wins; without a failure table, the first error-looking
   line by printed clock wins (what a reader merging logs by timestamp does).
@@ -66,7 +66,9 @@ class Tally:
 
 
 def knobs_for(rng: random.Random, world: int) -> tuple[Knobs, bool]:
-    """A draw of the knobs: skew, lost and truncated shards, interleaving, dumps, desync debug, metadata."""
+    """A draw of the knobs: skew, lost and truncated shards, interleaving, dumps, desync debug, noise, and the
+    job's metadata: none, passed to diagnose() as the pipeline does, or as job.json beside the logs."""
+    metadata = rng.choice(["none", "argument", "file"])
     knobs = Knobs(
         world_size=world,
         max_skew_s=rng.choice([0.0, 30.0, 120.0, 300.0]),
@@ -76,8 +78,9 @@ def knobs_for(rng: random.Random, world: int) -> tuple[Knobs, bool]:
         flight_recorder=rng.choice([None, None, "pickle", "json"]),
         desync_debug=rng.random() < 0.3,
         noise=rng.choice([0.0, 0.1, 0.3]),
+        job_file=metadata == "file",
     )
-    return knobs, rng.random() < 0.5
+    return knobs, metadata == "argument"
 
 
 def firstfault_call(truth: Truth, root: Path, metadata: bool) -> Call:
@@ -92,7 +95,7 @@ def firstfault_call(truth: Truth, root: Path, metadata: bool) -> Call:
 
 
 def _text_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and "trace_" not in p.name)
+    return sorted(p for p in root.rglob("*") if p.is_file() and "trace_" not in p.name and p.name != "job.json")
 
 
 def baseline_call(root: Path) -> Call:

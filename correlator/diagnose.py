@@ -23,6 +23,7 @@ from schemas.diagnosis import (
     TimelineEntry,
 )
 from schemas.findings import Finding, Role, Speaker
+from schemas.wire import JobEvent
 
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
@@ -37,9 +38,14 @@ def diagnose(
     results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None, *,
     exit_codes: Mapping[str, int] | None = None,
 ) -> Diagnosis:
-    """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004")."""
+    """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004"). Without them,
+    a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map."""
     findings = [f for r in results for f in r.findings]
     context = [c for r in results for c in r.context]
+    job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
+    if job is not None:
+        exit_codes = exit_codes if exit_codes is not None else job.exit_codes
+        rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
     ids = build_identity(context, rank_hosts, exit_codes)
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]

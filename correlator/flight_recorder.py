@@ -114,27 +114,3 @@ def parse_dump(data: bytes, source: str, rank: int | None = None) -> FlightDump 
     own_rank = _as_int(obj.get("rank"))
     return FlightDump(source, rank if rank is not None else own_rank if own_rank is not None
                       else rank_from_name(source), enqueued, _status(obj, "last_completed_collective"), collectives)
-
-
-class DumpSniffer:
-    """Fed a source's chunks alongside the line scanner; keeps the bytes only when the first chunk is a dump."""
-
-    def __init__(self, source: str, rank: int | None) -> None:
-        self._source = source
-        self._rank = rank
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._is_dump: bool | None = None
-
-    def feed(self, chunk: bytes) -> None:
-        if self._is_dump is None:
-            self._is_dump = looks_like_dump(chunk[:_SNIFF])
-        if self._is_dump:
-            self._size += len(chunk)
-            if self._size <= MAX_DUMP_BYTES:
-                self._parts.append(chunk)
-
-    def finish(self) -> FlightDump | None:
-        if not self._is_dump or self._size > MAX_DUMP_BYTES:
-            return None
-        return parse_dump(b"".join(self._parts), self._source, self._rank)

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from correlator.collectives import Lag, from_dumps, from_ops, from_status
 from correlator.events import Event
+from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
 from correlator.reading import ContextRecord, SourceResult
 from correlator.scoring import SKEW_TOLERANCE
@@ -24,7 +25,8 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
                  ev.best.line_no, ev.best.text) for ev in failures
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
                 and isinstance(ev.best.fields.get("op"), str)]
-    return [*from_status(context, rank_of), *from_dumps([d for r in results for d in r.dumps]), *from_ops(timeouts)]
+    dumps = [d for r in results for d in r.structured if isinstance(d, FlightDump)]
+    return [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts)]
 
 
 def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],

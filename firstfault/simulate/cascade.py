@@ -30,6 +30,7 @@ class Knobs:
     steps: int = 6  # training steps logged per rank before the failure
     cascade: str = "auto"  # after a rank dies: "abort" (NCCL errors in seconds), "timeout" (watchdog), or either
     noise: float = 0.0  # share of ranks that print harmless failure-looking lines (store retries, bad samples)
+    job_file: bool = False  # write the scheduler's JobEvent (exit codes, rank -> host) as job.json beside the logs
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from firstfault.simulate.cascade import Failure, Knobs
 from firstfault.simulate.cluster import Job, Kind, Shard
+from schemas.wire import JobEvent
 
 
 @dataclass
@@ -94,6 +95,11 @@ def write(job: Job, scenario: str, failure: Failure, knobs: Knobs, out: Path, rn
     truth = Truth(scenario, failure.rank, failure.host, failure.hints, c.world_size, collateral=collateral,
                   exit_codes=failure.exit_codes, rank_hosts={r: c.host(r) for r in range(c.world_size)},
                   second=failure.second)
+    if knobs.job_file:
+        event = JobEvent(job_id="881234", scheduler="slurm", state="failed", world_size=c.world_size,
+                         hosts=sorted(set(truth.rank_hosts.values())), rank_hosts=truth.rank_hosts,
+                         exit_codes=failure.exit_codes)
+        job.shards["job.json"] = Shard("job.json", stream="scheduler", blob=event.model_dump_json().encode())
     for shard in job.shards.values():
         path = out / shard.path
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from firstfault.cli import main
 from firstfault.engine import default_matcher, diagnose_sources, scan_sources
 from firstfault.simulate import Knobs, generate, oom_killed_rank
 from ingest.files import expand
@@ -86,3 +88,16 @@ def test_the_simulator_prints_what_the_catalog_knows(kind: str, tmp_path: Path) 
     assert PRINTS[kind] <= found
     if kind != "job_config":
         assert {"torchrun.root_cause_header", "torchrun.failure_rank_row"} <= found
+
+
+def test_the_cli_reads_the_job_s_exit_codes_from_a_job_json_beside_the_logs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The kernel log and torchrun's tables were not collected; the scheduler's JobEvent (job.json) says rank 37
+    was SIGKILLed while the rest were torn down: that is the answer, and the CLI finds it with no flag."""
+    truth = generate("oom_killer", tmp_path, seed=2, knobs=Knobs(world_size=64, job_file=True))
+    for path in list(tmp_path.rglob("dmesg.log")) + list(tmp_path.rglob("torchrun.log")):
+        path.unlink()
+    assert main(["diagnose", str(tmp_path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert (rc["rank"], rc["host"]) == (truth.rank, truth.host)
+    assert any("exit code -9" in step and "job metadata" in step for step in rc["explanation"])

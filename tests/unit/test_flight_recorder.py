@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from correlator.flight_recorder import DumpSniffer, looks_like_dump, parse_dump, rank_from_name
+from correlator.flight_recorder import FlightDump, looks_like_dump, parse_dump, rank_from_name
+from correlator.structured import Sniffer, parse_job
 
 
 def _dump(enqueued: int, completed: int, op: str = "nccl:all_reduce") -> dict[str, Any]:
@@ -59,12 +60,12 @@ def test_broken_or_foreign_bytes_are_not_a_dump(data: bytes) -> None:
 
 def test_the_sniffer_keeps_bytes_only_for_a_dump_and_parses_across_chunks() -> None:
     blob = pickle.dumps(_dump(9, 8), protocol=2)
-    sniffer = DumpSniffer("trace_4", None)
+    sniffer = Sniffer("trace_4", None)
     for i in range(0, len(blob), 100):
         sniffer.feed(blob[i:i + 100])
     dump = sniffer.finish()
-    assert dump is not None and dump.rank == 4 and dump.last_enqueued == {"0": 9}
-    text = DumpSniffer("rank0.log", 0)
+    assert isinstance(dump, FlightDump) and dump.rank == 4 and dump.last_enqueued == {"0": 9}
+    text = Sniffer("rank0.log", 0)
     text.feed(b"[rank0]: step 1 loss 2.3\n")
     assert text.finish() is None
 
@@ -73,3 +74,11 @@ def test_the_rank_comes_from_the_writer_s_suffix() -> None:
     assert rank_from_name("/tmp/nccl_trace_rank_12") == 12
     assert rank_from_name("fr/trace_3.pkl") == 3
     assert rank_from_name("dump") is None
+
+
+def test_a_job_event_beside_the_logs_is_recognised_and_validated() -> None:
+    job = {"job_id": "88123", "state": "failed", "exit_codes": {"37": -9, "node004": 137}, "rank_hosts": {"37": "n4"}}
+    parsed = parse_job(json.dumps(job).encode())
+    assert parsed is not None and parsed.exit_codes == {"37": -9, "node004": 137} and parsed.rank_hosts == {37: "n4"}
+    assert parse_job(json.dumps({"job_id": "x", "state": "exploded"}).encode()) is None  # not the contract
+    assert parse_job(b'{"job_id": "x", "state": "failed", "exit_codes": {"1": "minus nine"}}') is None
