@@ -106,9 +106,7 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
         if len({h for h in hosts if h}) >= 2:
             notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
             return None, None, notes
-        alike = {ev.reporter.rank for ev in failures if ev.reporter.host == host and ev.reporter.rank is not None
-                 and ev.role is not Role.COLLATERAL
-                 and ev.signature.scope is Scope.NODE and ev.signature.category == root.signature.category}
+        alike = _node_wide(host, root, failures)
         if (len(reporters) > 1 or len(alike) > 1) and rank is not None:
             notes.append(f"{max(len(reporters), len(alike))} ranks of the node report {root.signature.category.value} "
                          "faults of the node: a node-level fault")
@@ -122,6 +120,13 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
         rank = 0
     return rank, host, notes
+
+
+def _node_wide(host: str | None, root: Event, failures: Sequence[Event]) -> set[int]:
+    """Ranks of the host reporting faults of the node of the root's kind (every rank seeing its NIC fail)."""
+    return {ev.reporter.rank for ev in failures if ev.reporter.host == host and ev.reporter.rank is not None
+            and ev.role is not Role.COLLATERAL and ev.signature.scope is Scope.NODE
+            and ev.signature.category == root.signature.category}
 
 
 def _all_ranks_alike(reporters: set[Target], failures: Sequence[Event]) -> bool:
@@ -198,8 +203,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
     if rank is not None:  # what the initiator printed later is part of its failure, not collateral
         root_events |= {id(ev) for ev in failures if ev.reporter.rank == rank}
-    if rank is None and host is not None:  # a node's fault: what its own ranks printed is part of it
-        root_events |= {id(ev) for ev in failures if ev.reporter.host == host}
+    if rank is None and host is not None and len(_node_wide(host, root, failures)) > 1:
+        root_events |= {id(ev) for ev in failures if ev.reporter.host == host}  # a node-wide fault, its ranks' lines
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
     explanation += notes
     explanation += _why_not_others(ranked, failures, root_events)

@@ -302,8 +302,10 @@ def _silent(board: Board, events: list[Event], ids: IdentityMap, logged: set[int
     if len(reporting) < 3 or not silent or len(silent) > max(1, SILENT_SHARE * len(logged)):
         return
     for rank in sorted(silent):
+        # own=False: silence alone does not claim a host's fault (an Xid whose PCI address no NCCL line maps).
         board.get(Target(rank, ids.host_of_rank.get(rank))).add(
-            W_SILENT, f"its log arrived but it printed nothing while {len(reporting)} ranks reported the failure")
+            W_SILENT, f"its log arrived but it printed nothing while {len(reporting)} ranks reported the failure",
+            own=False)
 
 
 def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timedelta],

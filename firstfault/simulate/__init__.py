@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
-from firstfault.simulate import lines as _lines
 from firstfault.simulate import platform, ranks
 from firstfault.simulate.cascade import Failure, Knobs
-from firstfault.simulate.cluster import GPUS_PER_NODE, START, Cluster, Job, glog, std
+from firstfault.simulate.cluster import GPUS_PER_NODE, START, Cluster, Job
+from firstfault.simulate.legacy import _dmesg_oom, _glog, _nccl_init, _reset_by_peer, _std, _watchdog, oom_killed_rank
 from firstfault.simulate.write import Truth, write
 
-__all__ = ["GPUS_PER_NODE", "NODE_SCENARIOS", "SCENARIOS", "START", "Cluster", "Knobs", "Truth", "generate",
-           "oom_killed_rank"]
+__all__ = ["GPUS_PER_NODE", "NODE_SCENARIOS", "SCENARIOS", "START", "Cluster", "Knobs", "Truth", "_dmesg_oom",
+           "_glog", "_nccl_init", "_reset_by_peer", "_std", "_watchdog", "generate", "oom_killed_rank"]
 
 Scenario = Callable[[Job, Knobs], Failure]
 SCENARIOS: dict[str, Scenario] = {
@@ -54,34 +53,3 @@ def generate(scenario: str, out: Path, seed: int = 0, knobs: Knobs | None = None
     job = Job(c)
     failure = SCENARIOS[scenario](job, knobs)
     return write(job, scenario, failure, knobs, out, random.Random(seed ^ 0x5EED))
-
-
-def oom_killed_rank(out: Path, world_size: int = 64, victim: int = 37, seed: int = 0) -> Truth:
-    """One rank SIGKILLed by the host OOM killer: it prints nothing; the others report timeouts and resets."""
-    c = Cluster(world_size, seed)
-    job = Job(c)
-    job.victim = victim
-    knobs = Knobs(world_size=world_size, cascade="timeout")
-    failure = ranks.oom_killer(job, knobs)
-    return write(job, "oom_killer", failure, knobs, out, random.Random(seed))
-
-
-# Line formats the throughput benchmark (bench/generate.py) reuses.
-_glog = glog
-_std = std
-
-
-def _nccl_init(c: Cluster, r: int) -> list[str]:
-    return _lines.nccl_init(c, r)
-
-
-def _watchdog(c: Cluster, r: int, t: datetime, seq: int) -> list[str]:
-    return _lines.watchdog(c, r, t, seq)
-
-
-def _reset_by_peer(c: Cluster, r: int, victim: int, t: datetime) -> str:
-    return _lines.reset_by_peer(c, r, c.ip(victim), 40000 + victim)
-
-
-def _dmesg_oom(c: Cluster, victim: int, t: datetime) -> list[str]:
-    return _lines.dmesg_oom(c, victim, t)
