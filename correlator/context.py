@@ -10,6 +10,17 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "nccl_comm": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)",
     # NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>  /  NET/Socket : Using [0]eth0:10.1.2.3<0> [1]...
     "nccl_using": r"(?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using (?P<detail>[^\n]{1,400})",
+    # ... cudaDev 3 nvmlDev 3 busId 1b000 ...: the GPU's PCI bus, which the kernel's Xid lines name
+    "nccl_busid": r"rank (?P<rank>\d+) nranks \d+ cudaDev \d+ nvmlDev \d+ busId (?P<bus>[0-9a-fA-F]+)",
+    # ProcessGroupNCCL's progress: on a watchdog failure and on a dump signal. A rank that enqueued fewer
+    # collectives than the others never joined the one they wait in.
+    "pg_status": r"(?:work sequence id: (?P<seq>\d+) PG status: )?[Ll]ast enqueued (?:NCCL )?work: (?P<enqueued>\d+), "
+    r"last completed (?:NCCL )?work: (?P<completed>\d+)",
+    # TCPStore clients name the store's host when it goes away: remote=[node000]:29500
+    "store_remote": r"remote=\[(?P<host>[^\]\s]+)\]:(?P<port>\d+)\): Failed to (?:recv|send)",
+    # NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] / Channel 00/0 : 3[3] -> 0[0] via P2P: the printer's rank first
+    # (in its communicator: trusted only for processes no `comm ... rank N nranks M` line maps)
+    "nccl_ring": r"NCCL INFO (?:Ring|Channel) \d+(?:/\d+)? : (?P<rank>\d+)\[[0-9a-fA-F]+\] -> \d+\[",
     "nccl_version": r"NCCL version (?P<version>\d+\.\d+\.\d+)",
     # torchrun's failure table rows
     "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",

@@ -8,11 +8,12 @@ from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
 from catalog.model import Scope, Signature
-from correlator.differential import differential
-from correlator.events import Event, Target, build_events, clock_offsets
+from correlator.differential import Suspect, differential
+from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity
+from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
-from correlator.scoring import Candidate, confidence, score
+from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -21,8 +22,11 @@ from schemas.diagnosis import (
     RootCause,
     TimelineEntry,
 )
-from schemas.findings import Role
+from schemas.findings import Finding, Role, Speaker
+from schemas.wire import JobEvent
 
+EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
+                   -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
@@ -31,32 +35,40 @@ REPORTS_ABOUT_STEPS = frozenset({"slurm", "k8s", "ray"})
 
 
 def diagnose(
-    results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None
+    results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None, *,
+    exit_codes: Mapping[str, int] | None = None,
 ) -> Diagnosis:
+    """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004"). Without them,
+    a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map."""
     findings = [f for r in results for f in r.findings]
     context = [c for r in results for c in r.context]
-    ids = build_identity(context, rank_hosts)
+    job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
+    if job is not None:
+        exit_codes = exit_codes if exit_codes is not None else job.exit_codes
+        rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
+    ids = build_identity(context, rank_hosts, exit_codes)
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     if not failures:
         return _unknown(results, ids)
-    offsets = clock_offsets(failures)
-    ranked = score(failures, ids, offsets)
+    failures += lag_events(collective_lags(context, results, failures, ids), catalog, ids, W_LAG)
+    offsets = clock_offsets(failures, context, ids)
+    mark_stale(failures, offsets, context)
+    failing: set[tuple[int | None, str | None]] = {
+        (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
+    suspect = differential(list(context), named_only=True, early=before_cascade(context, failures, offsets),
+                           failing=failing)
+    logged = {int(rec.fields["rank"]) for rec in context if rec.kind == "nccl_comm"}
+    ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
-    return _assemble(ranked, failures, ids, offsets, results)
-
-
-def _when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
-    if ev.best.time is None or ev.best.clock != "wall":
-        return None
-    return ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
+    return _assemble(ranked, failures, ids, offsets, results, catalog)
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
     out: list[Evidence] = []
     for ev in events:
-        for f in ev.findings:
+        for f in [ev.best, *ev.findings]:  # the line that decided first, then the rest of its event
             item = Evidence(source=f.source, line=f.line_no, text=f.text[:1000])
             if item not in out:
                 out.append(item)
@@ -77,6 +89,12 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
     scope = root.signature.scope
     reporters, hosts = _spread(root, failures)
     all_hosts = {ev.reporter.host for ev in failures}
+    if root not in cand.own_events and (host is not None or rank is not None):
+        notes.append(f"{cand.target.label} printed no cause of its own here: the others' lines point at it")
+        return rank, host, notes
+    if scope is Scope.JOB and not cand.own_events and host is not None:
+        notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
+        return None, host, notes
     if scope is Scope.JOB:
         if (len(hosts) >= 2 and hosts >= all_hosts) or len(results) == 1 or hosts == all_hosts:
             notes.append("this is a configuration every rank shares, so no single rank is named")
@@ -88,10 +106,13 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
         if len({h for h in hosts if h}) >= 2:
             notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
             return None, None, notes
-        if len(reporters) > 1 and rank is not None:
-            notes.append("every GPU of the node reports it: a node-level fault")
+        alike = _node_wide(host, root, failures)
+        if (len(reporters) > 1 or len(alike) > 1) and rank is not None:
+            notes.append(f"{max(len(reporters), len(alike))} ranks of the node report {root.signature.category.value} "
+                         "faults of the node: a node-level fault")
             rank = None
-    if scope is Scope.RANK and len(reporters) >= 3 and _all_ranks_alike(reporters, failures):
+    if (scope is Scope.RANK and len(reporters) >= 3 and not exit_report(root)
+            and _all_ranks_alike(reporters, failures)):
         notes.append(f"all {len(reporters)} reporting ranks fail the same way: no single rank is the cause")
         return None, None, notes
     if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1
@@ -99,6 +120,13 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
         rank = 0
     return rank, host, notes
+
+
+def _node_wide(host: str | None, root: Event, failures: Sequence[Event]) -> set[int]:
+    """Ranks of the host reporting faults of the node of the root's kind (every rank seeing its NIC fail)."""
+    return {ev.reporter.rank for ev in failures if ev.reporter.host == host and ev.reporter.rank is not None
+            and ev.role is not Role.COLLATERAL and ev.signature.scope is Scope.NODE
+            and ev.signature.category == root.signature.category}
 
 
 def _all_ranks_alike(reporters: set[Target], failures: Sequence[Event]) -> bool:
@@ -113,7 +141,7 @@ def _ranks_anywhere(ids: IdentityMap, failures: Sequence[Event]) -> bool:
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
     groups: dict[str, dict[str, set[object]]] = defaultdict(lambda: {"ranks": set(), "hosts": set(), "n": set()})
     for ev in failures:
-        if id(ev) in root_events:
+        if id(ev) in root_events or ev.stale:
             continue
         g = groups[ev.signature.id]
         if ev.reporter.rank is not None:
@@ -131,12 +159,12 @@ def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list
 
 def _timeline(failures: Sequence[Event], root_events: set[int],
               offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    ordered = sorted(failures, key=lambda ev: (_when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
+    ordered = sorted(failures, key=lambda ev: (when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
                                                ev.best.order))
     entries = []
     for ev in ordered[:MAX_TIMELINE]:
-        role = "initiating" if id(ev) in root_events else "collateral"
-        entries.append(TimelineEntry(time=_when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
+        role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
+        entries.append(TimelineEntry(time=when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
                                      signature=ev.signature.id, role=role, source=ev.best.source,
                                      line=ev.best.line_no))
     return entries
@@ -147,25 +175,47 @@ def _root_events(cand: Candidate, root: Event) -> list[Event]:
     return [root, *[ev for ev in same if ev is not root][:2]]
 
 
+def _exit_event(cand: Candidate, ids: IdentityMap, catalog: Catalog) -> Event | None:
+    """A rank only its exit code speaks for (a SIGKILL that left no line): the launcher entry for that code."""
+    rec = next((e for e in ids.exits if e.rank == cand.target.rank and e.exit_code not in W_EXIT_TEARDOWN
+                and (cand.target.rank is not None or e.host == cand.target.host)), None)
+    sig = catalog.get(EXIT_SIGNATURES.get(rec.exit_code, "torchrun.worker_failed")) if rec else None
+    if rec is None or sig is None:
+        return None
+    f = Finding(signature=sig.id, role=sig.role, source=rec.source, line_no=rec.line_no,
+                text=f"exit code {rec.exit_code}" + (f" of rank {rec.rank}" if rec.rank is not None else ""),
+                speaker=Speaker(rank=rec.rank, host=cand.target.host), fields={"exit_code": rec.exit_code})
+    ev = Event(f, sig, [f], cand.target, [cand.target])
+    cand.own_events.append(ev)
+    return ev
+
+
 def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
-              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult]) -> Diagnosis:
+              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult], catalog: Catalog) -> Diagnosis:
     cand = ranked[0]
-    root = cand.best_event()
+    root = cand.best_event() or _exit_event(cand, ids, catalog)
+    if cand.unique is not None and (root is None or exit_report(root) or root.role is Role.COLLATERAL):
+        return _unknown_suspect(ranked, failures, offsets, cand.unique)
     if root is None:  # only an exit code speaks for it
-        return _collateral_only(failures, ids, offsets)
+        return _collateral_only(failures, ids, offsets, ranked)
     sig = root.signature
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | {id(root)}
+    if rank is not None:  # what the initiator printed later is part of its failure, not collateral
+        root_events |= {id(ev) for ev in failures if ev.reporter.rank == rank}
+    if rank is None and host is not None and len(_node_wide(host, root, failures)) > 1:
+        root_events |= {id(ev) for ev in failures if ev.reporter.host == host}  # a node-wide fault, its ranks' lines
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
     explanation += notes
     explanation += _why_not_others(ranked, failures, root_events)
+    explanation += _clock_note(offsets)
     conf = confidence(ranked, sig.generic)
     verdict = "no_known_signature" if sig.generic else "diagnosed"
     return Diagnosis(
         verdict=verdict,
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=rank, host=host, confidence=conf, time=_when(root, offsets),
+            rank=rank, host=host, confidence=conf, time=when(root, offsets),
             evidence=_evidence(_root_events(cand, root)), explanation=explanation,
         ),
         collateral=_collateral_groups(failures, root_events),
@@ -173,6 +223,18 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
         timeline=_timeline(failures, root_events, offsets),
         alternatives=_alternatives(ranked, conf),
     )
+
+
+def _clock_note(offsets: Mapping[str | None, timedelta]) -> list[str]:
+    """The clock offsets the timeline was corrected by, largest first, when any is worth mentioning."""
+    big = sorted(((h, o) for h, o in offsets.items() if h and abs(o) > SKEW_TOLERANCE),
+                 key=lambda item: -abs(item[1]))
+    if not big:
+        return []
+    shown = ", ".join(f"{h} {o.total_seconds():+.0f} s" for h, o in big[:4])
+    more = f" and {len(big) - 4} more" if len(big) > 4 else ""
+    return [f"clock offsets estimated from lines that happen together (the same collective failing on every "
+            f"rank), subtracted before any time ordering: {shown}{more}"]
 
 
 def _why_not_others(ranked: list[Candidate], failures: Sequence[Event], root_events: set[int]) -> list[str]:
@@ -199,14 +261,42 @@ def _alternatives(ranked: list[Candidate], top_conf: float) -> list[Alternative]
     return out
 
 
-def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta]) -> Diagnosis:
-    """Only consequences were printed: the failing peer left nothing here. Point at what they name."""
-    first = min(failures, key=lambda ev: (_when(ev, offsets) is None, ev.best.order))
+def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Mapping[str | None, timedelta],
+                     suspect: Suspect) -> Diagnosis:
+    """No catalog entry names the cause, but one rank printed errors nobody else did before the cascade."""
+    cand = ranked[0]
+    conf = min(0.6, confidence(ranked, generic=False))
+    explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6]),
+                   "no catalog entry matches its own lines: read them below",
+                   *_why_not_others(ranked, failures, set())]
+    return Diagnosis(
+        verdict="no_known_signature",
+        root_cause=RootCause(
+            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
+            rank=cand.target.rank, host=cand.target.host, confidence=conf, time=suspect.lines[0].time,
+            evidence=[Evidence(source=r.source, line=r.line_no, text=r.text) for r in suspect.lines],
+            explanation=explanation,
+        ),
+        collateral=_collateral_groups(failures, set()),
+        timeline=_timeline(failures, set(), offsets),
+        alternatives=_alternatives(ranked, conf),
+    )
+
+
+def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],
+                     ranked: list[Candidate] | None = None) -> Diagnosis:
+    """Only consequences were printed: the failing peer left nothing here. Point at what they name, or at the
+    suspect that silence or metadata singles out."""
+    first = min(failures, key=lambda ev: (when(ev, offsets) is None, ev.best.order))
     sig: Signature = first.signature
     named = first.unmapped_peer
     target = first.implicated[0] if first.implicated else None
     explanation = ["every line here is a consequence (catalog role collateral); the initiator printed nothing "
                    "in these logs"]
+    if ranked:
+        target = ranked[0].target
+        explanation.insert(0, f"{target.label}: " + "; ".join(ranked[0].reasons[:6]))
+        explanation += _why_not_others(ranked, failures, set())
     if named:
         explanation.append(f"the survivors name peer {named}: read that host's logs and kernel log")
     return Diagnosis(
@@ -214,11 +304,13 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
             rank=target.rank if target else None, host=(target.host if target else None) or named,
-            confidence=0.25, time=_when(first, offsets), evidence=_evidence([first]), explanation=explanation,
+            confidence=min(0.5, confidence(ranked, True)) if ranked else 0.25, time=when(first, offsets),
+            evidence=_evidence([first]), explanation=explanation,
         ),
-        collateral=_collateral_groups(failures, {id(first)}),
+        collateral=_collateral_groups(failures, set() if ranked else {id(first)}),
+        alternatives=_alternatives(ranked, 0.5) if ranked else [],
         fix=sig.fix, verification=sig.verification,
-        timeline=_timeline(failures, {id(first)}, offsets),
+        timeline=_timeline(failures, set() if ranked else {id(first)}, offsets),
     )
 
 

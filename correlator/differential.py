@@ -16,8 +16,10 @@ _MASKS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
     (re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?:<\d+>|:\d+)?"), "<ip>"),
     (re.compile(r"(?:/[\w.+-]+)+"), "<path>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (re.compile(r"-?\d+(?:\.\d+)?"), "<n>"),
 ]
+_GRAVE = re.compile(r"(?i)\b(?:fatal|abort(?:ed|ing)?|killed|exception|traceback|core dumped|segmentation)\b")
+_MILD = re.compile(r"(?i)\b(?:warn(?:ing)?|skipp(?:ed|ing)|retry(?:ing)?|will retry|ignored?)\b|^\[?W\d{4} ")
 _PREFIX = re.compile(r"^(?:\[[^\]]{0,80}\]:?\s*|\S+:\d+:\d+ \[\d+\] |[IWEF]\d{4} [\d:.]+ \d+ \S+\] )+")
 
 
@@ -36,23 +38,47 @@ class Suspect:
     unique: bool  # its templates are seen on no other speaker
 
 
-def differential(records: list[ContextRecord]) -> Suspect | None:
-    errors = [r for r in records if r.kind == "errorish"]
+def _gravity(text: str) -> int:
+    """How much an error line reads like the end of a process: 'fatal: aborting' over 'error ..., skipped'."""
+    return 2 + (2 if _GRAVE.search(text) else 0) - (1 if _MILD.search(text) else 0)
+
+
+def _speaker(rec: ContextRecord) -> tuple[int | None, str | None]:
+    return (rec.who.rank, None) if rec.who.rank is not None else (None, rec.who.host)
+
+
+def differential(records: list[ContextRecord], named_only: bool = False,
+                 early: list[ContextRecord] | None = None,
+                 failing: set[tuple[int | None, str | None]] | None = None) -> Suspect | None:
+    """The speaker whose error templates are unique (most of them, earliest first).
+
+    Uniqueness is judged against every error line; with ``early``, only those lines (the ones before the
+    cascade) can make a suspect, and only a rank's: a host's unattributed lines there are mostly its launcher
+    reporting what its ranks did. With ``named_only``, lines whose speaker is unknown (a scheduler's output)
+    take no part: they cannot point at anyone. ``failing`` are the (rank, None) or (None, host) keys of
+    speakers whose catalogued failures were found: a speaker is not alone when they are failing too.
+    """
+    errors = [r for r in records if r.kind == "errorish"
+              and not (named_only and r.who.rank is None and r.who.host is None)]
     if not errors:
         return None
-    speakers: dict[tuple[int | None, str | None], list[ContextRecord]] = defaultdict(list)
     seen_on: dict[str, set[tuple[int | None, str | None]]] = defaultdict(set)
     for rec in errors:
-        key = (rec.who.rank, rec.who.host)
-        speakers[key].append(rec)
-        seen_on[template(rec.text)].add(key)
-    best: tuple[tuple[int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
+        seen_on[template(rec.text)].add(_speaker(rec))
+    allowed = None if early is None else {id(r) for r in early if r.who.rank is not None}
+    speakers: dict[tuple[int | None, str | None], list[ContextRecord]] = defaultdict(list)
+    for rec in errors:
+        if allowed is None or id(rec) in allowed:
+            speakers[_speaker(rec)].append(rec)
+    best: tuple[tuple[int, int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
     for key, recs in speakers.items():
         unique = [r for r in recs if len(seen_on[template(r.text)]) == 1]
-        rank_key = (len(unique), -min(r.line_no for r in recs))
+        rank_key = (sum(_gravity(r.text) for r in unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
         if best is None or rank_key > best[0]:
             best = (rank_key, key, unique or recs)
-    assert best is not None
-    (unique_count, _), (rank, host), lines = best
-    alone = len(speakers) == 1
-    return Suspect(rank, host, lines[:5], unique=unique_count > 0 and not alone)
+    if best is None:
+        return None
+    (gravity, _, _), (rank, host), lines = best
+    alone = len({_speaker(r) for r in errors} | (failing or set())) == 1
+    grave = any(_gravity(r.text) >= 2 for r in lines)  # a skipped sample or a retry alone does not kill a job
+    return Suspect(rank, host or lines[0].who.host, lines[:5], unique=gravity > 0 and grave and not alone)

@@ -9,9 +9,12 @@ from datetime import timedelta
 
 from catalog.loader import Catalog
 from catalog.model import Implicates, Scope, Signature
+from correlator.collectives import Lag
 from correlator.identity import IdentityMap
-from correlator.reading import event_rank
-from schemas.findings import Finding, Role
+from correlator.reading import ContextRecord, event_rank
+from schemas.findings import Finding, Role, Speaker
+
+NOT_JOINED = "pytorch.c10d.desync_not_joined"
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,9 @@ class Event:
     reporter: Target
     implicated: list[Target] = field(default_factory=list)
     unmapped_peer: str | None = None
+    weight: float | None = None  # derived evidence (sequence numbers, dumps) carries its own weight and reason
+    reason: str | None = None
+    stale: bool = False  # printed long before the failure started, and the job carried on: context, not a cause
 
     @property
     def role(self) -> Role:
@@ -77,6 +83,10 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
                          and (e.host == host or host is None)), None)
     if rank is None and pid is None and local_rank is None and not isinstance(fields.get("host"), str):
         rank = _rank_of(f, ids)
+    if rank is None and isinstance(fields.get("pci"), str):
+        rank = ids.rank_of_pci(host, str(fields["pci"]))
+        if rank is not None:
+            return _target(rank, host, ids)  # the kernel names the GPU; NCCL's init line names its rank
     if sig.scope is Scope.NODE and rank is None:
         return Target(None, host)
     return _target(rank, host, ids)
@@ -123,11 +133,26 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
     return events
 
 
-def clock_offsets(events: list[Event]) -> dict[str | None, timedelta]:
-    """Per-host clock offsets from lines that happen together: the same collective timing out everywhere.
+def lag_events(lags: Iterable[Lag], catalog: Catalog, ids: IdentityMap, weights: dict[str, float]) -> list[Event]:
+    """Collective-progress evidence as events naming the rank, so that it is weighed and cited like any line."""
+    sig = catalog.get(NOT_JOINED)
+    if sig is None:
+        return []
+    out = []
+    for order, lag in enumerate(lags):
+        target = _target(lag.rank, None, ids)
+        f = Finding(signature=sig.id, role=sig.role, source=lag.source, line_no=lag.line_no, text=lag.text,
+                    speaker=Speaker(rank=lag.rank, host=target.host), order=(1 << 62) + order)
+        out.append(Event(f, sig, [f], target, [target], weight=weights[lag.kind], reason=lag.reason))
+    return out
 
-    Ranks of one job time out on the same SeqNum within a second or two of each other, so the spread of those
-    lines between hosts is mostly clock skew.
+
+def clock_offsets(events: list[Event], context: Iterable[ContextRecord] = (),
+                  ids: IdentityMap | None = None) -> dict[str | None, timedelta]:
+    """Per-host clock offsets from lines that happen together: the same collective failing everywhere.
+
+    Ranks of one job time out on the same SeqNum within a second or two of each other (and abort on it within
+    seconds when a peer dies), so the spread of those lines between hosts is mostly clock skew.
     """
     by_seq: dict[int, dict[str | None, list[float]]] = defaultdict(lambda: defaultdict(list))
     for ev in events:
@@ -135,6 +160,11 @@ def clock_offsets(events: list[Event]) -> dict[str | None, timedelta]:
         seq = f.fields.get("seq")
         if isinstance(seq, int) and f.time is not None and f.clock == "wall" and ev.role is Role.COLLATERAL:
             by_seq[seq][ev.reporter.host].append(f.time.timestamp())
+    for rec in context:
+        seq = rec.fields.get("seq")
+        if rec.kind == "pg_status" and isinstance(seq, int) and rec.time is not None:
+            host = rec.who.host or (ids.host_of_rank.get(rec.who.rank) if ids and rec.who.rank is not None else None)
+            by_seq[seq][host].append(rec.time.timestamp())
     offsets: dict[str | None, list[float]] = defaultdict(list)
     for hosts in by_seq.values():
         if len(hosts) < 2:

@@ -7,13 +7,17 @@ kernel names a process by pid ("Killed process 4242 (python)"); these maps turn 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from correlator.reading import ContextRecord
 
+_IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[\w.-]+):(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)")
 _ADDR = re.compile(r"(?:\[\d+\])?[\w.-]+:(?P<ip>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+(?:%\w+)?)<\d+>")
+
+
+METADATA = "job metadata"
 
 
 @dataclass
@@ -39,6 +43,29 @@ class IdentityMap:
     sigtermed_pids: set[int] = field(default_factory=set)
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
+    rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
+    interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
+    store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
+
+    def rank_of_pci(self, host: str | None, pci: str) -> int | None:
+        """NVRM: Xid (PCI:0000:3b:00) -> the rank whose NCCL init line printed busId 3b000."""
+        parts = pci.split(":")
+        if host is None or len(parts) < 2:
+            return None
+        try:
+            return self.rank_of_bus.get((host, int(parts[-2] if len(parts) >= 3 else parts[0], 16)))
+        except ValueError:
+            return None
+
+    def odd_interface_hosts(self) -> dict[str, tuple[str, int]]:
+        """Hosts whose NCCL network interfaces differ from what most hosts use -> (what most use, how many)."""
+        if len(self.interfaces) < 3:
+            return {}
+        usual = Counter(frozenset(v) for v in self.interfaces.values()).most_common(1)[0]
+        if usual[1] < 0.6 * len(self.interfaces):
+            return {}
+        label = ",".join(sorted(usual[0]))
+        return {h: (label, usual[1]) for h, v in self.interfaces.items() if frozenset(v) != usual[0]}
 
     def rank_of(self, host: str | None, pid: int | None, local_rank: int | None = None) -> int | None:
         if pid is not None:
@@ -99,7 +126,8 @@ def _table_rows(records: list[ContextRecord]) -> list[ExitRecord]:
     return rows
 
 
-def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, str] | None = None) -> IdentityMap:
+def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, str] | None = None,
+                   exit_codes: Mapping[str, int] | None = None) -> IdentityMap:
     ids = IdentityMap()
     records = list(records)
     comm_size: dict[tuple[str | None, int], int] = {}
@@ -117,8 +145,17 @@ def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, st
                 ids.by_pid[who.pid] = rank
             ids.world_size = max(ids.world_size or 0, nranks)
         elif rec.kind == "nccl_using" and who.host is not None:
-            for m in _ADDR.finditer(str(rec.fields.get("detail", ""))):
+            detail = str(rec.fields.get("detail", ""))
+            for m in _ADDR.finditer(detail):
                 ids.host_of_ip.setdefault(m["ip"], who.host)
+            if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
+                ids.interfaces[who.host].update(m["name"] for m in _IFACE.finditer(detail))
+        elif rec.kind == "nccl_busid" and who.host is not None:
+            bus = str(rec.fields["bus"])
+            if all(ch in "0123456789abcdefABCDEF" for ch in bus):
+                ids.rank_of_bus[(who.host, int(bus, 16) >> 12)] = int(rec.fields["rank"])
+        elif rec.kind == "store_remote":
+            ids.store_hosts.append((str(rec.fields["host"]), rec))
         elif rec.kind == "worker_failed":
             ids.exits.append(
                 ExitRecord(None, int(rec.fields["local_rank"]), who.host, int(rec.fields["pid"]),
@@ -130,6 +167,7 @@ def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, st
             ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
+    _ring_ranks(ids, records)
     for row in _table_rows(records):
         ids.exits.append(row)
         if row.rank is not None:
@@ -145,7 +183,35 @@ def build_identity(records: Iterable[ContextRecord], rank_hosts: Mapping[int, st
     for rank, host in (rank_hosts or {}).items():
         ids.host_of_rank[int(rank)] = host
     _fill_exit_ranks(ids)
+    _metadata_exits(ids, exit_codes or {})
     return ids
+
+
+def _metadata_exits(ids: IdentityMap, exit_codes: Mapping[str, int]) -> None:
+    """The scheduler's exit codes, by rank or host; a rank the logs already gave an exit code keeps that one."""
+    logged = {e.rank for e in ids.exits if e.rank is not None}
+    for key, code in exit_codes.items():
+        rank = int(key) if key.strip().isdigit() else None
+        if rank is not None and rank in logged:
+            continue
+        host = ids.host_of_rank.get(rank) if rank is not None else key
+        ids.exits.append(ExitRecord(rank, None, host, None, int(code), METADATA, 0))
+
+
+def _ring_ranks(ids: IdentityMap, records: list[ContextRecord]) -> None:
+    """Older logs print no init line, only rings: `Ring 00 : 2[3d000] -> 3[3e000]` says the printer is rank 2.
+    A ring's numbering is its communicator's, so it names only processes nothing else maps, and only when every
+    ring line of that process agrees."""
+    seen: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for rec in records:
+        if rec.kind == "nccl_ring" and rec.who.host is not None and rec.who.pid is not None:
+            seen[(rec.who.host, rec.who.pid)].add(int(rec.fields["rank"]))
+    for (host, pid), ranks in seen.items():
+        if len(ranks) == 1 and (host, pid) not in ids.by_host_pid:
+            rank = next(iter(ranks))
+            ids.by_host_pid[(host, pid)] = rank
+            ids.by_pid.setdefault(pid, rank)
+            ids.host_of_rank.setdefault(rank, host)
 
 
 def _device_offsets(ids: IdentityMap, records: list[ContextRecord]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from catalog.matcher import LineMatch, Matcher
 from catalog.model import Signature
 from correlator.speakers import Who, read_prefixes, read_speaker
+from correlator.structured import Sniffer, Structured
 from correlator.timestamps import Stamp, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
@@ -51,6 +52,7 @@ class SourceResult:
     context: list[ContextRecord] = field(default_factory=list)
     lines: int = 0
     bytes: int = 0
+    structured: list[Structured] = field(default_factory=list)  # a Flight Recorder dump or job metadata
 
 
 def _read_who(line: str, base: Who, owner: str | None) -> Who:
@@ -98,9 +100,11 @@ class SourceScanner:
         # once, and its records share one copy of its text.
         self._said: dict[tuple[str, str | None], Said] = {}
         self.result = SourceResult(source)
+        self._structured = Sniffer(source, base.rank)
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
+        self._structured.feed(chunk)
         data = self._carry + chunk
         cut = data.rfind(b"\n")
         if cut < 0:
@@ -116,6 +120,8 @@ class SourceScanner:
         if self._carry:
             self._process(self._carry, advance=True)
             self._carry = b""
+        if found := self._structured.finish():
+            self.result.structured.append(found)
         return self.result
 
     def _process(self, buffer: bytes, advance: bool) -> None:

@@ -7,6 +7,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from catalog.model import Category, Scope
+from correlator.differential import Suspect
 from correlator.events import Event, Target
 from correlator.identity import IdentityMap
 from schemas.findings import Role
@@ -16,13 +18,26 @@ W_SEVERITY = {"critical": 1.3, "error": 1.0, "warning": 0.45, "info": 0.15}
 W_GENERIC = 0.3  # a catch-all match says little about the cause
 W_WRAPPER = 0.4  # a result code wrapping a cause printed elsewhere
 W_NAMED = 4.0  # a desync report or barrier naming the rank is computed from every rank's counters
-W_PEER = 0.9  # each distinct survivor whose connection to this peer broke
-W_PEER_CAP = 3.5
+W_PEER_HOST = 0.9  # each distinct host whose ranks lost their connection to this peer
+W_PEER_RANK = 0.15  # and each distinct rank among them
+W_PEER_CAP = 4.5
+W_STORE_CLIENT = 0.3  # each rank whose TCPStore client lost the store this host served
+W_STORE_CAP = 2.5
+W_ODD_INTERFACE = 2.5  # NCCL on this host uses another interface than on most hosts
+W_UNREACHABLE_PEER = 1.2  # each host that could not reach this one, when this one's interface is the odd one out
+W_LAG = {"status": 3.0, "flight_recorder": 3.5, "mismatch": 3.5}  # collective sequence numbers (collectives.py)
+W_SILENT = 1.2  # its log arrived, yet it alone printed nothing when every other rank reported the failure
+SILENT_SHARE = 0.02  # more silent ranks than this and silence is a logging gap, not a clue
+W_UNIQUE_ERRORS = 1.5  # error lines no other rank printed, before the cascade (differential.py)
 W_UNMAPPED_PEER_SELF = 0.8  # a peer error whose peer is in no log here: the reporter is the best lead left
 W_EXIT = {-9: 2.5, 137: 2.5, -11: 2.5, 139: 2.5, -7: 2.2, 135: 2.2, -6: 0.8, 134: 0.8, 1: 0.6}
 W_EXIT_TEARDOWN = {-15, 143, 15, -2, 130}
+W_EXIT_ABORT = {-6, 134}
+W_EXIT_COMMON = 0.3  # an exit code a third of the job shares does not single anyone out
+W_EXIT_COMMON_SHARE = 1 / 3  # SIGABRT: what the NCCL watchdog does to its own process after a timeout
 W_ODD_SEQ = 1.0
 W_EARLIEST = 0.5
+W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent failures, the first started it
 SKEW_TOLERANCE = timedelta(seconds=2)
 
 
@@ -34,15 +49,18 @@ class Candidate:
     own_events: list[Event] = field(default_factory=list)
     support_events: list[Event] = field(default_factory=list)  # others' lines that point at it
     first_time: datetime | None = None
+    own_fault: bool = False  # something of its own counts: a cause-like line, an exit code, a lag
+    unique: Suspect | None = None  # its error lines no other rank printed (differential.py)
 
-    def add(self, weight: float, reason: str) -> None:
+    def add(self, weight: float, reason: str, own: bool = True) -> None:
         self.score += weight
+        self.own_fault = self.own_fault or own
         self.reasons.append(f"{reason} (+{weight:.1f})")
 
     def best_event(self) -> Event | None:
-        def key(ev: Event) -> tuple[int, float, int]:
-            return (0 if ev.best.generic else 1, W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value],
-                    -ev.best.order)
+        def key(ev: Event) -> tuple[int, int, float, int]:
+            return (0 if exit_report(ev) else 1, 0 if ev.best.generic else 1,
+                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value], -ev.best.order)
         if self.own_events:
             return max(self.own_events, key=key)
         return min(self.support_events, key=lambda ev: ev.best.order) if self.support_events else None
@@ -67,10 +85,15 @@ class Board:
         return sorted(self.by_key.values(), key=lambda c: -c.score)
 
 
+def exit_report(ev: Event) -> bool:
+    """A launcher reporting an exit code: weighed by the exit rules, not as a fault of its own."""
+    return ev.signature.category is Category.LAUNCHER and ("exit_code" in ev.best.fields or "signal" in ev.best.fields)
+
+
 def _own_fault(board: Board, events: list[Event]) -> None:
     seen: Counter[tuple[int, str]] = Counter()
     for ev in events:
-        if ev.role is Role.CONTEXT or not ev.implicated or ev.signature.implicates.value != "self":
+        if ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.signature.implicates.value != "self":
             continue
         for target in ev.implicated:
             cand = board.get(target)
@@ -79,22 +102,31 @@ def _own_fault(board: Board, events: list[Event]) -> None:
             seen[key] += 1
             if seen[key] > 1:
                 continue  # the same fault printed again on the same rank is not new evidence
+            if exit_report(ev) or ev.weight == 0:
+                continue
             weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value]
             weight *= W_GENERIC if ev.best.generic else 1.0
             weight *= W_WRAPPER if ev.signature.wrapper else 1.0
             if weight > 0:
-                cand.add(weight, f"{ev.role.value} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
+                cand.add(weight, f"{ev.role.value} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}",
+                         own=ev.role is not Role.COLLATERAL)
 
 
 def _blame(board: Board, events: list[Event]) -> None:
     peer_reporters: dict[Target, set[Target]] = defaultdict(set)
     for ev in events:
+        if ev.stale:
+            continue
         implicates = ev.signature.implicates.value
         if implicates == "named":
             for target in ev.implicated:
                 cand = board.get(target)
                 cand.own_events.append(ev)
-                cand.add(W_NAMED, f"named by `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
+                if ev.reason is not None and ev.weight is not None:
+                    where = f"{ev.best.source}:{ev.best.line_no}" if ev.best.line_no else ev.best.source
+                    cand.add(ev.weight, f"{ev.reason} ({where})")
+                else:
+                    cand.add(W_NAMED, f"named by `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
         elif implicates == "peer":
             if ev.unmapped_peer is not None:
                 cand = board.get(ev.reporter)
@@ -106,8 +138,10 @@ def _blame(board: Board, events: list[Event]) -> None:
                 peer_reporters[target].add(ev.reporter)
                 board.get(target).support_events.append(ev)
     for target, reporters in peer_reporters.items():
-        weight = min(W_PEER_CAP, W_PEER * len(reporters))
-        board.get(target).add(weight, f"{len(reporters)} other rank(s)/host(s) lost their connection to it")
+        others = {r.host for r in reporters if r.host != target.host}
+        weight = min(W_PEER_CAP, W_PEER_HOST * max(1, len(others)) + W_PEER_RANK * len(reporters))
+        where = f"on {len(others)} other host(s)" if others else "on its own host"
+        board.get(target).add(weight, f"{len(reporters)} rank(s) {where} lost their connection to it", own=False)
 
 
 def _fold_hosts_into_ranks(board: Board) -> None:
@@ -116,30 +150,44 @@ def _fold_hosts_into_ranks(board: Board) -> None:
         if key[0] != "host" or cand.target.host is None:
             continue
         on_host = [c for c in board.by_key.values()
-                   if c.target.rank is not None and c.target.host == cand.target.host
-                   and any(ev.role in (Role.INITIATING, Role.EITHER) for ev in c.own_events)]
+                   if c.target.rank is not None and c.target.host == cand.target.host and c.own_fault]
         if not on_host:
             continue
         heir = max(on_host, key=lambda c: c.score)
         heir.score += cand.score
+        heir.own_fault = heir.own_fault or cand.own_fault
         heir.reasons += [f"its host {cand.target.host}: {r}" for r in cand.reasons]
         heir.support_events += cand.support_events
         heir.own_events += [ev for ev in cand.own_events if ev not in heir.own_events]
         del board.by_key[key]
 
 
-def _exits(board: Board, ids: IdentityMap) -> None:
+def _exits(board: Board, ids: IdentityMap, events: list[Event]) -> None:
     codes = [e.exit_code for e in ids.exits]
     if not codes:
         return
+    by_code: dict[int, set[object]] = defaultdict(set)  # who exited with each code, each rank or host once
+    for e in ids.exits:
+        by_code[e.exit_code].add(e.rank if e.rank is not None else e.host)
+    who = set().union(*by_code.values())
+    timed_out = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None}
+    seen: set[tuple[int | None, str | None, int]] = set()
     for rec in ids.exits:
         weight = W_EXIT.get(rec.exit_code)
-        if weight is None or rec.exit_code in W_EXIT_TEARDOWN:
+        if weight is None or rec.exit_code in W_EXIT_TEARDOWN or (rec.rank, rec.host, rec.exit_code) in seen:
             continue
+        seen.add((rec.rank, rec.host, rec.exit_code))
+        if rec.exit_code in W_EXIT_ABORT and rec.rank in timed_out:
+            continue  # its own watchdog aborted it after a collective failed: a consequence
         others = sum(1 for c in codes if c != rec.exit_code)
         lone = " while the others were torn down" if others else ""
+        sharing = len(by_code[rec.exit_code])
+        if sharing >= 3 and sharing > len(who) * W_EXIT_COMMON_SHARE:
+            weight *= W_EXIT_COMMON
+            lone = f", as for {sharing} ranks/hosts: it says little"
         target = Target(rec.rank, rec.host if rec.rank is None else ids.host_of_rank.get(rec.rank, rec.host))
-        board.get(target).add(weight, f"exit code {rec.exit_code}{lone} ({rec.source}:{rec.line_no})")
+        where = rec.source if rec.line_no == 0 else f"{rec.source}:{rec.line_no}"
+        board.get(target).add(weight, f"exit code {rec.exit_code}{lone} ({where})")
 
 
 def _odd_sequence(board: Board, events: list[Event]) -> None:
@@ -163,11 +211,13 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
     if len(contenders) < 2:
         return
     top = contenders[0].score
-    close = [c for c in contenders if c.score >= 0.8 * top]
+    close = [c for c in contenders if c.score >= 0.8 * top or _has_cause(c)]
     timed = []
     for cand in close:
-        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
-                 for ev in cand.own_events if ev.best.time is not None and ev.best.clock == "wall"]
+        timed_events = [ev for ev in cand.own_events if ev.best.time is not None and ev.best.clock == "wall"]
+        # A launcher's report is when it noticed, not when the fault happened: only when nothing else has a clock.
+        own = [ev for ev in timed_events if not exit_report(ev)] or timed_events
+        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0)) for ev in own if ev.best.time]
         if times:
             cand.first_time = min(times)
             timed.append(cand)
@@ -176,14 +226,99 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
     timed.sort(key=lambda c: c.first_time or datetime.max)
     first, second = timed[0], timed[1]
     if first.first_time and second.first_time and second.first_time - first.first_time > SKEW_TOLERANCE:
-        first.add(W_EARLIEST, "its first fault is the earliest, after correcting per-host clock offsets")
+        if _has_cause(first) and _has_cause(second):
+            gap = (second.first_time - first.first_time).total_seconds()
+            first.add(W_EARLIER_CAUSE, f"{second.target.label} failed too, by a cause of its own, {gap:.0f} s "
+                      "later (clocks corrected): independent failures, and this one came first")
+        else:
+            first.add(W_EARLIEST, "its first fault is the earliest, after correcting per-host clock offsets")
 
 
-def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timedelta]) -> list[Candidate]:
+def _has_cause(cand: Candidate) -> bool:
+    """A specific catalog entry whose role is initiating, on its own lines: a cause, not a reaction."""
+    return any(ev.role is Role.INITIATING and not ev.best.generic and not exit_report(ev) and ev.weight is None
+               and not ev.stale for ev in cand.own_events)
+
+
+def _store_owner(board: Board, ids: IdentityMap, events: list[Event]) -> None:
+    """TCPStore clients that lost the store name its host: the store's owner (rank 0's process) went away."""
+    at = {(f.source, f.line_no): ev for ev in events for f in ev.findings}
+    reporters: dict[str, set[object]] = defaultdict(set)
+    lines: dict[str, list[Event]] = defaultdict(list)
+    for name, rec in ids.store_hosts:
+        host = ids.host_of(name) or name
+        reporters[host].add(rec.who.rank if rec.who.rank is not None else rec.source)
+        if (ev := at.get((rec.source, rec.line_no))) is not None:
+            lines[host].append(ev)
+    for host, seen in reporters.items():
+        weight = min(W_STORE_CAP, W_STORE_CLIENT * len(seen))
+        # env:// and torchrun's static rendezvous serve the store from rank 0's process, on MASTER_ADDR.
+        owner = board.get(Target(0, host) if ids.host_of_rank.get(0) == host else Target(None, host))
+        owner.support_events += lines[host]
+        owner.add(weight, f"{len(seen)} TCPStore client(s) lost the store it served", own=False)
+
+
+def _subnet(ids: IdentityMap, host: str | None) -> set[str]:
+    return {ip.rsplit(".", 2)[0] for ip, h in ids.host_of_ip.items() if h == host and ip.count(".") == 3}
+
+
+def _odd_interfaces(board: Board, events: list[Event], ids: IdentityMap) -> None:
+    """A host whose NCCL interface differs from the rest, or whose advertised address is on another network than
+    its callers', and that others could not reach: that host is misconfigured, not the callers."""
+    odd = ids.odd_interface_hosts()
+    for odd_host, (usual, count) in odd.items():
+        board.get(Target(None, odd_host)).add(W_ODD_INTERFACE, f"NCCL uses "
+                                              f"{','.join(sorted(ids.interfaces[odd_host]))} here where {count} "
+                                              f"hosts use {usual}")
+    callers: dict[str, set[str | None]] = defaultdict(set)
+    for ev in events:
+        peer = ev.best.fields.get("peer")
+        host = ids.host_of(peer) if isinstance(peer, str) and ev.signature.scope is Scope.JOB else None
+        if host is None or host == ev.reporter.host:
+            continue
+        theirs, mine = _subnet(ids, host), _subnet(ids, ev.reporter.host)
+        if host in odd or (theirs and mine and not theirs & mine):
+            callers[host].add(ev.reporter.host)
+            board.get(Target(None, host)).support_events.append(ev)
+            ev.weight = 0.0  # the caller's failure to reach it is this host's fault, not the caller's
+    for host, seen in callers.items():
+        board.get(Target(None, host)).add(W_UNREACHABLE_PEER * len(seen), f"{len(seen)} host(s) could not reach it "
+                                          "at the address it advertised, on another network than theirs")
+
+
+def _unique_errors(board: Board, suspect: Suspect, ids: IdentityMap) -> None:
+    """The differential view's suspect: error lines that no other rank printed, before the cascade."""
+    host = suspect.host or (ids.host_of_rank.get(suspect.rank) if suspect.rank is not None else None)
+    cand = board.get(Target(suspect.rank, host))
+    cand.unique = suspect
+    cand.add(W_UNIQUE_ERRORS, f"{len(suspect.lines)} error line(s) no other rank or host printed, before the "
+             f"cascade (first: {suspect.lines[0].text[:100]!r})")
+
+
+def _silent(board: Board, events: list[Event], ids: IdentityMap, logged: set[int]) -> None:
+    """A rank whose process hung or vanished often prints nothing at all: the one rank missing from the wave."""
+    reporting = {ev.reporter.rank for ev in events if ev.reporter.rank is not None and not ev.stale}
+    silent = logged - reporting
+    if len(reporting) < 3 or not silent or len(silent) > max(1, SILENT_SHARE * len(logged)):
+        return
+    for rank in sorted(silent):
+        # own=False: silence alone does not claim a host's fault (an Xid whose PCI address no NCCL line maps).
+        board.get(Target(rank, ids.host_of_rank.get(rank))).add(
+            W_SILENT, f"its log arrived but it printed nothing while {len(reporting)} ranks reported the failure",
+            own=False)
+
+
+def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timedelta],
+          suspect: Suspect | None = None, logged: set[int] | None = None) -> list[Candidate]:
     board = Board()
+    _odd_interfaces(board, events, ids)
     _own_fault(board, events)
     _blame(board, events)
-    _exits(board, ids)
+    _store_owner(board, ids, events)
+    _exits(board, ids, events)
+    if suspect is not None and suspect.unique and suspect.lines:
+        _unique_errors(board, suspect, ids)
+    _silent(board, events, ids, logged or set())
     _odd_sequence(board, events)
     _fold_hosts_into_ranks(board)
     _earliest(board, offsets)

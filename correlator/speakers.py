@@ -37,7 +37,8 @@ class Who:
 def _looks_like_host(word: str) -> bool:
     if word in _PDSH_NOT_HOST or word.endswith(("Error", "Exception", "Warning")):
         return False
-    return any(c.isdigit() for c in word) or "-" in word or "." in word
+    # A dotted word without digits or hyphens is a logger's name (trainer.integrity: ...), not a host.
+    return any(c.isdigit() for c in word) or "-" in word
 
 
 def read_prefixes(line: str, base: Who) -> tuple[Who, str]:

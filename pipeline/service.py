@@ -92,7 +92,7 @@ class Pipeline:
                         self._schedule(job_id, ready.due, now)
                     return None
             results = merge(view.shards)
-            diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts)
+            diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts, exit_codes=event.exit_codes)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
                 return self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
                                                 self.on_saved)

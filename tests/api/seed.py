@@ -32,8 +32,10 @@ def _rank_log(rank: int, world_size: int, t_fail: datetime, skew: timedelta, vic
     ip = f"10.0.0.{rank // GPUS_PER_NODE + 1}"
     lines = [f"{head} NCCL INFO Bootstrap : Using eth0:{ip}<0>",
              f"{head} NCCL INFO NET/Socket : Using [0]eth0:{ip}<0>",
+             # busIds 1a000, 2a000, ...: no GPU sits on the buses the Xids below name (3b, 5e, 86), so each kernel
+             # line maps to its host only (the correlator maps a PCI address to its rank through these lines)
              f"{head} NCCL INFO comm 0x55d0c{rank:04x}000 rank {rank} nranks {world_size} cudaDev {dev} "
-             f"nvmlDev {dev} busId {0x1b000 + dev * 0x10000:x} commId 0x6b3f0c9e1d2a4f10 - Init COMPLETE"]
+             f"nvmlDev {dev} busId {0x1a000 + dev * 0x10000:x} commId 0x6b3f0c9e1d2a4f10 - Init COMPLETE"]
     for step in range(10):
         t = t_fail - timedelta(seconds=(10 - step) * 2) + skew
         lines.append(f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}] [INFO] [rank{rank}] step {900 + step} "

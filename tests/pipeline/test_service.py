@@ -118,3 +118,16 @@ def test_a_countdown_that_fires_early_is_scheduled_again(parts) -> None:  # type
     assert scheduler.calls[-1] == ("j", due)
     clock.now = due
     assert pipe.correlate("j") is not None
+
+
+def test_exit_codes_in_the_job_event_name_a_silent_rank(parts) -> None:  # type: ignore[no-untyped-def]
+    # Rank 37 was SIGKILLed and printed nothing; its node's kernel log never arrived. Only the scheduler knows.
+    pipe, clock, _ = parts
+    codes = {str(r): -15 for r in range(64)} | {"37": -9}
+    pipe.accept_job(failed_job("j", exit_codes=codes))
+    for shard in shards_of("j", EXAMPLE):
+        if shard.stream != "dmesg":
+            pipe.accept_shard(shard)
+    clock.advance(31)
+    incident = pipe.correlate("j")
+    assert incident is not None and incident.rank == 37

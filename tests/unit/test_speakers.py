@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from correlator.speakers import Who, read_speaker, who_from_path
+from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
 
 
 @pytest.mark.parametrize(
@@ -51,3 +51,17 @@ def test_words_before_a_colon_are_not_hosts() -> None:
 def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | None) -> None:
     who = who_from_path(path)
     assert (who.rank, who.host) == (rank, host)
+
+
+@pytest.mark.parametrize(
+    ("line", "host"),
+    [
+        ("gpu-a12.cluster.local: [rank3]: step 7", "gpu-a12.cluster.local"),
+        ("node017: NCCL INFO ...", "node017"),
+        ("trainer.integrity: fatal: aborting at step 4806", None),  # a logger's name, not a pdsh host
+        ("torch.distributed.run: WARNING: ...", None),
+    ],
+)
+def test_a_dotted_logger_name_is_not_a_pdsh_host(line: str, host: str | None) -> None:
+    who, _ = read_prefixes(line, Who())
+    assert who.host == host

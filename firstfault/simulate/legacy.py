@@ -1,55 +1,16 @@
-"""Realistic multi-rank failure logs with known answers, for demos, tests and benchmarks.
+"""The first simulated job, kept byte for byte: rank 37 of 64 OOM-killed, silent, under five minutes of skew.
 
-Each scenario writes per-rank logs (and per-node kernel logs) in the exact formats NCCL, PyTorch and the kernel
-print, with per-host clock skew, and returns the ground truth. Deterministic for a given seed.
+The bundled example (examples/oom-killed-rank37), the throughput benchmark (bench/generate.py) and other
+packages' fixtures are built from these exact lines; the scenario simulator proper is the rest of this package.
 """
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
-GPUS_PER_NODE = 8
-START = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
-
-
-@dataclass
-class Truth:
-    scenario: str
-    rank: int | None
-    host: str | None
-    signature_hint: str  # a substring the reported signature id must contain
-    world_size: int
-    files: list[Path] = field(default_factory=list)
-
-
-@dataclass
-class Cluster:
-    world_size: int
-    seed: int
-    max_skew_s: float = 300.0
-
-    def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
-        self.nodes = max(1, self.world_size // GPUS_PER_NODE)
-        self.skew = {n: timedelta(seconds=self.rng.uniform(-self.max_skew_s, self.max_skew_s))
-                     for n in range(self.nodes)}
-        self.pids = {r: 20000 + self.rng.randrange(60000) for r in range(self.world_size)}
-
-    def host(self, rank: int) -> str:
-        return f"node{rank // GPUS_PER_NODE:03d}"
-
-    def ip(self, rank: int) -> str:
-        node = rank // GPUS_PER_NODE
-        return f"10.0.{node // 250}.{node % 250 + 1}"
-
-    def local(self, rank: int) -> int:
-        return rank % GPUS_PER_NODE
-
-    def clock(self, rank: int, true_time: datetime) -> datetime:
-        return true_time + self.skew[rank // GPUS_PER_NODE]
+from firstfault.simulate.cluster import START, Cluster
+from firstfault.simulate.write import Truth
 
 
 def _glog(t: datetime) -> str:
@@ -130,7 +91,8 @@ def oom_killed_rank(out: Path, world_size: int = 64, victim: int = 37, seed: int
     c = Cluster(world_size, seed)
     t_kill = START + timedelta(minutes=14, seconds=c.rng.uniform(0, 30))
     seq = 4821
-    truth = Truth("oom_killed_rank", victim, c.host(victim), "oom", world_size)
+    truth = Truth("oom_killed_rank", victim, c.host(victim), "oom", world_size,
+                  rank_hosts={r: c.host(r) for r in range(world_size)})
     neighbours = {(victim - 1) % world_size, (victim + 1) % world_size}
     for r in range(world_size):
         lines = _nccl_init(c, r) + _training(c, r, 40, t_kill)
@@ -148,6 +110,3 @@ def oom_killed_rank(out: Path, world_size: int = 64, victim: int = 37, seed: int
     dmesg.write_text("\n".join(noise + _dmesg_oom(c, victim, t_kill)) + "\n")
     truth.files.append(dmesg)
     return truth
-
-
-SCENARIOS = {"oom_killed_rank": oom_killed_rank}

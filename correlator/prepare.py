@@ -1,0 +1,77 @@
+"""Evidence prepared before scoring: collective lags, lines the job survived, what came before the cascade."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from correlator.collectives import Lag, from_dumps, from_ops, from_status
+from correlator.events import Event
+from correlator.flight_recorder import FlightDump
+from correlator.identity import IdentityMap
+from correlator.reading import ContextRecord, SourceResult
+from correlator.scoring import SKEW_TOLERANCE
+from schemas.findings import Role
+
+STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
+
+
+def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], failures: Sequence[Event],
+          ids: IdentityMap) -> list[Lag]:
+    """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops."""
+    rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
+               for i, rec in enumerate(context)}
+    timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
+                 ev.best.line_no, ev.best.text) for ev in failures
+                if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
+                and isinstance(ev.best.fields.get("op"), str)]
+    dumps = [d for r in results for d in r.structured if isinstance(d, FlightDump)]
+    return [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts)]
+
+
+def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],
+                context: Sequence[ContextRecord]) -> None:
+    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
+    rank by a completed NCCL init (a store retry at start-up), or printed long before the consequences began."""
+    inits: dict[str, int] = {}
+    for rec in context:
+        if rec.kind == "nccl_comm":
+            inits[rec.source] = max(inits.get(rec.source, 0), rec.line_no)
+    times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := when(ev, offsets)) is not None]
+    horizon = min(times) - STALE_BEFORE if times else None
+    for ev in failures:
+        if ev.role is Role.INITIATING or ev.weight is not None:
+            continue
+        printed = when(ev, offsets)
+        survived = ev.role is Role.EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
+        ev.stale = survived or (horizon is not None and printed is not None and printed < horizon)
+
+
+def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
+                    offsets: Mapping[str | None, timedelta]) -> list[ContextRecord]:
+    """Uncatalogued error lines printed before the consequences started: earlier than the first collateral line
+    (clocks corrected), or, without a clock, earlier in their file than that file's first collateral line.
+    Lines a specific catalog entry matched are weighed as what they are, not as unknowns."""
+    collateral = [ev for ev in failures if ev.role is Role.COLLATERAL]
+    times = [t for ev in collateral if (t := when(ev, offsets)) is not None]
+    start = min(times) + SKEW_TOLERANCE if times else None
+    first_line: dict[str, int] = {}
+    for ev in collateral:
+        first_line[ev.best.source] = min(first_line.get(ev.best.source, ev.best.line_no), ev.best.line_no)
+    known = {(f.source, f.line_no) for ev in failures for f in ev.findings if not f.generic}
+    out = []
+    for rec in context:
+        if rec.kind != "errorish" or (rec.source, rec.line_no) in known:
+            continue
+        if rec.time is not None and start is not None:
+            if rec.time - offsets.get(rec.who.host, timedelta(0)) <= start:
+                out.append(rec)
+        elif rec.line_no < first_line.get(rec.source, 1 << 62):
+            out.append(rec)
+    return out
+
+
+def when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
+    if ev.best.time is None or ev.best.clock != "wall":
+        return None
+    return ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
