@@ -17,7 +17,7 @@ from catalog.loader import bundled_sources, default_catalog, env_sources, read_s
 from catalog.model import catalog_json_schema
 from firstfault import __version__, notify_args, serve, ship_cli
 from firstfault.engine import default_matcher, diagnose_sources, scan_source
-from firstfault.history_cli import add_incidents_parser, cmd_incidents
+from firstfault.history_args import add_incidents_parser
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
 from schemas.errors import CatalogError, TransportError, UsageError
@@ -176,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return notify_cli.run(args)
         if args.command == "incidents":
+            from firstfault.history_cli import cmd_incidents
+
             return cmd_incidents(args, out)
         if args.command == "explain":
             args.action = "show"

@@ -1,0 +1,33 @@
+"""The core (schemas, catalog, correlator) imports no service library: it must run in `firstfault diagnose` on a
+laptop, and its logic must be testable without Kafka, Celery, SQL, Slack, HTTP or OpenTelemetry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FORBIDDEN = ("kafka", "celery", "kombu", "redis", "sqlalchemy", "sqlmodel", "alembic", "psycopg", "slack_sdk",
+             "httpx", "fastapi", "uvicorn", "opentelemetry")
+
+
+def test_importing_the_whole_core_loads_no_service_library() -> None:
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for package in ("schemas", "catalog", "correlator")
+        for p in (ROOT / package).rglob("*.py")
+    )
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules) +
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert len(modules) > 20
+
+
+def test_the_diagnose_command_starts_without_the_service_stack() -> None:
+    code = f"import sys, firstfault.cli; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
