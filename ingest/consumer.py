@@ -21,6 +21,7 @@ from ingest.dlq import DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from ingest.validate import validate_message
+from pipeline import tracing
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
 from schemas.wire import JobEvent
 
@@ -138,10 +139,14 @@ class IngestLoop:
             if kind is None:
                 raise InvalidMessage(f"topic {record.topic!r} is not one firstfault ingests")
             model = validate_message(kind, record.value, record.key)
-            if isinstance(model, JobEvent):
-                self._dispatcher.submit_job(model, record.headers)
-            else:
-                self._dispatcher.submit_shard(model, record.headers)
+            with tracing.span("firstfault.consume", record.headers, topic=record.topic, offset=record.offset,
+                              job_id=model.job_id):
+                # the next hop continues this span's trace (itself a child of the producer's traceparent)
+                headers = {**record.headers, **tracing.headers()}
+                if isinstance(model, JobEvent):
+                    self._dispatcher.submit_job(model, headers)
+                else:
+                    self._dispatcher.submit_shard(model, headers)
             return True
         except InvalidMessage as exc:
             reason = exc.reason

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from firstfault.serve import build_embedded
 from firstfault.settings import load_settings
+from ingest.topics import Topics
 from pipeline import tracing
 from tests.integration.celery_worker import wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
@@ -57,6 +58,30 @@ def test_embedded_pipeline_is_one_trace(spans: InMemorySpanExporter, sqlite_url:
     wait_for(lambda: "firstfault.store_incident" in _names_in_trace(spans), 10, "the store span")
     assert {"firstfault.ingest_http", "firstfault.match_shard", "firstfault.correlate_job",
             "firstfault.store_incident"} <= _names_in_trace(spans)
+
+
+def test_the_kafka_consumer_continues_the_producers_trace(spans: InMemorySpanExporter, kafka_bootstrap: str,
+                                                          topics: Topics) -> None:
+    from ingest.kafka import WireProducer
+    from tests.fakes.ingest import RecordingDispatcher
+    from tests.integration.kafka_helpers import drive, make_loop
+
+    spans.clear()
+    producer = WireProducer(kafka_bootstrap)
+    producer.send_job(failed_job("t3"), topics, {"traceparent": TRACEPARENT})
+    producer.flush()
+    producer.close()
+    dispatcher = RecordingDispatcher()
+    loop = make_loop(kafka_bootstrap, topics, dispatcher, "g-trace")
+    try:
+        drive(loop, lambda: len(dispatcher.jobs) == 1)
+    finally:
+        loop.close()
+    [consume] = [s for s in spans.get_finished_spans() if s.name == "firstfault.consume"]
+    assert f"{consume.context.trace_id:032x}" == TRACE_ID
+    [(_, headers)] = dispatcher.jobs
+    # the worker's span will be a child of the consume span, in the producer's trace
+    assert headers["traceparent"] == f"00-{TRACE_ID}-{consume.context.span_id:016x}-01"
 
 
 @pytest.mark.integration
