@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -19,6 +20,7 @@ from schemas.wire import JobEvent, LogShard
 from store.incidents import JobView, OnSaved, Store
 
 Clock = Callable[[], datetime]
+log = logging.getLogger("firstfault.pipeline")
 
 
 class Scheduler(Protocol):
@@ -94,8 +96,12 @@ class Pipeline:
             results = merge(view.shards)
             diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts, exit_codes=event.exit_codes)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
-                return self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
-                                                self.on_saved)
+                saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
+                                                 self.on_saved)
+            if saved is not None:
+                log.info("incident %s (job %s, revision %d): %s, rank %s on %s", saved.id, job_id, saved.revision,
+                         saved.signature or saved.diagnosis.verdict, saved.rank, saved.host)
+            return saved
 
     def _build(self, event: JobEvent, diagnosis: Diagnosis, current: Incident | None,
                now: datetime) -> Incident | None:
