@@ -8,9 +8,10 @@ over all blocks. We stay under 11,000 in all and cut long parts with "… N more
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from firstfault.render import rank_ranges
 from notifiers.redact import redact_incident
 from schemas.incident import Incident
 
@@ -59,20 +60,6 @@ def fit_lines(lines: Sequence[str], limit: int) -> str:
         kept.append(line)
         used += len(line) + 1
     return "\n".join(kept)
-
-
-def compact_ranks(ranks: Iterable[int]) -> str:
-    """0,1,2,3,5 -> "0-3,5"."""
-    values = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 def _emoji(incident: Incident) -> str:
@@ -140,7 +127,7 @@ def _collateral(incident: Incident) -> str | None:
         return None
     lines = []
     for g in groups:
-        where = [f"ranks {compact_ranks(g.ranks)}"] if g.ranks else []
+        where = [f"ranks {rank_ranges(g.ranks)}"] if g.ranks else []
         if g.hosts:
             more = f" +{len(g.hosts) - 4}" if len(g.hosts) > 4 else ""
             where.append("hosts " + ", ".join(escape(h) for h in g.hosts[:4]) + more)

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
+BROKER = "redis://127.0.0.1:6379/9"  # Celery tests: each uses its own key prefix and queue
 PG_ADMIN = os.environ.get("FIRSTFAULT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -76,3 +78,18 @@ def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture
+def broker_prefix() -> Iterator[str]:
+    """A key prefix and queue of this test's own: other runs may share the machine's Redis."""
+    client = redis.Redis.from_url(BROKER)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        pytest.skip(f"Redis not reachable at {BROKER}: {exc}")
+    prefix = f"fftest-{uuid.uuid4().hex[:8]}-"
+    yield prefix
+    for key in client.scan_iter(match=f"{prefix}*"):
+        client.delete(key)
+    client.close()

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BROKER = "redis://127.0.0.1:6379/9"
 
 
 def service_env(db_url: str, broker_url: str, **extra: str) -> dict[str, str]:

@@ -7,16 +7,13 @@ import itertools
 import socket
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from ingest.kafka import create_topics
 from ingest.topics import Topics
-from tests.integration import celery_worker
 
 _STARTUP_S = 30
 _names = itertools.count()
@@ -83,18 +80,3 @@ def topics(kafka_bootstrap: str) -> Topics:
     fresh = Topics(f"{prefix}.jobs", f"{prefix}.shards", f"{prefix}.dlq")
     create_topics(kafka_bootstrap, fresh, partitions=3)
     return fresh
-
-
-@pytest.fixture
-def broker_prefix() -> Iterator[str]:
-    """A key prefix and queue of this test's own: other runs may share the machine's Redis."""
-    client = redis.Redis.from_url(celery_worker.BROKER)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:
-        pytest.skip(f"Redis not reachable at {celery_worker.BROKER}: {exc}")
-    prefix = f"fftest-{uuid.uuid4().hex[:8]}-"
-    yield prefix
-    for key in client.scan_iter(match=f"{prefix}*"):
-        client.delete(key)
-    client.close()

@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from firstfault.settings import load_settings
 from store.incidents import Store
-from tests.integration.celery_worker import BROKER, Worker, service_env, wait_for
+from tests.conftest import BROKER
+from tests.integration.celery_worker import Worker, service_env, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 from workers.app import make_app
 from workers.dispatch import CeleryDispatcher

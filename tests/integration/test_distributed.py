@@ -14,7 +14,8 @@ import kafka
 import pytest
 
 from store.incidents import Store
-from tests.integration.celery_worker import BROKER, ROOT, Worker, service_env, wait_for
+from tests.conftest import BROKER
+from tests.integration.celery_worker import ROOT, Worker, service_env, wait_for
 from tests.integration.kafka_helpers import read_topic
 from tests.pipeline.helpers import EXAMPLE
 

@@ -15,9 +15,9 @@ from firstfault.serve import build_embedded
 from firstfault.settings import load_settings
 from ingest.topics import Topics
 from pipeline import tracing
+from tests.api.server import serving
 from tests.integration.celery_worker import wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
-from tests.pipeline.http_server import serving
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"

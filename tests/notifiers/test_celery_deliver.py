@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import redis
 
 from firstfault.settings import load_settings
 from notifiers.outbox import on_saved
 from notifiers.subscriptions import add
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
+from tests.conftest import BROKER
 from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import Worker, service_env, wait_for
 from tests.notifiers.conftest import SLACK_TOKEN, make_incident
@@ -22,25 +20,9 @@ from tests.pipeline.helpers import failed_job
 from workers.app import make_app
 
 pytestmark = pytest.mark.integration
-BROKER = "redis://127.0.0.1:6379/9"
 
 
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """Keys and a queue of this test's own: other runs share the machine's Redis."""
-    client = redis.Redis.from_url(BROKER)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:
-        pytest.skip(f"Redis not reachable at {BROKER}: {exc}")
-    mine = f"fftest-{uuid.uuid4().hex[:8]}-"
-    yield mine
-    for key in client.scan_iter(match=f"{mine}*"):
-        client.delete(key)
-    client.close()
-
-
-def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, prefix: str, slack_server: FakeSlack,
+def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, broker_prefix: str, slack_server: FakeSlack,
                                                   tmp_path: Path) -> None:
     store = Store.open(fresh_pg_url)
     now = datetime.now(UTC)
@@ -50,8 +32,8 @@ def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, prefix: str
     incident = make_incident()
     store.record_job(failed_job(incident.job_id), now)
     store.save_incident(incident.job_id, lambda cur: incident, on_saved(lambda: now))
-    queue = f"{prefix}firstfault"
-    env = service_env(fresh_pg_url, BROKER, FIRSTFAULT_SLACK_TOKEN=SLACK_TOKEN, FIRSTFAULT_BROKER_PREFIX=prefix,
+    queue = f"{broker_prefix}firstfault"
+    env = service_env(fresh_pg_url, BROKER, FIRSTFAULT_SLACK_TOKEN=SLACK_TOKEN, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
                       FIRSTFAULT_QUEUE=queue, FIRSTFAULT_SLACK_BASE_URL=slack_server.url)
     worker = Worker(env, tmp_path / "worker.log")
     app = make_app(load_settings(env))

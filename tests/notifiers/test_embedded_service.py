@@ -13,11 +13,11 @@ from notifiers.loop import DeliveryLoop
 from notifiers.subscriptions import add
 from notifiers.wiring import Deliverer
 from schemas.subscription import Match, Subscription, Target
+from tests.api.server import serving
 from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import wait_for
 from tests.notifiers.conftest import SLACK_TOKEN
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
-from tests.pipeline.http_server import serving
 
 pytestmark = pytest.mark.integration
 

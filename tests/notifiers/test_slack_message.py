@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from firstfault.render import rank_ranges
 from notifiers.slack_message import (
     HEADER_CHARS,
     MAX_BLOCKS,
-    compact_ranks,
     fallback_text,
     fit_lines,
     incident_blocks,
@@ -105,4 +105,4 @@ def test_fit_lines_keeps_whole_lines_and_counts_the_rest() -> None:
 
 
 def test_rank_lists_are_compact() -> None:
-    assert compact_ranks([5, 0, 1, 2, 3, 9, 10]) == "0-3,5,9-10"
+    assert rank_ranges([5, 0, 1, 2, 3, 9, 10]) == "0-3,5,9-10"

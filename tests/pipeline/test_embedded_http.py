@@ -11,9 +11,9 @@ import pytest
 
 from firstfault.serve import Embedded, build_embedded
 from firstfault.settings import load_settings
+from tests.api.server import serving
 from tests.integration.celery_worker import wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
-from tests.pipeline.http_server import serving
 
 TOKEN = "s3cret-test-token"
 
