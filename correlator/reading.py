@@ -28,6 +28,15 @@ _TRACEBACKISH = re.compile(
     r"^(?:\s|$|Traceback|File \"|During handling|The above exception|Last error|Exception raised from|"
     r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
 )
+# Context kinds the correlator only folds into maps and sets (correlator/identity.py, prepare.mark_stale, the
+# `logged` ranks of diagnose): first wins (setdefault), last wins (assignment, also when guarded by a running
+# max), the largest line number, membership. Such a fold gives the same result over any subsequence that keeps,
+# in order, the first and the last occurrence of every distinct (kind, fields, speaker) row; so a source keeps
+# only those two of each, and NCCL's sub-communicator set-up, printed every few steps, stops growing memory.
+# Not here: errorish (the differential view sums over repeats), pg_status (clock medians), store_remote,
+# worker_failed and table_* (line numbers and counts matter).
+FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
+                          "k8s_node"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +62,41 @@ class SourceResult:
     lines: int = 0
     bytes: int = 0
     structured: list[Structured] = field(default_factory=list)  # a Flight Recorder dump or job metadata
+
+
+class _KeptContext:
+    """One source's context records in line order, a folded kind's row only at its first and last occurrence."""
+
+    def __init__(self) -> None:
+        self._records: list[ContextRecord | None] = []  # None: a last occurrence that a later one replaced
+        self._last_slot: dict[tuple[Any, ...], int] = {}  # row -> slot of its latest occurrence (-1: the first)
+        self._holes = 0
+
+    def add(self, record: ContextRecord) -> None:
+        if record.kind in FOLDED_KINDS:
+            row = (record.kind, tuple(sorted(record.fields.items())), record.who)
+            slot = self._last_slot.get(row)
+            if slot is not None and slot >= 0:
+                self._records[slot] = None
+                self._holes += 1
+            self._last_slot[row] = -1 if slot is None else len(self._records)
+        self._records.append(record)
+        if self._holes > max(1024, len(self._records) // 2):
+            self._compact()
+
+    def records(self) -> list[ContextRecord]:
+        return [r for r in self._records if r is not None]
+
+    def _compact(self) -> None:
+        moved: dict[int, int] = {}
+        kept: list[ContextRecord | None] = []
+        for old, record in enumerate(self._records):
+            if record is not None:
+                moved[old] = len(kept)
+                kept.append(record)
+        self._records = kept
+        self._last_slot = {row: slot if slot < 0 else moved[slot] for row, slot in self._last_slot.items()}
+        self._holes = 0
 
 
 def _read_who(line: str, base: Who, owner: str | None) -> Who:
@@ -100,6 +144,7 @@ class SourceScanner:
         # once, and its records share one copy of its text.
         self._said: dict[tuple[str, str | None], Said] = {}
         self.result = SourceResult(source)
+        self._context = _KeptContext()
         self._structured = Sniffer(source, base.rank)
 
     def feed(self, chunk: bytes) -> None:
@@ -122,6 +167,7 @@ class SourceScanner:
             self._carry = b""
         if found := self._structured.finish():
             self.result.structured.append(found)
+        self.result.context = self._context.records()
         return self.result
 
     def _process(self, buffer: bytes, advance: bool) -> None:
@@ -143,8 +189,7 @@ class SourceScanner:
         if lm.context:
             time = stamp.time if stamp else None
             for kind, captures in lm.context.items():
-                self.result.context.append(
-                    ContextRecord(kind, captures, self.result.source, line_no, who, time, text))
+                self._context.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, text))
         if lm.signature is None:
             return
         sig = lm.signature
