@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
@@ -35,7 +36,7 @@ class EmbeddedRunner:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self.pipeline: Pipeline | None = None
-        self.failures: list[str] = []  # permanent failures, newest last (also logged)
+        self.failures: deque[str] = deque(maxlen=1000)  # the newest permanent failures (every one is logged)
 
     def bind(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline

@@ -47,7 +47,7 @@ def test_a_job_shipped_over_http_becomes_an_incident(embedded: tuple[Embedded, s
             assert http.post("/v1/shards", json=shard.model_dump(mode="json")).status_code == 202
     incident = wait_for(lambda: service.store.incident_for_job("e1"), 60, "the incident")
     assert (incident.signature, incident.rank, incident.host) == ("host.oom_killer", 37, "node004")
-    assert service.runner.failures == []
+    assert list(service.runner.failures) == []
 
 
 def test_writes_need_the_token(embedded: tuple[Embedded, str]) -> None:
