@@ -31,12 +31,15 @@ class LineMatch:
     context: dict[str, dict[str, Any]] = field(default_factory=dict)  # context pattern name -> captures
 
 
-_NOT_LITERAL = re.compile(r"\(\?P<\w+>|\(\?[:i]|\[(?:\\.|[^\]])*\]|\\[dDsSwWbB]|\{\d*,?\d*\}|.\?|[()|+*?^$.]")
+# One token at a time, escapes first: an escaped character (`\[`, `\.`) is a literal, never the start of a class,
+# and the class alternative cannot also take a backslash, so no input makes it backtrack exponentially.
+_TOKENS = re.compile(r"\\[dDsSwWbBAZz]|\(\?P<\w+>|\(\?[:i]|(?:\\.|[^\\])\?|\\(?P<escaped>.)|\[(?:\\.|[^\]\\])*\]"
+                     r"|\{\d*,?\d*\}|[()|+*?^$.]|(?P<plain>.)", re.S)
 
 
 def literal_length(regex: str) -> int:
     """How many characters a pattern pins down: literals count, classes, optionals and quantifiers do not."""
-    return len(_NOT_LITERAL.sub("", regex).replace("\\", ""))
+    return sum(1 for m in _TOKENS.finditer(regex) if m.group("escaped") is not None or m.group("plain") is not None)
 
 
 def specificity(sig: Signature, regex: str) -> tuple[int, int, int]:

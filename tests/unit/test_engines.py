@@ -120,3 +120,20 @@ def test_folded_patterns_match_exactly_the_lines_their_caseless_originals_match(
         for line in lines:
             for variant in (line, line.upper(), line.swapcase()):
                 assert bool(caseless.search(variant)) == bool(lowered.search(variant.lower())), (pattern, variant)
+
+
+def test_literal_length_reads_escapes_as_literals() -> None:
+    from catalog.matcher import literal_length
+
+    assert literal_length(r"\[deepspeed\] OVERFLOW!") == len("[deepspeed] OVERFLOW!")
+    assert literal_length(r"a\.b") == 3
+    assert literal_length(r"[xyz]+foo") == 3
+    assert literal_length(r"(?P<rank>\d+) x?yz") == 3  # ' ' 'y' 'z': captures, classes, optionals don't count
+
+
+def test_literal_length_of_an_escaped_log_line_is_linear() -> None:
+    # re.escape of a real line used to send the class alternative into exponential backtracking
+    from catalog.matcher import literal_length
+
+    line = "[x] " + "a." * 200
+    assert literal_length(re.escape(line)) == len(line)
