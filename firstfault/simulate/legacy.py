@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from firstfault.simulate.cluster import START, Cluster
+from firstfault.simulate.lines import dmesg_oom
 from firstfault.simulate.write import Truth
 
 
@@ -73,17 +74,7 @@ def _reset_by_peer(c: Cluster, r: int, victim: int, t: datetime) -> str:
 
 
 def _dmesg_oom(c: Cluster, victim: int, t: datetime) -> list[str]:
-    ct = c.clock(victim, t)
-    stamp = f"[{ct:%a %b %d %H:%M:%S %Y}]"
-    pid = c.pids[victim]
-    return [
-        f"{stamp} python invoked oom-killer: gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_COMP|__GFP_ZERO), "
-        "order=0, oom_score_adj=0",
-        f"{stamp} oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,"
-        f"task_memcg=/slurm/uid_1000/job_88123/step_0,task=python,pid={pid},uid=1000",
-        f"{stamp} Out of memory: Killed process {pid} (python) total-vm:912345678kB, anon-rss:498765432kB, "
-        "file-rss:81234kB, shmem-rss:0kB, UID:1000 pgtables:987654kB oom_score_adj:0",
-    ]
+    return dmesg_oom(c, victim, t)  # kept under its old name: bench.generate and the examples use it
 
 
 def oom_killed_rank(out: Path, world_size: int = 64, victim: int = 37, seed: int = 0) -> Truth:
