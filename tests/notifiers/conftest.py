@@ -85,3 +85,20 @@ def settings_for(slack: FakeSlack | None = None, pagerduty: FakePagerDuty | None
         slack_api_url=slack.url if slack else "http://127.0.0.1:9/api/",
         pagerduty_url=pagerduty.base if pagerduty else "http://127.0.0.1:9",
         webhook_secret=SecretStr(secret), timeout_s=5)
+
+
+def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty) -> tuple[Any, Any, dict[str, Any]]:
+    """A Pipeline on `store` whose incident changes write the outbox, a manual clock, and real notifiers aimed at
+    the fake Slack and PagerDuty. Callers close the notifiers and the store."""
+    from firstfault.engine import default_matcher
+    from notifiers.pagerduty import PagerDutyNotifier
+    from notifiers.slack import SlackNotifier
+    from notifiers.wiring import outbox_hook
+    from pipeline.service import Pipeline
+    from tests.pipeline.helpers import ManualClock, RecordingScheduler
+
+    clock = ManualClock()
+    matcher = default_matcher()
+    pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
+    settings = settings_for(slack, pagerduty)
+    return pipe, clock, {"slack": SlackNotifier(settings), "pagerduty": PagerDutyNotifier(settings)}

@@ -8,15 +8,13 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import col, select
 
-from firstfault.engine import default_matcher
 from notifiers.base import Notifier
 from notifiers.loop import DeliveryLoop
 from notifiers.outbox import deliver_due, on_saved
 from notifiers.pacing import Pacer
-from notifiers.pagerduty import PagerDutyNotifier
 from notifiers.slack import SlackNotifier
 from notifiers.subscriptions import add
-from notifiers.wiring import Deliverer, outbox_hook
+from notifiers.wiring import Deliverer
 from pipeline.service import Pipeline
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
@@ -24,8 +22,8 @@ from store.notify_tables import OutboxRow
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import wait_for
-from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for
-from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of
+from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for, wired_pipeline
+from tests.pipeline.helpers import EXAMPLE, ManualClock, failed_job, shards_of
 
 pytestmark = pytest.mark.integration
 
@@ -34,11 +32,7 @@ pytestmark = pytest.mark.integration
 def wired(sqlite_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty
           ) -> Iterator[tuple[Pipeline, Store, ManualClock, dict[str, Notifier]]]:
     store = Store.open(sqlite_url)
-    clock = ManualClock()
-    matcher = default_matcher()
-    pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
-    settings = settings_for(slack_server, pagerduty_server)
-    notifiers: dict[str, Notifier] = {"slack": SlackNotifier(settings), "pagerduty": PagerDutyNotifier(settings)}
+    pipe, clock, notifiers = wired_pipeline(store, slack_server, pagerduty_server)
     yield pipe, store, clock, notifiers
     for n in notifiers.values():
         n.close()

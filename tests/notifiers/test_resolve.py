@@ -14,14 +14,10 @@ from sqlmodel import Session, col, select
 
 from api.app import create_app
 from firstfault.cli import main
-from firstfault.engine import default_matcher
 from firstfault.settings import Settings
 from notifiers.base import Notifier
 from notifiers.outbox import deliver_due, enqueue
-from notifiers.pagerduty import PagerDutyNotifier
-from notifiers.slack import SlackNotifier
 from notifiers.subscriptions import add
-from notifiers.wiring import outbox_hook
 from pipeline.embedded import EmbeddedRunner
 from pipeline.service import Pipeline
 from schemas.incident import Incident
@@ -31,8 +27,8 @@ from store.notify_tables import OutboxRow
 from tests.api.server import serving
 from tests.fakes.pagerduty_api import Alert, FakePagerDuty
 from tests.fakes.slack_api import FakeSlack, Message
-from tests.notifiers.conftest import ROUTING_KEY, settings_for
-from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of
+from tests.notifiers.conftest import ROUTING_KEY, wired_pipeline
+from tests.pipeline.helpers import EXAMPLE, ManualClock, failed_job, shards_of
 
 pytestmark = pytest.mark.integration
 TOKEN = "resolve-test-token"
@@ -71,11 +67,7 @@ class World:
 @pytest.fixture
 def world(db_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty) -> Iterator[World]:
     store = Store.open(db_url)
-    clock = ManualClock()
-    matcher = default_matcher()
-    pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
-    settings = settings_for(slack_server, pagerduty_server)
-    notifiers: dict[str, Notifier] = {"slack": SlackNotifier(settings), "pagerduty": PagerDutyNotifier(settings)}
+    pipe, clock, notifiers = wired_pipeline(store, slack_server, pagerduty_server)
     with store.session() as s:
         add(s, Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl"]),
                             targets=[Target(kind="slack", address="#ml-oncall"),
