@@ -6,28 +6,11 @@ into templates, and templates unique to one speaker, earliest first, point at it
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
 from correlator.reading import ContextRecord
-
-_MASKS = [
-    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
-    (re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?:<\d+>|:\d+)?"), "<ip>"),
-    (re.compile(r"(?:/[\w.+-]+)+"), "<path>"),
-    (re.compile(r"-?\d+(?:\.\d+)?"), "<n>"),
-]
-_GRAVE = re.compile(r"(?i)\b(?:fatal|abort(?:ed|ing)?|killed|exception|traceback|core dumped|segmentation)\b")
-_MILD = re.compile(r"(?i)\b(?:warn(?:ing)?|skipp(?:ed|ing)|retry(?:ing)?|will retry|ignored?)\b|^\[?W\d{4} ")
-_PREFIX = re.compile(r"^(?:\[[^\]]{0,80}\]:?\s*|\S+:\d+:\d+ \[\d+\] |[IWEF]\d{4} [\d:.]+ \d+ \S+\] )+")
-
-
-def template(text: str) -> str:
-    body = _PREFIX.sub("", text.strip())
-    for rx, mask in _MASKS:
-        body = rx.sub(mask, body)
-    return body[:200]
+from correlator.templates import gravity, template
 
 
 @dataclass(frozen=True)
@@ -38,9 +21,18 @@ class Suspect:
     unique: bool  # its templates are seen on no other speaker
 
 
-def _gravity(text: str) -> int:
-    """How much an error line reads like the end of a process: 'fatal: aborting' over 'error ..., skipped'."""
-    return 2 + (2 if _GRAVE.search(text) else 0) - (1 if _MILD.search(text) else 0)
+def _distinct(records: list[ContextRecord]) -> list[ContextRecord]:
+    """The first record of each (template, gravity) a speaker printed. A line repeated every step counts once:
+    what points at a speaker is how many different error lines it alone printed and how grave they read, not
+    how chatty one of them is (the scanner already keeps one record per such row, with its repeat count)."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for rec in records:
+        row = (template(rec.text), gravity(rec.text))
+        if row not in seen:
+            seen.add(row)
+            out.append(rec)
+    return out
 
 
 def _speaker(rec: ContextRecord) -> tuple[int | None, str | None]:
@@ -72,13 +64,14 @@ def differential(records: list[ContextRecord], named_only: bool = False,
             speakers[_speaker(rec)].append(rec)
     best: tuple[tuple[int, int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
     for key, recs in speakers.items():
+        recs = _distinct(recs)
         unique = [r for r in recs if len(seen_on[template(r.text)]) == 1]
-        rank_key = (sum(_gravity(r.text) for r in unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
+        rank_key = (sum(gravity(r.text) for r in unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
         if best is None or rank_key > best[0]:
             best = (rank_key, key, unique or recs)
     if best is None:
         return None
-    (gravity, _, _), (rank, host), lines = best
+    (weight, _, _), (rank, host), lines = best
     alone = len({_speaker(r) for r in errors} | (failing or set())) == 1
-    grave = any(_gravity(r.text) >= 2 for r in lines)  # a skipped sample or a retry alone does not kill a job
-    return Suspect(rank, host or lines[0].who.host, lines[:5], unique=gravity > 0 and grave and not alone)
+    grave = any(gravity(r.text) >= 2 for r in lines)  # a skipped sample or a retry alone does not kill a job
+    return Suspect(rank, host or lines[0].who.host, lines[:5], unique=weight > 0 and grave and not alone)

@@ -7,7 +7,7 @@ memory stays bounded whatever the input.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from catalog.matcher import LineMatch, Matcher
 from catalog.model import Signature
 from correlator.speakers import Who, read_prefixes, read_speaker
 from correlator.structured import Sniffer, Structured
+from correlator.templates import gravity, template
 from correlator.timestamps import Stamp, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
@@ -33,10 +34,13 @@ _TRACEBACKISH = re.compile(
 # max), the largest line number, membership. Such a fold gives the same result over any subsequence that keeps,
 # in order, the first and the last occurrence of every distinct (kind, fields, speaker) row; so a source keeps
 # only those two of each, and NCCL's sub-communicator set-up, printed every few steps, stops growing memory.
-# Not here: errorish (the differential view sums over repeats), pg_status (clock medians), store_remote,
-# worker_failed and table_* (line numbers and counts matter).
+# Not here: pg_status (clock medians), store_remote, worker_failed and table_* (line numbers and counts matter).
 FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
                           "k8s_node"})
+# `errorish` lines are kept once per (speaker, template, gravity, catalogued): the differential view weighs each
+# distinct template a speaker printed once, from its first occurrence, so the later repeats are only counted
+# (ContextRecord.repeats). A source with more distinct error templates than this keeps its earliest ones.
+MAX_ERROR_ROWS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +52,12 @@ class ContextRecord:
     who: Who
     time: datetime | None
     text: str = ""
+    repeats: int = 1  # for a folded errorish row: how many times its source printed it
 
     def __reduce__(self) -> tuple[type[ContextRecord], tuple[Any, ...]]:
         # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
-        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text))
+        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text,
+                                self.repeats))
 
 
 @dataclass
@@ -65,14 +71,22 @@ class SourceResult:
 
 
 class _KeptContext:
-    """One source's context records in line order, a folded kind's row only at its first and last occurrence."""
+    """One source's context records in line order: a folded kind's row only at its first and last occurrence,
+    an errorish row only at its first, with its repeat count."""
 
-    def __init__(self) -> None:
+    def __init__(self, fold_errors: bool) -> None:
+        self._fold_errors = fold_errors
         self._records: list[ContextRecord | None] = []  # None: a last occurrence that a later one replaced
         self._last_slot: dict[tuple[Any, ...], int] = {}  # row -> slot of its latest occurrence (-1: the first)
         self._holes = 0
+        self._error_rows: dict[tuple[Any, ...], list[Any]] = {}  # row -> [its first record, times seen]
+        self._shapes: dict[str, tuple[str, int]] = {}  # text -> (template, gravity); logs repeat lines verbatim
+        self.errors_dropped = 0  # error lines of rows beyond MAX_ERROR_ROWS
 
-    def add(self, record: ContextRecord) -> None:
+    def add(self, record: ContextRecord, catalogued: bool = False) -> None:
+        if record.kind == "errorish" and self._fold_errors:
+            self._add_error(record, catalogued)
+            return
         if record.kind in FOLDED_KINDS:
             row = (record.kind, tuple(sorted(record.fields.items())), record.who)
             slot = self._last_slot.get(row)
@@ -84,8 +98,26 @@ class _KeptContext:
         if self._holes > max(1024, len(self._records) // 2):
             self._compact()
 
+    def _add_error(self, record: ContextRecord, catalogued: bool) -> None:
+        shape = self._shapes.get(record.text)
+        if shape is None:
+            if len(self._shapes) >= SAID_MEMO:
+                self._shapes.clear()
+            shape = self._shapes[record.text] = (template(record.text), gravity(record.text))
+        row = (record.who, *shape, catalogued)
+        kept = self._error_rows.get(row)
+        if kept is not None:
+            kept[1] += 1
+        elif len(self._error_rows) >= MAX_ERROR_ROWS:
+            self.errors_dropped += 1
+        else:
+            self._error_rows[row] = [record, 1]
+            self._records.append(record)
+
     def records(self) -> list[ContextRecord]:
-        return [r for r in self._records if r is not None]
+        repeats = {id(first): seen for first, seen in self._error_rows.values() if seen > 1}
+        return [r if id(r) not in repeats else replace(r, repeats=repeats[id(r)])
+                for r in self._records if r is not None]
 
     def _compact(self) -> None:
         moved: dict[int, int] = {}
@@ -129,9 +161,17 @@ def _owner_line(buffer: bytes, start: int) -> str | None:
 
 
 class SourceScanner:
-    """Feed chunks of one source in order; ``finish()`` returns what was found."""
+    """Feed chunks of one source in order; ``finish()`` returns what was found.
 
-    def __init__(self, matcher: Matcher, source: str, base: Who, year: int, order_base: int = 0) -> None:
+    With ``fold_context``, for a diagnosis, repeats are kept once: an errorish line per (speaker, template,
+    gravity, catalogued), with its count (see MAX_ERROR_ROWS); a context-role finding that makes an event of its
+    own (nothing before or after it joined it), per (signature, speaker, template). The correlator weighs each
+    error template once and drops such events, so the diagnosis is the same (tested against an unfolded scan),
+    and a warning printed every step no longer grows memory. ``firstfault match`` keeps every finding.
+    """
+
+    def __init__(self, matcher: Matcher, source: str, base: Who, year: int, order_base: int = 0,
+                 fold_context: bool = False) -> None:
         self._matcher = matcher
         self._base = base
         self._year = year
@@ -144,8 +184,12 @@ class SourceScanner:
         # once, and its records share one copy of its text.
         self._said: dict[tuple[str, str | None], Said] = {}
         self.result = SourceResult(source)
-        self._context = _KeptContext()
+        self._context = _KeptContext(fold_context)
         self._structured = Sniffer(source, base.rank)
+        self._fold_context = fold_context
+        self._context_rows: set[tuple[Any, ...]] = set()  # context-role rows seen in this source
+        self._templates: dict[str, str] = {}
+        self._pending: Finding | None = None  # a repeated context-role finding, kept if the next one joins it
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
@@ -165,6 +209,9 @@ class SourceScanner:
         if self._carry:
             self._process(self._carry, advance=True)
             self._carry = b""
+        if self._pending is not None:  # the next shard's first finding may continue its event: keep it
+            self.result.findings.append(self._pending)
+            self._pending = None
         if found := self._structured.finish():
             self.result.structured.append(found)
         self.result.context = self._context.records()
@@ -188,8 +235,10 @@ class SourceScanner:
         who, stamp, text = self._said_for(lm.text, owner)
         if lm.context:
             time = stamp.time if stamp else None
+            catalogued = lm.signature is not None and not lm.signature.generic
             for kind, captures in lm.context.items():
-                self._context.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, text))
+                self._context.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, text),
+                                  catalogued)
         if lm.signature is None:
             return
         sig = lm.signature
@@ -199,7 +248,7 @@ class SourceScanner:
             event = self._event_start = line_no
         self._last_event = (line_no, who)
         self._order += 1
-        self.result.findings.append(
+        self._keep(
             Finding(
                 signature=sig.id,
                 generic=sig.generic,
@@ -215,6 +264,28 @@ class SourceScanner:
                 event=event,
             )
         )
+
+    def _keep(self, finding: Finding) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None and finding.event == pending.event:
+            self.result.findings.append(pending)  # it began a traceback or message after all
+        if self._fold_context and finding.role is Role.CONTEXT and finding.event == finding.line_no:
+            by = finding.speaker
+            row = (finding.signature, by.rank, by.host, by.pid, by.device, self._template(finding.text))
+            if row in self._context_rows:
+                self._pending = finding
+                return
+            if len(self._context_rows) < SAID_MEMO:
+                self._context_rows.add(row)
+        self.result.findings.append(finding)
+
+    def _template(self, text: str) -> str:
+        known = self._templates.get(text)
+        if known is None:
+            if len(self._templates) >= SAID_MEMO:
+                self._templates.clear()
+            known = self._templates[text] = template(text)
+        return known
 
     def _said_for(self, line: str, owner: str | None) -> Said:
         """Who said ``line``, when, and its text as records keep it."""

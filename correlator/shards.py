@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -111,8 +111,7 @@ def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int
             }))
         for row in scanned["context"]:
             record = _context_from(row)
-            merged.context.append(ContextRecord(record.kind, record.fields, key.name, record.line_no + offset,
-                                                record.who, record.time, record.text))
+            merged.context.append(replace(record, source=key.name, line_no=record.line_no + offset))
         offset += int(scanned["lines"])
         merged.bytes += int(scanned["bytes"])
     merged.lines = offset

@@ -15,12 +15,15 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
+from correlator.reading import SourceScanner
+from correlator.speakers import who_from_path
 from firstfault import __version__, notify_args, serve, ship_cli
-from firstfault.engine import default_matcher, diagnose_sources, scan_source
+from firstfault.engine import default_matcher, diagnose_sources
 from firstfault.history_args import add_incidents_parser
 from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
 from schemas.errors import CatalogError, TransportError, UsageError
+from schemas.findings import Finding
 
 PROGRESS_MIN_BYTES = 64 << 20
 
@@ -106,15 +109,24 @@ def cmd_diagnose(args: argparse.Namespace, out: Console) -> int:
 
 
 def cmd_match(args: argparse.Namespace) -> int:
+    """Every finding, as it is found: a finding is written once its chunk is scanned, so memory stays bounded."""
     [source] = expand([args.path])
     matcher = default_matcher()
-    result = scan_source(matcher, source.name, chunks(source), _year(args.year))
-    for f in result.findings:
+    scanner = SourceScanner(matcher, source.name, who_from_path(source.name), _year(args.year))
+    for block in chunks(source):
+        scanner.feed(block)
+        _write_findings(scanner.result.findings)
+    _write_findings(scanner.finish().findings)
+    return 0
+
+
+def _write_findings(found: list[Finding]) -> None:
+    for f in found:
         row = {"line_no": f.line_no, "text": f.text, "signature": f.signature, "generic": f.generic,
                "rank": f.speaker.rank, "host": f.speaker.host,
                "time": f.time.isoformat() if f.time and f.clock == "wall" else None, "fields": f.fields}
         sys.stdout.write(json.dumps(row) + "\n")
-    return 0
+    found.clear()
 
 
 def cmd_lint(args: argparse.Namespace) -> int:

@@ -78,7 +78,8 @@ class Scan:
 
 
 def scan_source(matcher: Matcher, name: str, blocks: Iterable[bytes], year: int, order_base: int = 0) -> SourceResult:
-    scanner = SourceScanner(matcher, name, who_from_path(name), year, order_base)
+    """What a diagnosis needs of one source (repeated context-role findings folded: see SourceScanner)."""
+    scanner = SourceScanner(matcher, name, who_from_path(name), year, order_base, fold_context=True)
     for block in blocks:
         scanner.feed(block)
     return scanner.finish()

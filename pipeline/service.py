@@ -46,7 +46,7 @@ class Pipeline:
         with tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp:
             now = self.clock()
             key = source_key(shard.stream, shard.rank, shard.host, shard.source)
-            scanner = SourceScanner(self.matcher, key.name, base_who(key), now.year)
+            scanner = SourceScanner(self.matcher, key.name, base_who(key), now.year, fold_context=True)
             scanner.feed(decode_shard_data(shard))
             result = scanner.finish()
             sp.set_attribute("firstfault.findings", len(result.findings))

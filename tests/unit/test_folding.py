@@ -1,43 +1,102 @@
-"""Which context kinds a source may fold is guarded by a diagnosis that counts repeats."""
+"""Repeats are kept once for a diagnosis, and the diagnosis is the one an unfolded scan gives."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-import correlator.reading
 from correlator.diagnose import diagnose
-from correlator.reading import SourceScanner
+from correlator.reading import MAX_ERROR_ROWS, SourceResult, SourceScanner
 from correlator.speakers import who_from_path
 from firstfault.engine import default_matcher
+from firstfault.simulate import SCENARIOS, Knobs, generate
+from ingest.files import chunks, expand
 from schemas.diagnosis import Diagnosis
 
 # No catalog entry knows these lines. rank1 repeats a mild error nobody else prints; rank2 prints one grave one.
-# The differential view weighs every repeat, so rank1's ten outweigh rank2's one.
+MILD_REPEATED = "[rank1]: error reading sample 17, skipped\n"
 LOGS = {
-    "rank1.log": "[rank1]: step 1 loss 2.0\n" + "[rank1]: error reading sample 17, skipped\n" * 10,
+    "rank1.log": "[rank1]: step 1 loss 2.0\n" + MILD_REPEATED * 10,
     "rank2.log": "[rank2]: step 1 loss 2.0\n[rank2]: fatal: aborting after bad shard\n",
 }
 
 
-def _diagnose() -> Diagnosis:
-    matcher = default_matcher()
-    results = []
-    for name, text in LOGS.items():
-        scanner = SourceScanner(matcher, name, who_from_path(name), 2026)
-        scanner.feed(text.encode())
-        results.append(scanner.finish())
-    return diagnose(results, matcher.catalog)
+def _scan(name: str, blocks: list[bytes], fold: bool) -> SourceResult:
+    scanner = SourceScanner(default_matcher(), name, who_from_path(name), 2026, fold_context=fold)
+    for block in blocks:
+        scanner.feed(block)
+    return scanner.finish()
 
 
-def test_repeated_error_lines_are_all_weighed() -> None:
-    found = _diagnose()
-    assert found.root_cause is not None and found.root_cause.signature is None
-    assert found.root_cause.rank == 1
+def _diagnose(logs: dict[str, str], fold: bool = True) -> Diagnosis:
+    results = [_scan(name, [text.encode()], fold) for name, text in logs.items()]
+    return diagnose(results, default_matcher().catalog)
 
 
-def test_folding_error_lines_would_change_the_diagnosis(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Why `errorish` is not among FOLDED_KINDS: kept at its first and last occurrence only, the suspect flips."""
-    assert "errorish" not in correlator.reading.FOLDED_KINDS
-    monkeypatch.setattr(correlator.reading, "FOLDED_KINDS", correlator.reading.FOLDED_KINDS | {"errorish"})
-    found = _diagnose()
-    assert found.root_cause is not None and found.root_cause.rank == 2
+def test_one_grave_error_outweighs_a_mild_one_printed_every_step() -> None:
+    """Each distinct error template counts once: the chatty rank does not win by repeating itself."""
+    for logs in (LOGS, {**LOGS, "rank1.log": LOGS["rank1.log"] + MILD_REPEATED * 10_000}):
+        found = _diagnose(logs)
+        assert found.root_cause is not None and found.root_cause.signature is None
+        assert found.root_cause.rank == 2
+        assert [e.text for e in found.root_cause.evidence] == ["[rank2]: fatal: aborting after bad shard"]
+
+
+def test_a_repeated_error_line_is_kept_once_with_its_count() -> None:
+    result = _scan("rank1.log", [(MILD_REPEATED * 100_000).encode()], fold=True)
+    errors = [c for c in result.context if c.kind == "errorish"]
+    assert [(c.line_no, c.repeats) for c in errors] == [(1, 100_000)]
+    assert len([c for c in _scan("rank1.log", [(MILD_REPEATED * 50).encode()], fold=False).context]) == 50
+
+
+def test_distinct_error_templates_per_source_are_capped() -> None:
+    lines = "".join(f"[rank1]: error in shard{'x' * (i % 7)}{chr(97 + i % 26)}{i // 26} of dataset\n"
+                    for i in range(MAX_ERROR_ROWS * 2))
+    result = _scan("rank1.log", [lines.encode()], fold=True)
+    assert len([c for c in result.context if c.kind == "errorish"]) <= MAX_ERROR_ROWS
+    assert result.context[0].line_no == 1  # the earliest are the ones kept
+
+
+def test_a_context_warning_printed_every_step_is_kept_once_unless_it_begins_an_event() -> None:
+    warning = "node001:77:77 [3] NCCL INFO NET/IB : No device found.\n"
+    assert default_matcher().match(warning.encode())[0].signature is not None, "the catalog knows this line"
+    text = "".join(f"[rank3]: step {step} loss 2.1\n{warning}" for step in range(500))
+    folded = _scan("rank3.log", [text.encode()], fold=True)
+    unfolded = _scan("rank3.log", [text.encode()], fold=False)
+    assert len(unfolded.findings) == 500
+    assert [f.line_no for f in folded.findings] == [2, 1000]  # the first, and the last: it ends the source
+    traceback = "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+    begins = _scan("rank3.log", [(text + traceback.replace("Traceback", warning + "Traceback")).encode()], True)
+    assert 1001 in [f.line_no for f in begins.findings]
+
+
+def _sources_of(root: Path) -> list[tuple[str, list[bytes]]]:
+    return [(s.name, list(chunks(s))) for s in expand([str(root)])]
+
+
+def _both_ways(sources: list[tuple[str, list[bytes]]]) -> tuple[Diagnosis, Diagnosis, int, int]:
+    catalog = default_matcher().catalog
+    folded = [_scan(name, blocks, True) for name, blocks in sources]
+    plain = [_scan(name, blocks, False) for name, blocks in sources]
+    size = lambda rs: sum(len(r.findings) + len(r.context) for r in rs)  # noqa: E731
+    return diagnose(folded, catalog), diagnose(plain, catalog), size(folded), size(plain)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_folding_never_changes_a_simulated_diagnosis(scenario: str, tmp_path: Path) -> None:
+    for seed in (1, 2):
+        generate(scenario, tmp_path / str(seed), seed=seed, knobs=Knobs(world_size=16, steps=40))
+        folded, plain, _, _ = _both_ways(_sources_of(tmp_path / str(seed)))
+        assert folded.model_dump() == plain.model_dump()
+
+
+def test_folding_never_changes_the_diagnosis_of_a_long_job_with_chatty_ranks(tmp_path: Path) -> None:
+    """The benchmark's generator repeats warnings every step (errorish) and NCCL's IB fallback (context)."""
+    from bench.generate import generate as generate_bench
+
+    generate_bench(tmp_path, ranks=8, size=12_000_000, seed=3, failure="oom_kill")
+    folded, plain, kept, all_of_them = _both_ways(_sources_of(tmp_path / "logs"))
+    assert folded.model_dump() == plain.model_dump()
+    assert folded.root_cause is not None and folded.root_cause.signature == "host.oom_killer"
+    assert kept * 4 < all_of_them, (kept, all_of_them)

@@ -1,0 +1,31 @@
+"""Error lines reduced to templates (numbers, addresses and paths masked), and how grave each one reads.
+
+Shared by the scanner, which keeps one record per distinct template a speaker prints, and by the differential
+view, which weighs those templates.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MASKS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
+    (re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?:<\d+>|:\d+)?"), "<ip>"),
+    (re.compile(r"(?:/[\w.+-]+)+"), "<path>"),
+    (re.compile(r"-?\d+(?:\.\d+)?"), "<n>"),
+]
+_GRAVE = re.compile(r"(?i)\b(?:fatal|abort(?:ed|ing)?|killed|exception|traceback|core dumped|segmentation)\b")
+_MILD = re.compile(r"(?i)\b(?:warn(?:ing)?|skipp(?:ed|ing)|retry(?:ing)?|will retry|ignored?)\b|^\[?W\d{4} ")
+_PREFIX = re.compile(r"^(?:\[[^\]]{0,80}\]:?\s*|\S+:\d+:\d+ \[\d+\] |[IWEF]\d{4} [\d:.]+ \d+ \S+\] )+")
+
+
+def template(text: str) -> str:
+    body = _PREFIX.sub("", text.strip())
+    for rx, mask in _MASKS:
+        body = rx.sub(mask, body)
+    return body[:200]
+
+
+def gravity(text: str) -> int:
+    """How much an error line reads like the end of a process: 'fatal: aborting' over 'error ..., skipped'."""
+    return 2 + (2 if _GRAVE.search(text) else 0) - (1 if _MILD.search(text) else 0)
