@@ -13,7 +13,6 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
@@ -79,16 +78,8 @@ class SubscriptionOut(BaseModel):
 
 
 def masked_address(target: Target) -> str:
-    """What may be shown of a destination: a PagerDuty key as the CLI shows it (…1a2b), a webhook URL without its
-    credentials (scheme and host, then the last 4 characters of the rest), a Slack channel as it is."""
-    if target.kind == "pagerduty":
-        return target.describe().removeprefix("pagerduty:")
-    if target.kind == "webhook":
-        url = urlsplit(target.address)
-        rest = target.address[len(f"{url.scheme}://{url.netloc}"):]
-        host = url.netloc.rpartition("@")[2]  # never the user:password part
-        return f"{url.scheme}://{host}" + (f"/…{rest[-4:]}" if rest.strip("/") else "")
-    return target.address
+    """What may be shown of a destination (Target.shown_address): the CLI and the API show the same."""
+    return target.shown_address()
 
 
 def out(sub: Subscription) -> SubscriptionOut:

@@ -4,7 +4,8 @@ An engine is only a prefilter: it reports (pattern index, line start) candidates
 captures always come from Python's ``re`` on the one decoded line (compiled with re.ASCII, as Hyperscan sees
 bytes). So every engine yields identical findings; they differ only in speed.
 
-- ``HyperscanEngine``: the whole catalog compiled once into one Hyperscan block-mode database.
+- ``HyperscanEngine``: the whole catalog compiled once into one Hyperscan block-mode database; a pattern with a
+  prefilter (a looser expression that matches wherever it does) is scanned for by its prefilter.
 - ``ReEngine``: the fallback where Hyperscan cannot load: one ``re`` scan per pattern over the buffer.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import platform
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from catalog.dbcache import BlobCache, cache_key
@@ -98,14 +99,15 @@ class HyperscanEngine:
 
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[str], cache: BlobCache | None = None) -> None:
+    def __init__(self, patterns: Sequence[str], cache: BlobCache | None = None,
+                 prefilters: Mapping[int, str] | None = None) -> None:
         import hyperscan  # imported here so that a missing or broken library leaves the fallback usable
 
         self._hs = hyperscan
         self._mode = hyperscan.HS_MODE_BLOCK
         self._patterns = list(patterns)
         self._cache = cache
-        self._exprs = [_hyperscan_expression(p) for p in patterns]
+        self._exprs = [_hyperscan_expression((prefilters or {}).get(i, p)) for i, p in enumerate(patterns)]
         self.cache_key = cache_key(CACHE_FORMAT, str(getattr(hyperscan, "__version__", "?")), platform.machine(),
                                    str(self._base_flag()), *self._exprs)
         self._db: Any = None
@@ -253,12 +255,14 @@ class HyperscanEngine:
         return found
 
 
-def make_engine(patterns: Sequence[str], prefer: str = "auto", cache: BlobCache | None = None) -> Engine:
-    """Hyperscan when it loads (or when asked), else ``re``. ``prefer``: auto | hyperscan | re."""
+def make_engine(patterns: Sequence[str], prefer: str = "auto", cache: BlobCache | None = None,
+                prefilters: Mapping[int, str] | None = None) -> Engine:
+    """Hyperscan when it loads (or when asked), else ``re``. ``prefer``: auto | hyperscan | re. ``prefilters``
+    (pattern index -> looser expression) are for Hyperscan only: `re` scans for the patterns themselves."""
     if prefer == "re":
         return ReEngine(patterns)
     try:
-        return HyperscanEngine(patterns, cache)
+        return HyperscanEngine(patterns, cache, prefilters)
     except ImportError:
         if prefer == "hyperscan":
             raise

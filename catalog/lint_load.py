@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from catalog.loader import _YAML_LOADER, Catalog, _entry_name
+from catalog.loader import Catalog, _entry_name, yaml_loader
 from catalog.model import Signature
 
 _FILE_KEYS = frozenset({"version", "signatures"})
@@ -98,7 +98,7 @@ def parse_file(path: Path, text: str) -> tuple[list[Signature], list[Finding]]:
     """The valid entries of one catalog file, and a finding for everything wrong with it."""
     file = str(path)
     try:
-        data = yaml.load(text, Loader=_YAML_LOADER)
+        data = yaml.load(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         return [], [_error("invalid", file, None, f"not valid YAML: {exc}")]
     if not isinstance(data, dict) or not isinstance(data.get("signatures"), list):

@@ -10,15 +10,12 @@ from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from catalog.model import CatalogFile, Signature
 from schemas.errors import CatalogError
 
 BUNDLED_DIR = "signatures"
-# libyaml's SafeLoader is ~15x faster than the pure-Python one; start-up time matters for a CLI.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -56,9 +53,18 @@ def _entry_name(raw: object, index: int) -> str:
     return f"entry #{index}"
 
 
+def yaml_loader() -> type:
+    """libyaml's SafeLoader, ~15x faster than the pure-Python one (start-up time matters for a CLI)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse_file(path: Path, text: str) -> list[Signature]:
+    import yaml  # here: a start-up with the catalog cached parses no YAML and need not import it
+
     try:
-        data = yaml.load(text, Loader=_YAML_LOADER)
+        data = yaml.load(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         raise CatalogError(str(path), None, f"not valid YAML: {exc}") from exc
     if not isinstance(data, dict):

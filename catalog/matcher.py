@@ -19,6 +19,8 @@ from catalog.loader import Catalog
 from catalog.model import Signature
 
 MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
+LINE_MEMO = 4096  # distinct lines a caller's memo holds before it starts again
+_UNSEEN: Any = object()
 
 
 @dataclass(frozen=True)
@@ -93,23 +95,29 @@ def folded(pattern: str) -> str | None:
 
 class Matcher:
     def __init__(self, catalog: Catalog, context: Mapping[str, str] | None = None, engine: str = "auto",
-                 cache: BlobCache | None = None) -> None:
-        """``cache``, if given, keeps the compiled scanner and the self-check's verdict between runs."""
+                 cache: BlobCache | None = None, context_prefilters: Mapping[str, str] | None = None) -> None:
+        """``cache``, if given, keeps the compiled scanner and the self-check's verdict between runs.
+        ``context_prefilters``: for some context patterns, what the engine scans for instead (see prefilter)."""
         self.catalog = catalog
         self._owners: list[tuple[Signature | None, str]] = []  # pattern index -> (entry, context name)
         self._patterns: list[str] = []
+        prefilters: dict[int, str] = {}  # pattern index -> the looser expression the engine scans for
         for sig in catalog.signatures:
             for fp in sig.fingerprints:
+                if fp.prefilter is not None:
+                    prefilters[len(self._patterns)] = fp.prefilter
                 self._owners.append((sig, ""))
                 self._patterns.append(fp.regex)
         for name, regex in (context or {}).items():
+            if context_prefilters and name in context_prefilters:
+                prefilters[len(self._patterns)] = context_prefilters[name]
             self._owners.append((None, name))
             self._patterns.append(regex)
         # Compiled on first use: a scan asks for the few patterns that have candidates, not all of them.
         self._line_regex: list[re.Pattern[str] | None] = [None] * len(self._patterns)
         self._folded = [folded(p) for p in self._patterns]
         self._rank: dict[int, tuple[int, int, int]] = {}
-        self.engine: Engine = make_engine(self._patterns, engine, cache)
+        self.engine: Engine = make_engine(self._patterns, engine, cache, prefilters)
         self.rescued = self._self_check(cache)
 
     def _self_check(self, cache: BlobCache | None) -> int:
@@ -169,15 +177,39 @@ class Matcher:
         """Every pattern the engine scans for, in index order: catalog fingerprints, then context patterns."""
         return list(self._patterns)
 
-    def match(self, buffer: bytes) -> list[LineMatch]:
+    def match(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None) -> list[LineMatch]:
+        """Each matched line of ``buffer`` in order, with its own offsets."""
+        return [lm if lm.start == start else LineMatch(start, end, lm.text, lm.signature, lm.fields, lm.context)
+                for start, end, lm in self.spans(buffer, memo)]
+
+    def spans(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None
+              ) -> list[tuple[int, int, LineMatch]]:
+        """(start, end, match) for each matched line of ``buffer``, in order.
+
+        ``memo``, kept by the caller across the buffers of one source: logs repeat lines verbatim (NCCL's
+        channel lines at every communicator set-up, a warning every step), and what matches in a line depends on
+        its bytes alone (every pattern is confined to one line), so a repeated line is decoded and confirmed once
+        and its spans share that first LineMatch object (whose own start and end are its first occurrence's).
+        Readers must not mutate it."""
         out = []
+        get = memo.get if memo is not None else None
         for start, indexes in sorted(self.engine.candidates(buffer).items()):
             end = buffer.find(b"\n", start)
             end = len(buffer) if end < 0 else end
-            text = buffer[start:end].decode("utf-8", errors="replace").rstrip("\r")
-            lm = self.match_line(text, indexes, start, end)
+            raw = buffer[start:end]
+            if get is not None:
+                seen = get(raw, _UNSEEN)
+                if seen is not _UNSEEN:
+                    if seen is not None:
+                        out.append((start, end, seen))
+                    continue
+            lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
+            if memo is not None:
+                if len(memo) >= LINE_MEMO:
+                    memo.clear()
+                memo[raw] = lm
             if lm is not None:
-                out.append(lm)
+                out.append((start, end, lm))
         return out
 
     def match_line(

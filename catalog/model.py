@@ -81,23 +81,27 @@ class Implicates(StrEnum):
 
 
 class Fingerprint(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     regex: str = Field(min_length=3)
+    # A looser expression the scanning engine looks for instead of ``regex`` (the line is then confirmed with
+    # ``regex``): for a pattern that is slow to scan for, e.g. one anchored at a line start with an optional word,
+    # or led by a word every log line holds. It must match wherever ``regex`` does (checked on the examples).
+    prefilter: str | None = Field(default=None, min_length=3)
     note: str | None = None
 
-    @field_validator("regex")
+    @field_validator("regex", "prefilter")
     @classmethod
-    def _compiles(cls, value: str) -> str:
+    def _compiles(cls, value: str | None) -> str | None:
         try:
-            re.compile(value)
+            re.compile(value or "")
         except re.error as exc:
             raise ValueError(f"bad regex {value!r}: {exc}") from exc
         return value
 
 
 class Examples(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     positive: list[str] = Field(min_length=1)
     negative: list[str] = Field(default_factory=list)
@@ -106,7 +110,7 @@ class Examples(BaseModel):
 class Signature(BaseModel):
     """One failure class."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = Field(json_schema_extra={"pattern": ID_RE.pattern})  # the validator below says why it failed
     title: str = Field(min_length=3, max_length=140)
@@ -138,6 +142,17 @@ class Signature(BaseModel):
         return value
 
     @model_validator(mode="after")
+    def _prefilters_cover_examples(self) -> Signature:
+        for fp in self.fingerprints:
+            if fp.prefilter is None:
+                continue
+            for line in self.examples.positive:
+                if re.search(fp.regex, line, re.ASCII) and not re.search(fp.prefilter, line, re.ASCII):
+                    raise ValueError(f"prefilter {fp.prefilter!r} misses a positive example its regex matches: "
+                                     f"{line!r}")
+        return self
+
+    @model_validator(mode="after")
     def _implicated_capture_exists(self) -> Signature:
         needed = {Implicates.PEER: ("peer",), Implicates.NAMED: ("rank", "ranks")}.get(self.implicates)
         if needed and not any(
@@ -151,7 +166,7 @@ class Signature(BaseModel):
 
 
 class CatalogFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     version: Literal[1]
     signatures: list[Signature]

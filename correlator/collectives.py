@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from correlator.flight_recorder import FlightDump
-from correlator.reading import ContextRecord
+from correlator.kept import ContextRecord
 
 MIN_RANKS = 3  # below this "most ranks" means nothing
 MAJORITY = 0.6

@@ -38,3 +38,14 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "k8s_node": r"^Node:[ \t]+(?P<host>[\w.-]+)(?:/[\d.]+)?[ \t]*$",
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
 }
+
+# What the scanning engine looks for instead, where the pattern itself is slow to scan for (see
+# catalog.model.Fingerprint.prefilter): each matches wherever its pattern does, so only the candidates widen.
+# A torchrun table row's optional leading word after a line-start anchor makes Hyperscan try every line: these
+# four alone halved its throughput on NCCL INFO-heavy logs.
+CONTEXT_PREFILTERS: dict[str, str] = {
+    "table_rank": r"rank[ \t]*: \d+ \(local_rank: \d+\)",
+    "table_host": r"host[ \t]*: [\w.-]+[ \t]*$",
+    "table_exit": r"exitcode[ \t]*: -?\d+ \(pid: \d+\)",
+    "table_time": r"time[ \t]*: 20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d",
+}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from correlator.reading import ContextRecord
+from correlator.kept import ContextRecord
 from correlator.templates import gravity, template
 
 

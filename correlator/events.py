@@ -11,7 +11,8 @@ from catalog.loader import Catalog
 from catalog.model import Implicates, Scope, Signature
 from correlator.collectives import Lag
 from correlator.identity import IdentityMap
-from correlator.reading import ContextRecord, event_rank
+from correlator.kept import ContextRecord
+from correlator.reading import event_rank
 from schemas.findings import Finding, Role, Speaker
 
 NOT_JOINED = "pytorch.c10d.desync_not_joined"

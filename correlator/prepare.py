@@ -9,7 +9,8 @@ from correlator.collectives import Lag, from_dumps, from_ops, from_status
 from correlator.events import Event
 from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
-from correlator.reading import ContextRecord, SourceResult
+from correlator.kept import ContextRecord
+from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE
 from schemas.findings import Role
 

@@ -7,12 +7,13 @@ memory stays bounded whatever the input.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from bisect import bisect_right
+from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.matcher import LineMatch, Matcher
+from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher
 from catalog.model import Signature
+from correlator.kept import ContextRecord, KeptContext, Row, fold_row
 from correlator.speakers import Who, read_prefixes, read_speaker
 from correlator.structured import Sniffer, Structured
 from correlator.templates import gravity, template
@@ -21,7 +22,6 @@ from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
 SAID_MEMO = 4096  # distinct lines remembered per source
-Said = tuple[Who, Stamp | None, str]  # who said a line, its time stamp, its text as records keep it
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
@@ -29,35 +29,6 @@ _TRACEBACKISH = re.compile(
     r"^(?:\s|$|Traceback|File \"|During handling|The above exception|Last error|Exception raised from|"
     r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
 )
-# Context kinds the correlator only folds into maps and sets (correlator/identity.py, prepare.mark_stale, the
-# `logged` ranks of diagnose): first wins (setdefault), last wins (assignment, also when guarded by a running
-# max), the largest line number, membership. Such a fold gives the same result over any subsequence that keeps,
-# in order, the first and the last occurrence of every distinct (kind, fields, speaker) row; so a source keeps
-# only those two of each, and NCCL's sub-communicator set-up, printed every few steps, stops growing memory.
-# Not here: pg_status (clock medians), store_remote, worker_failed and table_* (line numbers and counts matter).
-FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
-                          "k8s_node"})
-# `errorish` lines are kept once per (speaker, template, gravity, catalogued): the differential view weighs each
-# distinct template a speaker printed once, from its first occurrence, so the later repeats are only counted
-# (ContextRecord.repeats). A source with more distinct error templates than this keeps its earliest ones.
-MAX_ERROR_ROWS = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class ContextRecord:
-    kind: str
-    fields: dict[str, Any]
-    source: str
-    line_no: int
-    who: Who
-    time: datetime | None
-    text: str = ""
-    repeats: int = 1  # for a folded errorish row: how many times its source printed it
-
-    def __reduce__(self) -> tuple[type[ContextRecord], tuple[Any, ...]]:
-        # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
-        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text,
-                                self.repeats))
 
 
 @dataclass
@@ -68,67 +39,6 @@ class SourceResult:
     lines: int = 0
     bytes: int = 0
     structured: list[Structured] = field(default_factory=list)  # a Flight Recorder dump or job metadata
-
-
-class _KeptContext:
-    """One source's context records in line order: a folded kind's row only at its first and last occurrence,
-    an errorish row only at its first, with its repeat count."""
-
-    def __init__(self, fold_errors: bool) -> None:
-        self._fold_errors = fold_errors
-        self._records: list[ContextRecord | None] = []  # None: a last occurrence that a later one replaced
-        self._last_slot: dict[tuple[Any, ...], int] = {}  # row -> slot of its latest occurrence (-1: the first)
-        self._holes = 0
-        self._error_rows: dict[tuple[Any, ...], list[Any]] = {}  # row -> [its first record, times seen]
-        self._shapes: dict[str, tuple[str, int]] = {}  # text -> (template, gravity); logs repeat lines verbatim
-        self.errors_dropped = 0  # error lines of rows beyond MAX_ERROR_ROWS
-
-    def add(self, record: ContextRecord, catalogued: bool = False) -> None:
-        if record.kind == "errorish" and self._fold_errors:
-            self._add_error(record, catalogued)
-            return
-        if record.kind in FOLDED_KINDS:
-            row = (record.kind, tuple(sorted(record.fields.items())), record.who)
-            slot = self._last_slot.get(row)
-            if slot is not None and slot >= 0:
-                self._records[slot] = None
-                self._holes += 1
-            self._last_slot[row] = -1 if slot is None else len(self._records)
-        self._records.append(record)
-        if self._holes > max(1024, len(self._records) // 2):
-            self._compact()
-
-    def _add_error(self, record: ContextRecord, catalogued: bool) -> None:
-        shape = self._shapes.get(record.text)
-        if shape is None:
-            if len(self._shapes) >= SAID_MEMO:
-                self._shapes.clear()
-            shape = self._shapes[record.text] = (template(record.text), gravity(record.text))
-        row = (record.who, *shape, catalogued)
-        kept = self._error_rows.get(row)
-        if kept is not None:
-            kept[1] += 1
-        elif len(self._error_rows) >= MAX_ERROR_ROWS:
-            self.errors_dropped += 1
-        else:
-            self._error_rows[row] = [record, 1]
-            self._records.append(record)
-
-    def records(self) -> list[ContextRecord]:
-        repeats = {id(first): seen for first, seen in self._error_rows.values() if seen > 1}
-        return [r if id(r) not in repeats else replace(r, repeats=repeats[id(r)])
-                for r in self._records if r is not None]
-
-    def _compact(self) -> None:
-        moved: dict[int, int] = {}
-        kept: list[ContextRecord | None] = []
-        for old, record in enumerate(self._records):
-            if record is not None:
-                moved[old] = len(kept)
-                kept.append(record)
-        self._records = kept
-        self._last_slot = {row: slot if slot < 0 else moved[slot] for row, slot in self._last_slot.items()}
-        self._holes = 0
 
 
 def _read_who(line: str, base: Who, owner: str | None) -> Who:
@@ -180,16 +90,19 @@ class SourceScanner:
         self._order = order_base
         self._last_event: tuple[int, Who] | None = None  # (line_no, who) of the last finding
         self._event_start = 0
-        # Logs repeat lines verbatim (the same warning every step): a distinct line's speaker and time are read
-        # once, and its records share one copy of its text.
-        self._said: dict[tuple[str, str | None], Said] = {}
+        # Logs repeat lines verbatim (the same warning every step): a distinct line's speaker, time and fold rows
+        # are read once, and its records share one copy of its text.
+        self._plans: dict[tuple[str, str | None], _Plan] = {}
         self.result = SourceResult(source)
-        self._context = _KeptContext(fold_context)
+        self._context = KeptContext()
         self._structured = Sniffer(source, base.rank)
         self._fold_context = fold_context
         self._context_rows: set[tuple[Any, ...]] = set()  # context-role rows seen in this source
         self._templates: dict[str, str] = {}
         self._pending: Finding | None = None  # a repeated context-role finding, kept if the next one joins it
+        self._lines: dict[bytes, LineMatch | None] = {}  # the matcher's memo of this source's repeated lines
+        self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
+        self._buffer_no = 0
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
@@ -220,29 +133,78 @@ class SourceScanner:
     def _process(self, buffer: bytes, advance: bool) -> None:
         counted_to = 0
         line_no = self._line_no
-        for lm in self._matcher.match(buffer):
-            line_no += buffer.count(b"\n", counted_to, lm.start)
-            counted_to = lm.start
-            self._record(buffer, lm, line_no)
+        self._buffer_no += 1
+        inert = self._inert
+        deferred: dict[int, tuple[_Plan, int]] = {}  # a repeated inert line's plan -> its latest offset here
+        marks: list[int] = []  # offsets of the lines numbered below, and their numbers: where _settle counts from
+        numbers: list[int] = []
+        for start, _end, lm in self._matcher.spans(buffer, self._lines):
+            known = inert.get(id(lm))
+            if known is not None and known[0] is lm:
+                self._repeat_inert(known[1], start, deferred)
+                continue
+            line_no += buffer.count(b"\n", counted_to, start)
+            counted_to = start
+            marks.append(start)
+            numbers.append(line_no)
+            self._record(buffer, lm, start, line_no)
+        if deferred:
+            self._settle(buffer, deferred, marks, numbers)
         if advance:  # count only the newlines after the last match: the ones before it are counted above
             line_no += buffer.count(b"\n", counted_to)
             self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
             self.result.lines = self._line_no - 1
 
-    def _record(self, buffer: bytes, lm: LineMatch, line_no: int) -> None:
+    def _position(self, start: int, k: int) -> int:
+        """Where a record stands in the source (buffer, offset, its index among its line's records): the order
+        records are kept in, whichever path kept them."""
+        return ((self._buffer_no << 40 | start) << 4) + k
+
+    def _repeat_inert(self, plan: _Plan, start: int, deferred: dict[int, tuple[_Plan, int]]) -> None:
+        """A line seen before that yields only folded records: count its error rows now; its folded rows' last
+        occurrence is settled once per buffer (its line number is counted then, not per line)."""
+        for kind, _captures, row in plan.contexts:
+            if kind == "errorish" and row is not None:
+                self._context.repeat(kind, row, 0, None, plan.text, 0)
+        deferred[id(plan)] = (plan, start)
+
+    def _settle(self, buffer: bytes, deferred: dict[int, tuple[_Plan, int]], marks: list[int],
+                numbers: list[int]) -> None:
+        """Number the deferred lines, counting newlines from the nearest line numbered before each."""
+        line_no, counted_to = self._line_no, 0
+        for plan, start in sorted(deferred.values(), key=lambda item: item[1]):
+            nearest = bisect_right(marks, start) - 1
+            if nearest >= 0 and marks[nearest] > counted_to:
+                line_no, counted_to = numbers[nearest], marks[nearest]
+            line_no += buffer.count(b"\n", counted_to, start)
+            counted_to = start
+            time = plan.stamp.time if plan.stamp else None
+            for k, (kind, _captures, row) in enumerate(plan.contexts):
+                if kind != "errorish" and row is not None:
+                    self._context.repeat(kind, row, line_no, time, plan.text, self._position(start, k))
+
+    def _record(self, buffer: bytes, lm: LineMatch, start: int, line_no: int) -> None:
         # An indented line may be a continuation: who said it may be on the line that started the message.
-        owner = _owner_line(buffer, lm.start) if lm.text[:1].isspace() else None
-        who, stamp, text = self._said_for(lm.text, owner)
-        if lm.context:
+        owner = _owner_line(buffer, start) if lm.text[:1].isspace() else None
+        plan = self._plan_for(lm, owner)
+        who, stamp = plan.who, plan.stamp
+        if plan.contexts:
             time = stamp.time if stamp else None
-            catalogued = lm.signature is not None and not lm.signature.generic
-            for kind, captures in lm.context.items():
-                self._context.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, text),
-                                  catalogued)
+            kept = self._context
+            for k, (kind, captures, row) in enumerate(plan.contexts):
+                position = self._position(start, k)
+                if row is None or not kept.repeat(kind, row, line_no, time, plan.text, position):
+                    kept.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, plan.text), row,
+                             position)
+            if owner is None and lm.signature is None and all(row is not None for _, _, row in plan.contexts):
+                # From now on this exact line only repeats rows kept already: the cheap path takes it.
+                if len(self._inert) >= SAID_MEMO:
+                    self._inert.clear()
+                self._inert[id(lm)] = (lm, plan)
         if lm.signature is None:
             return
         sig = lm.signature
-        if self._continues_event(buffer, lm, line_no, who):
+        if self._continues_event(buffer, start, line_no, who):
             event = self._event_start
         else:
             event = self._event_start = line_no
@@ -287,18 +249,28 @@ class SourceScanner:
             known = self._templates[text] = template(text)
         return known
 
-    def _said_for(self, line: str, owner: str | None) -> Said:
-        """Who said ``line``, when, and its text as records keep it."""
-        key = (line, owner)
-        known = self._said.get(key)
-        if known is None:
-            if len(self._said) >= SAID_MEMO:
-                self._said.clear()
-            known = self._said[key] = (_read_who(line, self._base, owner), _read_stamp(line, self._year),
-                                       line.strip()[:500])
-        return known
+    def _plan_for(self, lm: LineMatch, owner: str | None) -> _Plan:
+        """Who said the line, when, its text as records keep it, and the fold row of each context record."""
+        key = (lm.text, owner)
+        plan = self._plans.get(key)
+        if plan is None:
+            who, text = _read_who(lm.text, self._base, owner), lm.text.strip()[:500]
+            catalogued = lm.signature is not None and not lm.signature.generic
+            plan = _Plan(who, _read_stamp(lm.text, self._year), text,
+                         [(kind, captures, self._row(kind, captures, who, text, catalogued))
+                          for kind, captures in lm.context.items()])
+            if len(lm.text) <= MAX_LINE_CHARS:  # a truncated text may stand for lines that differ further on
+                if len(self._plans) >= SAID_MEMO:
+                    self._plans.clear()
+                self._plans[key] = plan
+        return plan
 
-    def _continues_event(self, buffer: bytes, lm: LineMatch, line_no: int, who: Who) -> bool:
+    def _row(self, kind: str, captures: dict[str, Any], who: Who, text: str, catalogued: bool) -> Row | None:
+        if kind == "errorish":
+            return ("errorish", who, template(text), gravity(text), catalogued) if self._fold_context else None
+        return fold_row(kind, captures, who)
+
+    def _continues_event(self, buffer: bytes, start: int, line_no: int, who: Who) -> bool:
         if self._last_event is None:
             return False
         last_line, last_who = self._last_event
@@ -308,7 +280,7 @@ class SourceScanner:
         if gap == 1:
             return True
         # Every line in between must read as part of a traceback or a multi-line message.
-        pos = lm.start
+        pos = start
         for _ in range(gap - 1):
             prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
             if prev >= pos:
@@ -319,6 +291,14 @@ class SourceScanner:
                 return False
             pos = prev
         return True
+
+
+@dataclass(slots=True)
+class _Plan:
+    who: Who
+    stamp: Stamp | None
+    text: str
+    contexts: list[tuple[str, dict[str, Any], Row | None]]  # (kind, captures, fold row) per context record
 
 
 def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:

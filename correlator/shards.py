@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from correlator.reading import MAX_EVENT_GAP, ContextRecord, SourceResult
+from correlator.kept import ContextRecord
+from correlator.reading import MAX_EVENT_GAP, SourceResult
 from correlator.speakers import Who, who_from_path
 from schemas.findings import Finding
 

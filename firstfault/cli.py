@@ -9,9 +9,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+from typing import TYPE_CHECKING
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
@@ -20,10 +18,12 @@ from correlator.speakers import who_from_path
 from firstfault import __version__, notify_args, serve, ship_cli
 from firstfault.engine import default_matcher, diagnose_sources
 from firstfault.history_args import add_incidents_parser
-from firstfault.render import render_markdown, render_text
 from ingest.files import chunks, expand
 from schemas.errors import CatalogError, TransportError, UsageError
 from schemas.findings import Finding
+
+if TYPE_CHECKING:  # rich is imported where text is drawn: `diagnose --format json` starts faster without it
+    from rich.console import Console
 
 PROGRESS_MIN_BYTES = 64 << 20
 
@@ -86,12 +86,15 @@ def _year(arg: int | None) -> int:
     return arg if arg is not None else datetime.now(UTC).year
 
 
-def cmd_diagnose(args: argparse.Namespace, out: Console) -> int:
+def cmd_diagnose(args: argparse.Namespace) -> int:
     sources = expand(args.paths)
     matcher = default_matcher(args.engine)
     total = sum(s.path.stat().st_size for s in sources if s.path is not None)
     show_progress = args.format == "text" and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     if show_progress:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TransferSpeedColumn(), console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("scanning", total=total)
@@ -102,10 +105,20 @@ def cmd_diagnose(args: argparse.Namespace, out: Console) -> int:
     if args.format == "json":
         sys.stdout.write(diagnosis.model_dump_json(indent=2) + "\n")
     elif args.format == "markdown":
+        from firstfault.render import render_markdown
+
         sys.stdout.write(render_markdown(diagnosis))
     else:
-        render_text(diagnosis, out)
+        from firstfault.render import render_text
+
+        render_text(diagnosis, _console())
     return 0
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
 
 
 def cmd_match(args: argparse.Namespace) -> int:
@@ -172,11 +185,10 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    out = Console(highlight=False)
     try:
         args = _parser().parse_args(argv)
         if args.command == "diagnose":
-            return cmd_diagnose(args, out)
+            return cmd_diagnose(args)
         if args.command == "match":
             return cmd_match(args)
         if args.command in ("ship", "schema"):
@@ -190,10 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "incidents":
             from firstfault.history_cli import cmd_incidents
 
-            return cmd_incidents(args, out)
+            return cmd_incidents(args, _console())
         if args.command == "explain":
             args.action = "show"
-        return cmd_catalog(args, out)
+        return cmd_catalog(args, _console())
     except UsageError as exc:
         sys.stderr.write(f"firstfault: error: {exc}\n")
         return 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime, time
 from typing import Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -66,9 +67,21 @@ class Target(BaseModel):
         return f"{self.kind}:{self.address}"
 
     def describe(self) -> str:
-        if self.kind == "pagerduty":  # a routing key is a credential: show only its end
-            return f"pagerduty:…{self.address[-4:]}"
-        return self.key
+        """The destination as it may be shown anywhere (CLI, API, logs): ``kind:`` and the shown address."""
+        return f"{self.kind}:{self.shown_address()}"
+
+    def shown_address(self) -> str:
+        """A PagerDuty routing key by its last 4 characters; a webhook URL without its credentials (user:password,
+        and the path that often is the secret, as in a Slack incoming webhook) but scheme, host and the last 4
+        characters of the rest; a Slack channel as it is."""
+        if self.kind == "pagerduty":
+            return f"…{self.address[-4:]}"
+        if self.kind == "webhook":
+            url = urlsplit(self.address)
+            rest = self.address[len(f"{url.scheme}://{url.netloc}"):]
+            host = url.netloc.rpartition("@")[2]
+            return f"{url.scheme}://{host}" + (f"/…{rest[-4:]}" if rest.strip("/") else "")
+        return self.address
 
 
 class QuietHours(BaseModel):

@@ -1,7 +1,7 @@
 """A line repeated every step costs no memory per repeat, and the diagnosis does not change.
 
 NCCL prints its sub-communicator set-up again and again over a long job; a source keeps each distinct row of
-such a line only at its first and last occurrence (correlator.reading.FOLDED_KINDS).
+such a line only at its first and last occurrence (correlator.kept.FOLDED_KINDS).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import correlator.reading
+import correlator.kept
 from bench.generate import generate
 from correlator.diagnose import diagnose
 from correlator.shards import StoredShard, base_who, merge, result_to_json, source_key
@@ -93,7 +93,7 @@ def test_folding_gives_the_diagnosis_keeping_every_record_gives(job: tuple[Path,
     _with_repeats(source, at=len(source.read_text().splitlines()) // 2)
 
     folded, kept = _diagnosis(many)
-    monkeypatch.setattr(correlator.reading, "FOLDED_KINDS", frozenset())
+    monkeypatch.setattr(correlator.kept, "FOLDED_KINDS", frozenset())
     every, total = _diagnosis(many)
     assert total > 2 * REPEATS  # without folding, every repeat is kept
     assert kept <= total - 2 * REPEATS  # fewer than the file without the repeats would keep unfolded

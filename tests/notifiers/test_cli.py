@@ -14,6 +14,8 @@ from tests.fakes.slack_api import FakeSlack
 from tests.notifiers.conftest import ROUTING_KEY, SLACK_TOKEN, make_incident
 from tests.pipeline.helpers import failed_job
 
+WEBHOOK = "https://ops:s3cret@hooks.example.com/services/T000/B000/zzzzQx9z"
+
 
 @pytest.fixture
 def db(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -31,7 +33,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_subscribe_list_and_unsubscribe(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "subscribe", "--team", "pretrain", "--tag", "nccl", "--signature", "xid.*",
-                       "--slack", "#ml-oncall", "--pagerduty", ROUTING_KEY, "--label", "env=prod",
+                       "--slack", "#ml-oncall", "--pagerduty", ROUTING_KEY, "--webhook", WEBHOOK,
+                       "--label", "env=prod",
                        "--quiet-hours", "22:00-07:00", "--timezone", "Europe/Paris")
     assert code == 0 and out.startswith("sub-")
     sub_id = out.strip()
@@ -39,10 +42,12 @@ def test_subscribe_list_and_unsubscribe(db: str, capsys: pytest.CaptureFixture[s
     [sub] = json.loads(listed)
     assert sub["id"] == sub_id and sub["match"]["signatures"] == ["xid.*"] and sub["match"]["labels"] == {
         "env": "prod"}
-    assert sub["targets"] == ["slack:#ml-oncall", "pagerduty:…RRRR"]  # the routing key is never printed
+    # Credentials are never printed: the routing key, and a webhook's user:password and secret path.
+    assert sub["targets"] == ["slack:#ml-oncall", "pagerduty:…RRRR", "webhook:https://hooks.example.com/…Qx9z"]
     assert sub["quiet_hours"] == {"start": "22:00:00", "end": "07:00:00", "timezone": "Europe/Paris"}
     _, text, _ = run(capsys, "subscriptions")
     assert ROUTING_KEY not in text and "tags=nccl signatures=xid.*" in text
+    assert "s3cret" not in text and "T000/B000" not in text and "webhook:https://hooks.example.com/…Qx9z" in text
     assert run(capsys, "unsubscribe", sub_id)[0] == 0
     assert json.loads(run(capsys, "subscriptions", "--format", "json")[1]) == []
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from correlator.diagnose import diagnose
-from correlator.reading import MAX_ERROR_ROWS, SourceResult, SourceScanner
+from correlator.kept import MAX_ERROR_ROWS
+from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
 from firstfault.engine import default_matcher
 from firstfault.simulate import SCENARIOS, Knobs, generate

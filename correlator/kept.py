@@ -1,0 +1,103 @@
+"""What one source keeps of its context records: repeats folded so that memory does not grow with the log.
+
+Context kinds the correlator only folds into maps and sets (correlator/identity.py, prepare.mark_stale, the
+`logged` ranks of diagnose): first wins (setdefault), last wins (assignment, also when guarded by a running max),
+the largest line number, membership. Such a fold gives the same result over any subsequence that keeps, in
+order, the first and the last occurrence of every distinct (kind, fields, speaker) row; so a source keeps only
+those two of each, and NCCL's channel and sub-communicator set-up lines, printed again every few steps, stop
+growing memory. Not folded: pg_status (clock medians), store_remote, worker_failed and table_* (line numbers and
+counts matter).
+
+`errorish` lines are kept once per (speaker, template, gravity, catalogued): the differential view weighs each
+distinct template a speaker printed once, from its first occurrence, so the later repeats are only counted
+(ContextRecord.repeats). A source with more distinct error templates than MAX_ERROR_ROWS keeps its earliest ones.
+Pure: no I/O here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from correlator.speakers import Who
+
+FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
+                          "k8s_node"})
+MAX_ERROR_ROWS = 4096
+Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRecord:
+    kind: str
+    fields: dict[str, Any]
+    source: str
+    line_no: int
+    who: Who
+    time: datetime | None
+    text: str = ""
+    repeats: int = 1  # for a folded errorish row: how many times its source printed it
+
+    def __reduce__(self) -> tuple[type[ContextRecord], tuple[Any, ...]]:
+        # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
+        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text,
+                                self.repeats))
+
+
+def fold_row(kind: str, fields: dict[str, Any], who: Who) -> Row | None:
+    """The row a folded kind's record is kept by, or None for a kind that is kept whole."""
+    return (kind, tuple(sorted(fields.items())), who) if kind in FOLDED_KINDS else None
+
+
+class KeptContext:
+    """One source's context records in line order. ``repeat`` is the cheap path for a row already kept: the
+    scanner tries it first and builds a record only when it returns False. A position orders records as their
+    lines stand in the source; a line's records come in the order the scanner gives them."""
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[int, ContextRecord]] = []  # (position, record), in the order kept
+        self._first: dict[Row, ContextRecord] = {}  # folded row -> its first occurrence
+        self._last: dict[Row, tuple[int, int, datetime | None, str]] = {}  # -> (position, line_no, time, text)
+        self._errors: dict[Row, list[Any]] = {}  # errorish row -> [its first record, times seen]
+        self.errors_dropped = 0  # error lines of rows beyond MAX_ERROR_ROWS
+
+    def repeat(self, kind: str, row: Row, line_no: int, time: datetime | None, text: str, position: int) -> bool:
+        """Count an occurrence of a row kept before; False when the row is new (then ``add`` its record). An
+        errorish repeat is only counted (line_no, time and position unused); a folded row's latest occurrence is
+        the one with the greatest position, whatever order they are reported in."""
+        if kind == "errorish":
+            seen = self._errors.get(row)
+            if seen is None:
+                if len(self._errors) < MAX_ERROR_ROWS:
+                    return False
+                self.errors_dropped += 1
+                return True
+            seen[1] += 1
+            return True
+        if row not in self._first:
+            return False
+        last = self._last.get(row)
+        if last is None or last[0] < position:
+            self._last[row] = (position, line_no, time, text)
+        return True
+
+    def add(self, record: ContextRecord, row: Row | None, position: int) -> None:
+        """Keep a record: of a new row (after ``repeat`` said so), or of a kind kept whole (``row`` None)."""
+        self._kept.append((position, record))
+        if row is None:
+            return
+        if record.kind == "errorish":
+            self._errors[row] = [record, 1]
+        else:
+            self._first[row] = record
+
+    def records(self) -> list[ContextRecord]:
+        counted = {id(first): seen for first, seen in self._errors.values() if seen > 1}
+        kept = [(pos, rec if id(rec) not in counted else replace(rec, repeats=counted[id(rec)]))
+                for pos, rec in self._kept]
+        if self._last:
+            kept += [(pos, replace(self._first[row], line_no=line_no, time=time, text=text))
+                     for row, (pos, line_no, time, text) in self._last.items()]
+        kept.sort(key=lambda item: item[0])  # stable: a line's records stay in the order they were kept
+        return [rec for _, rec in kept]
