@@ -242,13 +242,17 @@ class HyperscanEngine:
         found: dict[int, set[int]] = {}
         literal_hits: dict[bytes, list[int]] = {}
         if self._db is not None and buffer:
+            rfind, literal_ids = buffer.rfind, self._literal_ids
             for pattern_id, end in self._scan(self._db, self._scratch, buffer):
-                # A match ending at a newline belongs to the line before it.
-                start = line_start(buffer, end - 1 if end > 0 else 0)
-                if pattern_id in self._literal_ids:
-                    literal_hits.setdefault(self._literal_ids[pattern_id], []).append(start)
+                # A match ending at a newline belongs to the line before it (line_start, inlined: this runs for
+                # every match Hyperscan reports).
+                start = rfind(b"\n", 0, end - 1) + 1 if end > 1 else 0
+                if pattern_id in literal_ids:
+                    literal_hits.setdefault(literal_ids[pattern_id], []).append(start)
+                elif (ids := found.get(start)) is not None:
+                    ids.add(pattern_id)
                 else:
-                    found.setdefault(start, set()).add(pattern_id)
+                    found[start] = {pattern_id}
             for literal in self._literal_ids.values():
                 literal_hits.setdefault(literal, [])
         scan_filtered(self._leftover, buffer, found, literal_hits)

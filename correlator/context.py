@@ -44,7 +44,7 @@ CONTEXT_PATTERNS: dict[str, str] = {
 # A torchrun table row's optional leading word after a line-start anchor makes Hyperscan try every line: these
 # four alone halved its throughput on NCCL INFO-heavy logs.
 CONTEXT_PREFILTERS: dict[str, str] = {
-    "table_rank": r"rank[ \t]*: \d+ \(local_rank: \d+\)",
+    "table_rank": r"\(local_rank: \d+\)",  # "rank" alone is on every NCCL comm line
     "table_host": r"host[ \t]*: [\w.-]+[ \t]*$",
     "table_exit": r"exitcode[ \t]*: -?\d+ \(pid: \d+\)",
     "table_time": r"time[ \t]*: 20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d",

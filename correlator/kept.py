@@ -62,18 +62,19 @@ class KeptContext:
         self._errors: dict[Row, list[Any]] = {}  # errorish row -> [its first record, times seen]
         self.errors_dropped = 0  # error lines of rows beyond MAX_ERROR_ROWS
 
-    def repeat(self, kind: str, row: Row, line_no: int, time: datetime | None, text: str, position: int) -> bool:
+    def repeat(self, kind: str, row: Row, line_no: int, time: datetime | None, text: str, position: int,
+               times: int = 1) -> bool:
         """Count an occurrence of a row kept before; False when the row is new (then ``add`` its record). An
-        errorish repeat is only counted (line_no, time and position unused); a folded row's latest occurrence is
-        the one with the greatest position, whatever order they are reported in."""
+        errorish repeat is only counted, ``times`` over (line_no, time and position unused); a folded row's latest
+        occurrence is the one with the greatest position, whatever order they are reported in."""
         if kind == "errorish":
             seen = self._errors.get(row)
             if seen is None:
                 if len(self._errors) < MAX_ERROR_ROWS:
                     return False
-                self.errors_dropped += 1
+                self.errors_dropped += times
                 return True
-            seen[1] += 1
+            seen[1] += times
             return True
         if row not in self._first:
             return False

@@ -14,7 +14,7 @@ from typing import Any
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher
 from catalog.model import Signature
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
-from correlator.speakers import Who, read_prefixes, read_speaker
+from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
 from correlator.templates import gravity, template
 from correlator.timestamps import Stamp, parse_timestamp
@@ -41,19 +41,16 @@ class SourceResult:
     structured: list[Structured] = field(default_factory=list)  # a Flight Recorder dump or job metadata
 
 
-def _read_who(line: str, base: Who, owner: str | None) -> Who:
-    who = read_speaker(line, base)
+def _read_who_and_stamp(line: str, base: Who, owner: str | None, year: int) -> tuple[Who, Stamp | None]:
+    """Who said ``line`` (else the line that began its message, ``owner``) and its time stamp, read after the
+    launcher prefixes (else anywhere in its head)."""
+    who, body = speaker_and_body(line, base)
     if who == base and owner is not None:
         who = read_speaker(owner, base)
-    return who
-
-
-def _read_stamp(line: str, year: int) -> Stamp | None:
-    _, body = read_prefixes(line, Who())
     stamp = parse_timestamp(body, year)
     if stamp is None and body is not line and len(body) != len(line):
         stamp = parse_timestamp(line, year)
-    return stamp
+    return who, stamp
 
 
 def _owner_line(buffer: bytes, start: int) -> str | None:
@@ -99,7 +96,9 @@ class SourceScanner:
         self._fold_context = fold_context
         self._context_rows: set[tuple[Any, ...]] = set()  # context-role rows seen in this source
         self._templates: dict[str, str] = {}
-        self._pending: Finding | None = None  # a repeated context-role finding, kept if the next one joins it
+        # A repeated context-role finding's facts (LineMatch, line_no, stamp, who, order): kept if the next
+        # finding joins its event.
+        self._pending: tuple[LineMatch, int, Stamp | None, Who, int] | None = None
         self._lines: dict[bytes, LineMatch | None] = {}  # the matcher's memo of this source's repeated lines
         self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
         self._buffer_no = 0
@@ -123,7 +122,7 @@ class SourceScanner:
             self._process(self._carry, advance=True)
             self._carry = b""
         if self._pending is not None:  # the next shard's first finding may continue its event: keep it
-            self.result.findings.append(self._pending)
+            self.result.findings.append(self._finding(*self._pending))
             self._pending = None
         if found := self._structured.finish():
             self.result.structured.append(found)
@@ -135,21 +134,25 @@ class SourceScanner:
         line_no = self._line_no
         self._buffer_no += 1
         inert = self._inert
-        deferred: dict[int, tuple[_Plan, int]] = {}  # a repeated inert line's plan -> its latest offset here
+        touched: dict[int, _Plan] = {}  # plans of the inert lines seen in this buffer (see _Plan.seen)
         marks: list[int] = []  # offsets of the lines numbered below, and their numbers: where _settle counts from
         numbers: list[int] = []
         for start, _end, lm in self._matcher.spans(buffer, self._lines):
             known = inert.get(id(lm))
             if known is not None and known[0] is lm:
-                self._repeat_inert(known[1], start, deferred)
+                # A line seen before that yields only rows kept already: note it, numbered once per buffer.
+                plan = known[1]
+                plan.seen += 1
+                plan.last_start = start
+                touched[id(plan)] = plan
                 continue
             line_no += buffer.count(b"\n", counted_to, start)
             counted_to = start
             marks.append(start)
             numbers.append(line_no)
             self._record(buffer, lm, start, line_no)
-        if deferred:
-            self._settle(buffer, deferred, marks, numbers)
+        if touched:
+            self._settle(buffer, touched, marks, numbers)
         if advance:  # count only the newlines after the last match: the ones before it are counted above
             line_no += buffer.count(b"\n", counted_to)
             self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
@@ -160,19 +163,13 @@ class SourceScanner:
         records are kept in, whichever path kept them."""
         return ((self._buffer_no << 40 | start) << 4) + k
 
-    def _repeat_inert(self, plan: _Plan, start: int, deferred: dict[int, tuple[_Plan, int]]) -> None:
-        """A line seen before that yields only folded records: count its error rows now; its folded rows' last
-        occurrence is settled once per buffer (its line number is counted then, not per line)."""
-        for kind, _captures, row in plan.contexts:
-            if kind == "errorish" and row is not None:
-                self._context.repeat(kind, row, 0, None, plan.text, 0)
-        deferred[id(plan)] = (plan, start)
-
-    def _settle(self, buffer: bytes, deferred: dict[int, tuple[_Plan, int]], marks: list[int],
-                numbers: list[int]) -> None:
-        """Number the deferred lines, counting newlines from the nearest line numbered before each."""
+    def _settle(self, buffer: bytes, touched: dict[int, _Plan], marks: list[int], numbers: list[int]) -> None:
+        """Count the inert lines' error rows, and give their folded rows their latest occurrence, numbering it by
+        counting newlines from the nearest line numbered before it."""
         line_no, counted_to = self._line_no, 0
-        for plan, start in sorted(deferred.values(), key=lambda item: item[1]):
+        for plan in sorted(touched.values(), key=lambda p: p.last_start):
+            start, seen = plan.last_start, plan.seen
+            plan.seen = 0
             nearest = bisect_right(marks, start) - 1
             if nearest >= 0 and marks[nearest] > counted_to:
                 line_no, counted_to = numbers[nearest], marks[nearest]
@@ -180,7 +177,11 @@ class SourceScanner:
             counted_to = start
             time = plan.stamp.time if plan.stamp else None
             for k, (kind, _captures, row) in enumerate(plan.contexts):
-                if kind != "errorish" and row is not None:
+                if row is None:
+                    continue
+                if kind == "errorish":
+                    self._context.repeat(kind, row, 0, None, plan.text, 0, times=seen)
+                else:
                     self._context.repeat(kind, row, line_no, time, plan.text, self._position(start, k))
 
     def _record(self, buffer: bytes, lm: LineMatch, start: int, line_no: int) -> None:
@@ -210,36 +211,37 @@ class SourceScanner:
             event = self._event_start = line_no
         self._last_event = (line_no, who)
         self._order += 1
-        self._keep(
-            Finding(
-                signature=sig.id,
-                generic=sig.generic,
-                role=sig.role,
-                source=self.result.source,
-                line_no=line_no,
-                text=lm.text.strip(),
-                speaker=Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device),
-                time=stamp.time if stamp else None,
-                clock=stamp.clock if stamp else None,
-                fields=dict(lm.fields),
-                order=self._order,
-                event=event,
-            )
-        )
-
-    def _keep(self, finding: Finding) -> None:
         pending, self._pending = self._pending, None
-        if pending is not None and finding.event == pending.event:
-            self.result.findings.append(pending)  # it began a traceback or message after all
-        if self._fold_context and finding.role is Role.CONTEXT and finding.event == finding.line_no:
-            by = finding.speaker
-            row = (finding.signature, by.rank, by.host, by.pid, by.device, self._template(finding.text))
+        if pending is not None and event == pending[1]:
+            self.result.findings.append(self._finding(*pending))  # it began a traceback or message after all
+        facts = (lm, line_no, stamp, who, self._order)
+        if self._fold_context and sig.role is Role.CONTEXT and event == line_no:
+            row = (sig.id, who, self._template(plan.text))
             if row in self._context_rows:
-                self._pending = finding
+                self._pending = facts  # built into a Finding only if the next finding joins its event
                 return
             if len(self._context_rows) < SAID_MEMO:
                 self._context_rows.add(row)
-        self.result.findings.append(finding)
+        self.result.findings.append(self._finding(*facts, event))
+
+    def _finding(self, lm: LineMatch, line_no: int, stamp: Stamp | None, who: Who, order: int,
+                 event: int | None = None) -> Finding:
+        assert lm.signature is not None
+        sig = lm.signature
+        return Finding(
+            signature=sig.id,
+            generic=sig.generic,
+            role=sig.role,
+            source=self.result.source,
+            line_no=line_no,
+            text=lm.text.strip(),
+            speaker=Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device),
+            time=stamp.time if stamp else None,
+            clock=stamp.clock if stamp else None,
+            fields=dict(lm.fields),
+            order=order,
+            event=line_no if event is None else event,
+        )
 
     def _template(self, text: str) -> str:
         known = self._templates.get(text)
@@ -254,9 +256,10 @@ class SourceScanner:
         key = (lm.text, owner)
         plan = self._plans.get(key)
         if plan is None:
-            who, text = _read_who(lm.text, self._base, owner), lm.text.strip()[:500]
+            who, stamp = _read_who_and_stamp(lm.text, self._base, owner, self._year)
+            text = lm.text.strip()[:500]
             catalogued = lm.signature is not None and not lm.signature.generic
-            plan = _Plan(who, _read_stamp(lm.text, self._year), text,
+            plan = _Plan(who, stamp, text,
                          [(kind, captures, self._row(kind, captures, who, text, catalogued))
                           for kind, captures in lm.context.items()])
             if len(lm.text) <= MAX_LINE_CHARS:  # a truncated text may stand for lines that differ further on
@@ -299,6 +302,8 @@ class _Plan:
     stamp: Stamp | None
     text: str
     contexts: list[tuple[str, dict[str, Any], Row | None]]  # (kind, captures, fold row) per context record
+    seen: int = 0  # inert repeats in the current buffer, not yet counted
+    last_start: int = 0  # offset of the latest of them
 
 
 def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:

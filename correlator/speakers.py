@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import PurePath
 
 # Prefixes that launchers and log collectors put before a worker's own text, tried repeatedly so that stacked
@@ -53,12 +53,10 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
             groups = m.groupdict()
             if name == "pdsh" and not _looks_like_host(groups["host"]):
                 continue
-            if groups.get("rank") is not None:
-                who = replace(who, rank=int(groups["rank"]))
-            if groups.get("host"):
-                who = replace(who, host=groups["host"])
-            if groups.get("pid"):
-                who = replace(who, pid=int(groups["pid"]))
+            # Who(...) rather than dataclasses.replace: this runs for every distinct matched line.
+            rank, host, pid = groups.get("rank"), groups.get("host"), groups.get("pid")
+            who = Who(who.rank if rank is None else int(rank), host or who.host, int(pid) if pid else who.pid,
+                      who.device)
             rest = rest[m.end():]
             break
         else:
@@ -68,14 +66,19 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
 
 def read_speaker(line: str, base: Who) -> Who:
     """Everything a single line says about who printed it."""
+    return speaker_and_body(line, base)[0]
+
+
+def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
+    """Who printed ``line`` (read_speaker), and the line without its launcher prefixes (read_prefixes)."""
     who, rest = read_prefixes(line, base)
     if m := _NCCL.search(rest[:200]):
-        who = replace(who, host=m["host"], pid=int(m["pid"]), device=int(m["dev"]))
+        who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]))
     elif m := _SYSLOG_HOST.match(rest):
-        who = replace(who, host=m["host"])
+        who = Who(who.rank, m["host"], who.pid, who.device)
     if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
-        who = replace(who, rank=int(m["rank"]))
-    return who
+        who = Who(int(m["rank"]), who.host, who.pid, who.device)
+    return who, rest
 
 
 _FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|process|gpu)[-_.]?(?P<rank>\d{1,5})(?:\D|$)", re.I)

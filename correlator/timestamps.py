@@ -29,6 +29,8 @@ _SYSLOG = re.compile(r"^(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<h>\d\d):(?P<m
 _MMDD = re.compile(r"^(?:[A-Z]+ +)?(?P<mo>[01]\d)-(?P<d>[0-3]\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\b")
 # dmesg: [12345.678901] seconds since boot
 _BOOT = re.compile(r"^\[\s*(?P<sec>\d{1,9}\.\d{3,9})\]")
+# Every wall-clock format above holds this: a line without it (most NCCL INFO lines) skips their searches.
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ def parse_timestamp(line: str, year: int) -> Stamp | None:
     head = line[:160]
     if m := _BOOT.match(head):
         return Stamp(BOOT_EPOCH + timedelta(seconds=float(m["sec"])), "boot")
+    if not _CLOCK.search(head):
+        return None
     if m := _ISO.search(head):
         t = _safe(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), _frac(m["f"]))
         return Stamp(t - _tz(m["tz"]), "wall") if t else None

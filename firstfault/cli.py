@@ -87,6 +87,9 @@ def _year(arg: int | None) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    from firstfault.memtune import keep_freed_blocks
+
+    keep_freed_blocks()  # before the first block is read; pool workers inherit it
     sources = expand(args.paths)
     matcher = default_matcher(args.engine)
     total = sum(s.path.stat().st_size for s in sources if s.path is not None)
