@@ -28,7 +28,8 @@ class Engine(Protocol):
     name: str
 
     def candidates(self, buffer: bytes) -> dict[int, set[int]]:
-        """Map each line start offset in ``buffer`` to the indexes of patterns that may match in that line."""
+        """Map each line start offset in ``buffer`` to the indexes of patterns that may match in that line, the
+        keys in increasing order."""
         ...
 
 
@@ -80,7 +81,7 @@ class ReEngine:
         for index, rx in enumerate(self._compiled):
             for m in rx.finditer(buffer):
                 found.setdefault(line_start(buffer, m.start()), set()).add(index)
-        return found
+        return dict(sorted(found.items()))
 
 
 def line_regex(pattern: str) -> re.Pattern[bytes]:
@@ -255,8 +256,11 @@ class HyperscanEngine:
                     found[start] = {pattern_id}
             for literal in self._literal_ids.values():
                 literal_hits.setdefault(literal, [])
+        # Hyperscan reports matches by increasing end offset, so the lines came in order; only lines that the
+        # `re`-scanned patterns alone found can be out of it.
+        lines = len(found)
         scan_filtered(self._leftover, buffer, found, literal_hits)
-        return found
+        return found if len(found) == lines else dict(sorted(found.items()))
 
 
 def make_engine(patterns: Sequence[str], prefer: str = "auto", cache: BlobCache | None = None,

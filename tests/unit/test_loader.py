@@ -83,3 +83,14 @@ def test_user_catalog_overrides_a_bundled_entry(tmp_path: Path, monkeypatch: pyt
 def test_missing_user_catalog_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="does not exist"):
         load_catalog(str(tmp_path / "nope"))
+
+
+def test_a_prefilter_that_misses_a_positive_example_fails_to_load() -> None:
+    """The engine only looks for a prefilter: one narrower than its regex would silently lose lines."""
+    loose = GOOD.replace("{regex: 'thing broke: (?P<detail>\\w+)'}",
+                         "{regex: 'thing broke: (?P<detail>\\w+)', prefilter: 'broke: \\w'}")
+    assert build_catalog(_file(loose)).get("test.thing.broke") is not None
+    narrow = GOOD.replace("{regex: 'thing broke: (?P<detail>\\w+)'}",
+                          "{regex: 'thing broke: (?P<detail>\\w+)', prefilter: 'broke: \\d'}")
+    with pytest.raises(CatalogError, match=r"prefilter .* misses a positive example"):
+        build_catalog(_file(narrow))
