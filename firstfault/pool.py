@@ -47,7 +47,10 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_adopt, initargs=(matcher,)) as pool:
-            for index, result in pool.imap_unordered(_scan_one, tasks):
+            # Files go to workers in batches: one task per file cost ~1.5 ms of CPU each in IPC (5,120 rank logs
+            # of 200 kB: 38.4 CPU-s unbatched, 30.9 batched, 28.4 in one process).
+            batch = max(1, len(tasks) // (workers * 16))
+            for index, result in pool.imap_unordered(_scan_one, tasks, chunksize=batch):
                 results[index] = result
                 if progress:
                     progress(result.bytes)
