@@ -83,6 +83,19 @@ def test_match_prints_one_object_per_matched_line() -> None:
     assert any("oom" in row["signature"] for row in rows)
 
 
+def test_match_prints_every_repeat_of_a_warning_across_chunks(tmp_path: Path) -> None:
+    """A diagnosis keeps a repeated context warning once; `match` streams every one, in order, past 4 MiB."""
+    warning = "node001:77:77 [3] NCCL INFO NET/IB : No device found.\n"
+    steps = 60_000  # ~5.6 MB: more than one 4 MiB chunk
+    log = tmp_path / "rank3.log"
+    log.write_text("".join(f"[rank3]: step {i} loss 2.1\n{warning}" for i in range(steps)))
+    p = run("match", str(log), "--format", "jsonl")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.decode().splitlines()]
+    assert [row["line_no"] for row in rows] == list(range(2, 2 * steps + 1, 2))
+    assert {row["signature"] for row in rows} == {"nccl.ib.not_used_fallback_socket"}
+
+
 def test_catalog_list_json_includes_every_fingerprint() -> None:
     p = run("catalog", "list", "--format", "json")
     assert p.returncode == 0
