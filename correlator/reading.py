@@ -152,7 +152,9 @@ class SourceScanner:
             numbers.append(line_no)
             self._record(buffer, lm, start, line_no)
         if touched:
-            self._settle(buffer, touched, marks, numbers)
+            settled_to, settled_no = self._settle(buffer, touched, marks, numbers)
+            if settled_to > counted_to:  # count the rest from there: each newline is counted once
+                counted_to, line_no = settled_to, settled_no
         if advance:  # count only the newlines after the last match: the ones before it are counted above
             line_no += buffer.count(b"\n", counted_to)
             self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
@@ -163,9 +165,11 @@ class SourceScanner:
         records are kept in, whichever path kept them."""
         return ((self._buffer_no << 40 | start) << 4) + k
 
-    def _settle(self, buffer: bytes, touched: dict[int, _Plan], marks: list[int], numbers: list[int]) -> None:
+    def _settle(self, buffer: bytes, touched: dict[int, _Plan], marks: list[int], numbers: list[int]
+                ) -> tuple[int, int]:
         """Count the inert lines' error rows, and give their folded rows their latest occurrence, numbering it by
-        counting newlines from the nearest line numbered before it."""
+        counting newlines from the nearest line numbered before it. Returns the last offset numbered, and its
+        line number."""
         line_no, counted_to = self._line_no, 0
         for plan in sorted(touched.values(), key=lambda p: p.last_start):
             start, seen = plan.last_start, plan.seen
@@ -183,6 +187,7 @@ class SourceScanner:
                     self._context.repeat(kind, row, 0, None, plan.text, 0, times=seen)
                 else:
                     self._context.repeat(kind, row, line_no, time, plan.text, self._position(start, k))
+        return counted_to, line_no
 
     def _record(self, buffer: bytes, lm: LineMatch, start: int, line_no: int) -> None:
         # An indented line may be a continuation: who said it may be on the line that started the message.
