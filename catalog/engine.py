@@ -243,18 +243,22 @@ class HyperscanEngine:
         found: dict[int, set[int]] = {}
         literal_hits: dict[bytes, list[int]] = {}
         if self._db is not None and buffer:
-            rfind, literal_ids = buffer.rfind, self._literal_ids
-            for pattern_id, end in self._scan(self._db, self._scratch, buffer):
-                # A match ending at a newline belongs to the line before it (line_start, inlined: this runs for
-                # every match Hyperscan reports).
+            literal_ids = self._literal_ids
+            rfind = buffer.rfind
+            get = found.get
+
+            def on_match(pattern_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+                # A match ending at a newline belongs to the line before it.
                 start = rfind(b"\n", 0, end - 1) + 1 if end > 1 else 0
                 if pattern_id in literal_ids:
                     literal_hits.setdefault(literal_ids[pattern_id], []).append(start)
-                elif (ids := found.get(start)) is not None:
+                elif (ids := get(start)) is not None:
                     ids.add(pattern_id)
                 else:
                     found[start] = {pattern_id}
-            for literal in self._literal_ids.values():
+
+            self._db.scan(buffer, match_event_handler=on_match, scratch=self._scratch)
+            for literal in literal_ids.values():
                 literal_hits.setdefault(literal, [])
         # Hyperscan reports matches by increasing end offset, so the lines came in order; only lines that the
         # `re`-scanned patterns alone found can be out of it.

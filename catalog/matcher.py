@@ -177,7 +177,8 @@ class Matcher:
 
     def match(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None) -> list[LineMatch]:
         """Each matched line of ``buffer`` in order, with its own offsets."""
-        return [lm if lm.start == start else LineMatch(start, end, lm.text, lm.signature, lm.fields, lm.context)
+        new = tuple.__new__  # a LineMatch from a shared one's fields: skips the NamedTuple constructor's frame
+        return [lm if lm[0] == start else new(LineMatch, (start, end, *lm[2:]))
                 for start, end, lm in self.spans(buffer, memo)]
 
     def spans(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None
@@ -189,25 +190,24 @@ class Matcher:
         its bytes alone (every pattern is confined to one line), so a repeated line is decoded and confirmed once
         and its spans share that first LineMatch object (whose own start and end are its first occurrence's).
         Readers must not mutate it."""
-        out = []
-        get = memo.get if memo is not None else None
+        out: list[tuple[int, int, LineMatch]] = []
+        append, find, size = out.append, buffer.find, len(buffer)
+        seen = {} if memo is None else memo
+        get = seen.get
         for start, indexes in self.engine.candidates(buffer).items():
-            end = buffer.find(b"\n", start)
-            end = len(buffer) if end < 0 else end
+            end = find(b"\n", start)
+            if end < 0:
+                end = size
             raw = buffer[start:end]
-            if get is not None:
-                seen = get(raw, _UNSEEN)
-                if seen is not _UNSEEN:
-                    if seen is not None:
-                        out.append((start, end, seen))
-                    continue
-            lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
-            if memo is not None:
-                if len(memo) >= LINE_MEMO:
-                    memo.clear()
-                memo[raw] = lm
+            lm = get(raw, _UNSEEN)
+            if lm is _UNSEEN:
+                lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
+                if memo is not None:
+                    if len(memo) >= LINE_MEMO:
+                        memo.clear()
+                    memo[raw] = lm
             if lm is not None:
-                out.append((start, end, lm))
+                append((start, end, lm))
         return out
 
     def match_line(
