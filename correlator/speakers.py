@@ -15,6 +15,8 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("srun", re.compile(r"^\[?(?P<rank>\d{1,5})\]?: ")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
 ]
+# Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
+_MAY_HAVE_PREFIX = re.compile(r"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
 _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\]")
@@ -45,6 +47,8 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
     """Peel launcher prefixes off ``line``; returns who they name (over ``base``) and the rest of the line."""
     who = base
     rest = line
+    if not _MAY_HAVE_PREFIX.match(line):
+        return who, rest
     for _ in range(4):
         for name, rx in _PREFIXES:
             m = rx.match(rest)

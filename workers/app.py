@@ -11,6 +11,8 @@ from celery import Celery
 
 from firstfault.settings import Settings, load_settings
 
+UNACKED_MUTEX_EXPIRE_S = 15
+
 
 def make_app(settings: Settings | None = None) -> Celery:
     s = settings or load_settings()
@@ -30,6 +32,10 @@ def make_app(settings: Settings | None = None) -> Celery:
             # default); look every interval instead, so a crash costs visibility_timeout plus seconds
             "unacked_restore_interval": s.redelivery_check_s,
             "unacked_restore_throttle": 1,
+            # the sweep runs under a Redis lock that outlives a worker killed inside it (300 s by default, which
+            # would hold every redelivery back that long); a sweep takes milliseconds, so a short lock is enough
+            # (two overlapping sweeps are harmless: kombu restores a task in a transaction, at most once)
+            "unacked_mutex_expire": UNACKED_MUTEX_EXPIRE_S,
             **({"global_keyprefix": s.broker_prefix} if s.broker_prefix else {}),
         },
         worker_hijack_root_logger=False,

@@ -108,3 +108,13 @@ def test_a_worker_killed_mid_task_leaves_exactly_one_incident(env: dict[str, str
     # one incident; a revision only if group_wait ran out while the worker was dead, never a duplicate
     assert (shards, incidents, revisions) == (total, 1, final.revision)
     assert (final.signature, final.rank) == ("host.oom_killer", 37)
+
+
+def test_a_worker_killed_inside_the_redelivery_sweep_holds_redelivery_back_seconds_not_minutes(
+        env: dict[str, str]) -> None:
+    # kombu's sweep lock outlives the worker holding it; its default 300 s would stall every redelivery that long
+    app = make_app(load_settings(environ=env))
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        assert channel.unacked_mutex_expire <= 30
+        assert channel.unacked_mutex_expire > channel.unacked_restore_interval
