@@ -26,6 +26,26 @@ class Readiness:
     reason: str
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What a job's shards add up to so far, as the store counts them without reading them."""
+    sources: int  # distinct sources with any shard
+    ended: int  # distinct sources whose eof shard arrived (a seq before it may still be missing)
+    ended_ranks: int  # distinct ranks among those
+
+
+def may_be_complete(job: JobEvent | None, progress: Progress) -> bool:
+    """False when, by the counts alone, no rule of `readiness` about expected sources can hold yet: reading every
+    shard to check would be wasted. True only permits that check (an ended source may still miss a seq)."""
+    if job is None:
+        return True
+    if job.world_size is not None and progress.ended_ranks >= job.world_size:
+        return True
+    if job.hosts and 2 * progress.ended >= len(set(job.hosts)):  # a source names at most two hosts
+        return True
+    return job.world_size is None and not job.hosts and 0 < progress.sources <= progress.ended
+
+
 def readiness(job: JobEvent | None, failed_at: datetime | None, complete: Iterable[SourceKey],
               seen: Iterable[SourceKey], now: datetime, group_wait: timedelta) -> Readiness:
     if job is None or job.state not in FAILED_STATES or failed_at is None:

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from correlator.jobs import Progress
 from correlator.shards import SourceKey, StoredShard
 from schemas.errors import TransportError
 from schemas.incident import Incident
@@ -125,6 +126,26 @@ class Store:
                                                                    table.source_token == key.token)).all()
             last = [seq for seq, eof in seqs if eof]
             return not (last and len({seq for seq, _ in seqs}) == last[0] + 1)
+
+    def pending_progress(self, job_id: str, now: datetime) -> tuple[JobEvent | None, Progress] | None:
+        """None unless a correlation is pending (and not overdue past STALE, when it is taken as lost); else the
+        job's event and what its shards add up to, counted by the database in one query."""
+        with self.session() as s:
+            row = s.get(JobRow, job_id)
+            pending = _aware(row.correlate_at) if row is not None else None
+            if row is None or pending is None or pending < now - STALE:
+                return None
+            table = ShardRow.__table__.c  # type: ignore[attr-defined]
+            mine, ended = table.job_id == job_id, table.eof == sa.true()
+
+            def keys(*where: Any) -> Any:  # a source is (source_token, host): the token holds stream, rank, name
+                return sa.select(sa.func.count()).select_from(
+                    sa.select(table.source_token, table.host).where(*where).distinct().subquery()).scalar_subquery()
+
+            ranks = sa.select(sa.func.count(sa.distinct(table.rank))).where(mine, ended).scalar_subquery()
+            sources, ended_sources, ended_ranks = s.execute(sa.select(keys(mine), keys(mine, ended), ranks)).one()
+            event = JobEvent.model_validate(row.event) if row.event else None
+            return event, Progress(int(sources), int(ended_sources), int(ended_ranks))
 
     def schedule(self, job_id: str, due: datetime, now: datetime) -> bool:
         """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue).

@@ -35,7 +35,12 @@ class JobRow(SQLModel, table=True):
 
 class ShardRow(SQLModel, table=True):
     __tablename__ = "shards"
-    __table_args__ = (sa.UniqueConstraint("job_id", "source_token", "seq", name="uq_shard"),)
+    __table_args__ = (
+        sa.UniqueConstraint("job_id", "source_token", "seq", name="uq_shard"),
+        # what Store.pending_progress counts after every shard, read from the index alone: the rows themselves
+        # hold the scanned findings, and reading them each time made a 1,024-rank job quadratic
+        sa.Index("ix_shards_progress", "job_id", "eof", "source_token", "host", "rank"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     job_id: str = Field(index=True, max_length=256)

@@ -131,3 +131,18 @@ def test_exit_codes_in_the_job_event_name_a_silent_rank(parts) -> None:  # type:
     clock.advance(31)
     incident = pipe.correlate("j")
     assert incident is not None and incident.rank == 37
+
+
+def test_a_gap_filled_last_makes_the_job_ready_when_it_arrives(parts) -> None:  # type: ignore[no-untyped-def]
+    # The job's last missing piece is a middle shard of a source whose eof came before it: the counts say the job
+    # may be complete already, so that shard must still trigger the full check.
+    pipe, clock, scheduler = parts
+    shards = shards_of("j", EXAMPLE, chunk=4 * 1024)
+    middle = next(s for s in shards if s.seq == 1 and s.rank is not None)
+    pipe.accept_job(failed_job("j"))
+    for shard in shards:
+        if shard is not middle:
+            pipe.accept_shard(shard)
+    assert scheduler.calls[-1] == ("j", clock.now + pipe.group_wait)  # one rank still has a hole
+    pipe.accept_shard(middle)
+    assert scheduler.calls[-1] == ("j", clock.now)

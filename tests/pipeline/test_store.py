@@ -131,3 +131,21 @@ def test_a_job_view_without_scans_carries_no_findings(store: Store) -> None:
     store.record_shard("j", KEY, 0, True, SCANNED, T0)
     assert store.job("j", scans=False).shards[0].scanned == {}
     assert store.job("j").shards[0].scanned == SCANNED
+
+
+def test_pending_progress_counts_sources_the_ended_ones_and_their_ranks(store: Store) -> None:
+    store.record_job(failed_job("j", world_size=4), T0)
+    other = SourceKey("stdout", 5, "node002", "node002/rank5.log")
+    dmesg = SourceKey("dmesg", None, "node001", "node001.dmesg")
+    store.record_shard("j", KEY, 0, False, SCANNED, T0)
+    store.record_shard("j", KEY, 2, True, SCANNED, T0)  # ended, seq 1 missing: counted as ended all the same
+    store.record_shard("j", other, 0, False, SCANNED, T0)
+    store.record_shard("j", dmesg, 0, True, SCANNED, T0)
+    assert store.pending_progress("j", T0) is None  # nothing pending: the caller must look
+    store.schedule("j", T0 + timedelta(seconds=30), T0)
+    found = store.pending_progress("j", T0)
+    assert found is not None
+    event, progress = found
+    assert event is not None and event.world_size == 4
+    assert (progress.sources, progress.ended, progress.ended_ranks) == (3, 2, 1)
+    assert store.pending_progress("j", T0 + timedelta(hours=1)) is None  # overdue that long: taken as lost

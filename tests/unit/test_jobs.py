@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
-from correlator.jobs import changes, readiness
+from correlator.jobs import Progress, changes, may_be_complete, readiness
 from correlator.shards import SourceKey
 from schemas.diagnosis import CollateralGroup, Diagnosis, Evidence, RootCause
 from schemas.wire import JobEvent
@@ -49,6 +50,37 @@ def test_without_expectations_every_seen_source_must_be_complete() -> None:
     seen = [_key(0), _key(1)]
     assert not readiness(_job(), T0, seen[:1], seen, T0, WAIT).ready
     assert readiness(_job(), T0, seen, seen, T0, WAIT).ready
+
+
+def _progress(seen: list[SourceKey], ended: list[SourceKey]) -> Progress:
+    return Progress(len(set(seen)), len(set(ended)), len({k.rank for k in ended if k.rank is not None}))
+
+
+def test_counts_rule_out_a_job_too_few_of_whose_sources_have_ended() -> None:
+    keys = [_key(r) for r in range(4)]
+    assert not may_be_complete(_job(world_size=4), _progress(keys, keys[:3]))
+    assert may_be_complete(_job(world_size=4), _progress(keys, keys))
+    hosts = _job(hosts=["n1", "n2", "n3"])
+    assert not may_be_complete(hosts, _progress(keys, keys[:1]))
+    assert not may_be_complete(_job(), _progress(keys, keys[:3]))
+    assert may_be_complete(_job(), _progress(keys, keys))
+
+
+def test_counts_never_rule_out_a_job_readiness_calls_complete() -> None:
+    # may_be_complete lets the pipeline skip the full check: it must never say no where readiness says yes.
+    rng = random.Random(2026)
+    for _ in range(3000):
+        world = rng.choice([None, 2, 3, 4])
+        pool = [_key(r) for r in range(5)] + [_key(host=h) for h in ("n1", "n2", "n3")]
+        seen = rng.sample(pool, rng.randint(0, len(pool)))
+        complete = [k for k in seen if rng.random() < 0.7]
+        ended = complete + [k for k in seen if k not in complete and rng.random() < 0.5]  # eof, a seq missing
+        job = _job(world_size=world,
+                   hosts=rng.choice([[], ["n1"], ["n1", "n2"], ["n1", "n2", "n3"]]),
+                   rank_hosts={r: rng.choice(["n1", "n2", "n3"]) for r in range(5) if rng.random() < 0.5})
+        ready = readiness(job, T0, complete, seen, T0, WAIT)
+        if ready.ready:
+            assert may_be_complete(job, _progress(seen, ended)), (job, seen, complete)
 
 
 def _diag(sig: str, rank: int, conf: float = 0.8, collateral: int = 3, line: int = 1) -> Diagnosis:

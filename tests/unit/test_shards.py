@@ -57,3 +57,19 @@ def test_context_records_survive_json() -> None:
     times = [c.time for r in merged for c in r.context if c.time is not None]
     assert times and all(isinstance(t, datetime) and t.tzinfo is not None for t in times)
     assert all(t.astimezone(UTC).year == YEAR for t in times)
+
+
+def test_a_stored_context_record_keeps_every_field_and_reads_back_equal() -> None:
+    from dataclasses import asdict
+    from datetime import UTC, datetime
+
+    from correlator.kept import ContextRecord
+    from correlator.shards import _context_from, _context_json
+    from correlator.speakers import Who
+
+    rec = ContextRecord("nccl_comm", {"rank": 3, "busid": "1b000"}, "node001/rank3.log", 41,
+                        Who(3, "node001", 4242, 3), datetime(2026, 11, 29, 10, 0, 1, 500000, tzinfo=UTC),
+                        "node001:4242:4242 [3] NCCL INFO comm 0x5 rank 3", repeats=2)
+    row = _context_json(rec)
+    assert row == {**asdict(rec), "time": "2026-11-29T10:00:01.500000+00:00"}  # a new field is not dropped
+    assert _context_from(row) == rec
