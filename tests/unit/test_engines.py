@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.engine import ReEngine, line_regex, single_line
+from catalog.engine import ReEngine, existence_form, line_regex, single_line
 from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
 from catalog.matcher import folded
@@ -152,3 +152,47 @@ def test_literal_length_of_an_escaped_log_line_is_linear() -> None:
 
     line = "[x] " + "a." * 200
     assert literal_length(re.escape(line)) == len(line)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "scanned_for"),
+    [
+        (r"exception: (?:[^\n]+)", r"exception: (?:[^\n])"),  # the watchdog line: 200 ends became one
+        (r"Using (?:[^\n]{1,400})", r"Using (?:[^\n]{1})"),
+        (r"foo(?:bar|baz+)", r"foo(?:bar|baz)"),
+        (r"id \d*", r"id "),
+        (r"a.*?", r"a"),
+        (r"a\+", r"a\+"),  # an escaped plus is a character, not a repeat
+        (r"a\\+", r"a\\"),  # an escaped backslash, repeated
+        (r"\x41*", r"\x41*"),  # not a repeat of "1"
+        (r"\d+$", r"\d+$"),  # anchored: the repeat decides where the match may end
+        (r"(?:ab)*", r"(?:ab)*"),
+        (r"\d*", r"\d*"),  # never down to a pattern that matches everywhere
+    ],
+)
+def test_the_engine_scans_for_a_pattern_without_what_only_lengthens_its_end(pattern: str,
+                                                                            scanned_for: str) -> None:
+    assert existence_form(pattern) == scanned_for
+
+
+def test_every_pattern_so_shortened_matches_exactly_the_lines_it_did(generated: list[Path]) -> None:
+    """Hyperscan scans for the shortened forms, `re` confirms with the whole pattern: a line one holds a match of
+    and the other does not would be a finding lost (or a wasted confirmation). Checked on every example line,
+    the corpus, and generated logs."""
+    matcher = build_matcher(default_catalog(), "re")
+    lines = [ex for sig in default_catalog().signatures for ex in (*sig.examples.positive, *sig.examples.negative)]
+    for root in INPUTS + generated:
+        for src in expand([str(root)]):
+            lines += [line.decode("utf-8", "replace") for block in chunks(src, 1 << 20)
+                      for line in block.splitlines()]
+    shortened = 0
+    for pattern in matcher.patterns:
+        whole = single_line(pattern)
+        short = existence_form(whole)
+        if short == whole:
+            continue
+        shortened += 1
+        a, b = re.compile(whole, re.ASCII), re.compile(short, re.ASCII)
+        for line in lines:
+            assert bool(a.search(line)) == bool(b.search(line)), (pattern, short, line)
+    assert shortened > 50  # most fingerprints end in a capture of the rest of the line or a number
