@@ -77,6 +77,7 @@ class Implicates(StrEnum):
     SELF = "self"  # the rank or host that printed it
     PEER = "peer"  # the remote address in the `peer` capture
     NAMED = "named"  # the rank(s) named in the `rank`/`ranks` capture
+    MAIN = "main"  # the job's main process, rank 0: the one these lines wait on (a barrier only it skips)
     NONE = "none"  # nobody in particular (a summary, a wrapper)
 
 

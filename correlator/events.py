@@ -43,6 +43,8 @@ class Event:
     weight: float | None = None  # derived evidence (sequence numbers, dumps) carries its own weight and reason
     reason: str | None = None
     stale: bool = False  # printed long before the failure started, and the job carried on: context, not a cause
+    # a line of it waits where only the main process goes on (implicates: main): that process, and the line
+    waits_on: tuple[Target, Finding] | None = None
 
     @property
     def role(self) -> Role:
@@ -129,6 +131,11 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
         reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
         ev = Event(best, sig, sorted(members, key=lambda x: x.order), reporter)
         _implicated(ev, ids)
+        # A traceback through such a frame usually ends in the timeout it led to, which is the event's best line.
+        waiting = next((f for _, _, f, s in sorted(scored, key=lambda t: t[2].order)
+                        if s.implicates is Implicates.MAIN), None)
+        if waiting is not None and reporter.rank != 0:
+            ev.waits_on = (_target(0, None, ids), waiting)
         events.append(ev)
     events.sort(key=lambda e: e.best.order)
     return events

@@ -18,6 +18,7 @@ W_SEVERITY = {"critical": 1.3, "error": 1.0, "warning": 0.45, "info": 0.15}
 W_GENERIC = 0.3  # a catch-all match says little about the cause
 W_WRAPPER = 0.4  # a result code wrapping a cause printed elsewhere
 W_NAMED = 4.0  # a desync report or barrier naming the rank is computed from every rank's counters
+W_MAIN = 1.5  # ranks parked where only the main process (rank 0) goes on: it is absent from their tracebacks
 W_PEER_HOST = 0.9  # each distinct host whose ranks lost their connection to this peer
 W_PEER_RANK = 0.15  # and each distinct rank among them
 W_PEER_CAP = 4.5
@@ -114,10 +115,18 @@ def _own_fault(board: Board, events: list[Event]) -> None:
 
 def _blame(board: Board, events: list[Event]) -> None:
     peer_reporters: dict[Target, set[Target]] = defaultdict(set)
+    waited_on: set[tuple[Target, str]] = set()
     for ev in events:
         if ev.stale:
             continue
         implicates = ev.signature.implicates.value
+        if ev.waits_on is not None:
+            target, line = ev.waits_on
+            board.get(target).support_events.append(ev)
+            if (target, line.signature) not in waited_on:  # an inference from absence: once, however many
+                waited_on.add((target, line.signature))
+                board.get(target).add(W_MAIN, f"the main process the `{line.signature}` lines wait on (first at "
+                                              f"{line.source}:{line.line_no})", own=False)
         if implicates == "named":
             for target in ev.implicated:
                 cand = board.get(target)
