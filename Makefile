@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint score bench bench-pipeline clean
+.PHONY: install demo test lint score bench bench-pipeline bench-history clean
 
 $(BIN)/firstfault: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,9 @@ bench: install
 
 bench-pipeline: install
 	$(BIN)/python -m bench.pipeline
+
+bench-history: install
+	$(BIN)/python -m bench.history
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -17,6 +17,7 @@ from store.incidents import Store
 from tests.pipeline.helpers import failed_job
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+TEXT_SEARCH_INDEXES = {"ix_incidents_diagnosis_trgm", "ix_incidents_job_id_trgm"}
 KEY = SourceKey("stdout", 3, "node001", "node001/rank3.log")
 SCANNED = {"lines": 10, "bytes": 100, "findings": [], "context": []}
 
@@ -31,7 +32,8 @@ def store(db_url: str) -> Iterator[Store]:
 def test_migrations_create_exactly_the_models(store: Store) -> None:
     with store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
-    assert diff == []
+    # PostgreSQL's trigram indexes (migration 0004) are expressions with an operator class: not in the models
+    assert [d for d in diff if not (d[0] == "remove_index" and d[1].name in TEXT_SEARCH_INDEXES)] == []
 
 
 def test_migrating_twice_is_harmless(db_url: str) -> None:
