@@ -11,13 +11,13 @@ from catalog.matcher import Matcher
 from correlator.diagnose import diagnose
 from correlator.jobs import Readiness, changes, may_be_complete, readiness
 from correlator.reading import SourceScanner
-from correlator.shards import SourceKey, base_who, complete_sources, merge, result_to_json, source_key
+from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
 from ingest.validate import decode_shard_data
 from pipeline import tracing
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
-from store.incidents import JobView, OnSaved, Store
+from store.incidents import JobView, OnSaved, Recorded, Store
 
 Clock = Callable[[], datetime]
 log = logging.getLogger("firstfault.pipeline")
@@ -50,20 +50,12 @@ class Pipeline:
             scanner.feed(decode_shard_data(shard))
             result = scanner.finish()
             sp.set_attribute("firstfault.findings", len(result.findings))
-            fresh = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, result_to_json(result), now)
+            recorded = self.store.record_shard_and_look(shard.job_id, key, shard.seq, shard.eof,
+                                                        result_to_json(result), now)
             # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling.
-            if not (fresh and self._decides_nothing(shard, key, now)):
-                self._consider(shard.job_id, late_evidence=fresh)
-            return fresh
-
-    def _decides_nothing(self, shard: LogShard, key: SourceKey, now: datetime) -> bool:
-        """While a correlation is pending, a shard decides nothing unless it may complete the job: not one of a
-        source that stays incomplete, nor any while too few sources have ended (counted, not read). Skipping the
-        job-wide check then keeps a 1,024-rank job linear in its shards."""
-        if not shard.eof and self.store.settled(shard.job_id, key):
-            return True
-        pending = self.store.pending_progress(shard.job_id, now)
-        return pending is not None and not may_be_complete(*pending)
+            if not (recorded.fresh and _decides_nothing(recorded)):
+                self._consider(shard.job_id, late_evidence=recorded.fresh)
+            return recorded.fresh
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
         now = self.clock()
@@ -135,3 +127,10 @@ class Pipeline:
             value = sig.severity.value
             return value if value in ("critical", "error", "warning", "info") else "error"  # type: ignore[return-value]
         return "warning" if diagnosis.verdict == "no_failure_found" else "error"
+
+
+def _decides_nothing(recorded: Recorded) -> bool:
+    """While a correlation is pending, a shard decides nothing unless it may complete the job: not one of a source
+    that stays incomplete, nor any while too few sources have ended (counted, not read). Skipping the job-wide
+    check then keeps a 1,024-rank job linear in its shards."""
+    return recorded.settled or (recorded.pending is not None and not may_be_complete(*recorded.pending))

@@ -86,9 +86,7 @@ class Store:
     def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
                      now: datetime) -> bool:
         """Store one scanned shard; False when it was already stored (a redelivery)."""
-        row = ShardRow(job_id=job_id, source_token=key.token, stream=key.stream, rank=key.rank, host=key.host,
-                       name=key.name, seq=seq, eof=eof, lines=int(scanned["lines"]), bytes=int(scanned["bytes"]),
-                       scanned=scanned, received_at=now)
+        row = _shard_row(job_id, key, seq, eof, scanned, now)
         try:
             with self.session() as s:
                 s.add(row)
@@ -118,34 +116,28 @@ class Store:
         """True when a correlation is already pending for the job and the source `key` is still incomplete: a
         shard of that source decides nothing new, so the caller may skip re-reading the whole job."""
         with self.session() as s:
-            row = s.get(JobRow, job_id)
-            if row is None or row.correlate_at is None:
-                return False
-            table = ShardRow.__table__.c  # type: ignore[attr-defined]
-            seqs = s.execute(sa.select(table.seq, table.eof).where(table.job_id == job_id,
-                                                                   table.source_token == key.token)).all()
-            last = [seq for seq, eof in seqs if eof]
-            return not (last and len({seq for seq, _ in seqs}) == last[0] + 1)
+            return _settled(s, job_id, key)
 
     def pending_progress(self, job_id: str, now: datetime) -> tuple[JobEvent | None, Progress] | None:
         """None unless a correlation is pending (and not overdue past STALE, when it is taken as lost); else the
         job's event and what its shards add up to, counted by the database in one query."""
         with self.session() as s:
-            row = s.get(JobRow, job_id)
-            pending = _aware(row.correlate_at) if row is not None else None
-            if row is None or pending is None or pending < now - STALE:
-                return None
-            table = ShardRow.__table__.c  # type: ignore[attr-defined]
-            mine, ended = table.job_id == job_id, table.eof == sa.true()
+            return _pending_progress(s, job_id, now)
 
-            def keys(*where: Any) -> Any:  # a source is (source_token, host): the token holds stream, rank, name
-                return sa.select(sa.func.count()).select_from(
-                    sa.select(table.source_token, table.host).where(*where).distinct().subquery()).scalar_subquery()
-
-            ranks = sa.select(sa.func.count(sa.distinct(table.rank))).where(mine, ended).scalar_subquery()
-            sources, ended_sources, ended_ranks = s.execute(sa.select(keys(mine), keys(mine, ended), ranks)).one()
-            event = JobEvent.model_validate(row.event) if row.event else None
-            return event, Progress(int(sources), int(ended_sources), int(ended_ranks))
+    def record_shard_and_look(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+                              now: datetime) -> Recorded:
+        """record_shard, then, in the same transaction, settled (for a shard before its source's end) and else
+        pending_progress: one commit per shard instead of three."""
+        row = _shard_row(job_id, key, seq, eof, scanned, now)
+        try:
+            with self.session() as s:
+                s.add(row)
+                s.flush()  # a redelivered shard fails here, before anything is read
+                if not eof and _settled(s, job_id, key):
+                    return Recorded(True, settled=True)
+                return Recorded(True, pending=_pending_progress(s, job_id, now))
+        except sa.exc.IntegrityError:
+            return Recorded(False)
 
     def schedule(self, job_id: str, due: datetime, now: datetime) -> bool:
         """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue).
@@ -261,3 +253,47 @@ def _incident(row: IncidentRow) -> Incident:
         "created_at": _aware(row.created_at), "updated_at": _aware(row.updated_at), "diagnosis": row.diagnosis,
         "changes": row.changes,
     })
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What storing a shard found: whether it was new, and what deciding whether it matters needs."""
+
+    fresh: bool
+    settled: bool = False  # a correlation is pending and the shard's source is still incomplete
+    pending: tuple[JobEvent | None, Progress] | None = None  # see Store.pending_progress
+
+
+def _shard_row(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any], now: datetime) -> ShardRow:
+    return ShardRow(job_id=job_id, source_token=key.token, stream=key.stream, rank=key.rank, host=key.host,
+                    name=key.name, seq=seq, eof=eof, lines=int(scanned["lines"]), bytes=int(scanned["bytes"]),
+                    scanned=scanned, received_at=now)
+
+
+def _settled(s: Session, job_id: str, key: SourceKey) -> bool:
+    row = s.get(JobRow, job_id)
+    if row is None or row.correlate_at is None:
+        return False
+    table = ShardRow.__table__.c  # type: ignore[attr-defined]
+    seqs = s.execute(sa.select(table.seq, table.eof).where(table.job_id == job_id,
+                                                           table.source_token == key.token)).all()
+    last = [seq for seq, eof in seqs if eof]
+    return not (last and len({seq for seq, _ in seqs}) == last[0] + 1)
+
+
+def _pending_progress(s: Session, job_id: str, now: datetime) -> tuple[JobEvent | None, Progress] | None:
+    row = s.get(JobRow, job_id)
+    pending = _aware(row.correlate_at) if row is not None else None
+    if row is None or pending is None or pending < now - STALE:
+        return None
+    table = ShardRow.__table__.c  # type: ignore[attr-defined]
+    mine, ended = table.job_id == job_id, table.eof == sa.true()
+
+    def keys(*where: Any) -> Any:  # a source is (source_token, host): the token holds stream, rank and name
+        return sa.select(sa.func.count()).select_from(
+            sa.select(table.source_token, table.host).where(*where).distinct().subquery()).scalar_subquery()
+
+    ranks = sa.select(sa.func.count(sa.distinct(table.rank))).where(mine, ended).scalar_subquery()
+    sources, ended_sources, ended_ranks = s.execute(sa.select(keys(mine), keys(mine, ended), ranks)).one()
+    event = JobEvent.model_validate(row.event) if row.event else None
+    return event, Progress(int(sources), int(ended_sources), int(ended_ranks))

@@ -151,3 +151,17 @@ def test_pending_progress_counts_sources_the_ended_ones_and_their_ranks(store: S
     assert event is not None and event.world_size == 4
     assert (progress.sources, progress.ended, progress.ended_ranks) == (3, 2, 1)
     assert store.pending_progress("j", T0 + timedelta(hours=1)) is None  # overdue that long: taken as lost
+
+
+def test_recording_a_shard_says_in_the_same_transaction_what_deciding_needs(store: Store) -> None:
+    store.record_job(failed_job("j", world_size=4), T0)
+    first = store.record_shard_and_look("j", KEY, 0, False, SCANNED, T0)
+    assert (first.fresh, first.settled, first.pending) == (True, False, None)  # nothing pending: look
+    assert not store.record_shard_and_look("j", KEY, 0, False, SCANNED, T0).fresh  # a redelivery
+    store.schedule("j", T0 + timedelta(seconds=30), T0)
+    assert store.record_shard_and_look("j", KEY, 1, False, SCANNED, T0).settled  # its source is still open
+    ended = store.record_shard_and_look("j", KEY, 2, True, SCANNED, T0)
+    assert ended.fresh and not ended.settled and ended.pending is not None
+    event, progress = ended.pending
+    assert event is not None and (progress.sources, progress.ended, progress.ended_ranks) == (1, 1, 1)
+    assert len(store.job("j").shards) == 3  # every fresh shard was kept, the redelivery once
