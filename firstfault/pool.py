@@ -44,6 +44,7 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     tasks = [(i, sources[i], year, order_base(i)) for i in order]
     results: list[SourceResult | None] = [None] * len(sources)
     # Frozen objects are never traversed by the collector, so workers do not copy the pages they inherit.
+    frozen_before = gc.get_freeze_count() > 0  # the CLI froze start-up's objects for good (memtune)
     gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_adopt, initargs=(matcher,)) as pool:
@@ -55,5 +56,6 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
                 if progress:
                     progress(result.bytes)
     finally:
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
     return [r for r in results if r is not None]
