@@ -1,0 +1,40 @@
+"""Error templates and their gravity, as the scanner and the differential view use them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from correlator.templates import _GRAVE, _MILD, gravity, template
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+
+
+def _lines() -> list[str]:
+    roots = [ROOT / "examples", *([CORPUS] if CORPUS.is_dir() else [])]
+    found = [line for root in roots for p in sorted(root.rglob("*.log"))
+             for line in p.read_text(errors="replace").splitlines()]
+    found += ["FATAL: Aborting", "Segmentation fault (core dumped)", "W1129 10:00:00.1 12 x.cc:3] retrying",
+              "[W1129 step] skipped", "will retry", "ignored", "ſegmentation fault", "KILLED by signal 9",
+              "Traceback (most recent call last):", "error: WARNING, Warn, warned", "abortive", "preabort"]
+    return found
+
+
+def test_gravity_reads_every_line_as_its_caseless_patterns_do() -> None:
+    """gravity looks for the words in the case-folded line first; it must never miss what the patterns find."""
+    lines = _lines()
+    assert len(lines) > 1000
+    for line in lines:
+        for variant in (line, line.upper(), line.swapcase()):
+            expected = 2 + (2 if _GRAVE.search(variant) else 0) - (1 if _MILD.search(variant) else 0)
+            assert gravity(variant) == expected, variant
+
+
+def test_gravity_orders_the_end_of_a_process_over_a_skipped_sample() -> None:
+    assert gravity("fatal: aborting") > gravity("error reading sample 12, skipped") > 0
+
+
+def test_a_template_masks_numbers_addresses_and_paths() -> None:
+    a = template("[rank3]: RuntimeError: failed at 0x7f3a2c00 reading /data/shard-0001.bin after 12 tries")
+    b = template("[rank7]: RuntimeError: failed at 0x1122ff00 reading /data/shard-0917.bin after 3 tries")
+    assert a == b and "<hex>" in a and "<path>" in a and "<n>" in a
