@@ -50,8 +50,7 @@ class Pipeline:
             scanner.feed(decode_shard_data(shard))
             result = scanner.finish()
             sp.set_attribute("firstfault.findings", len(result.findings))
-            recorded = self.store.record_shard_and_look(shard.job_id, key, shard.seq, shard.eof,
-                                                        result_to_json(result), now)
+            recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, result_to_json(result), now)
             # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling.
             if not (recorded.fresh and _decides_nothing(recorded)):
                 self._consider(shard.job_id, late_evidence=recorded.fresh)

@@ -83,17 +83,6 @@ class Store:
             row.cluster, row.team, row.updated_at = event.cluster, event.team, now
             s.add(row)
 
-    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
-                     now: datetime) -> bool:
-        """Store one scanned shard; False when it was already stored (a redelivery)."""
-        row = _shard_row(job_id, key, seq, eof, scanned, now)
-        try:
-            with self.session() as s:
-                s.add(row)
-        except sa.exc.IntegrityError:
-            return False
-        return True
-
     def job(self, job_id: str, scans: bool = True) -> JobView:
         """The job and its shards; with scans=False only the shards' keys, seq and eof (what deciding whether
         the job is complete needs), so that checking after every shard does not reload every finding."""
@@ -112,22 +101,12 @@ class Store:
                         for r in rows],
             )
 
-    def settled(self, job_id: str, key: SourceKey) -> bool:
-        """True when a correlation is already pending for the job and the source `key` is still incomplete: a
-        shard of that source decides nothing new, so the caller may skip re-reading the whole job."""
-        with self.session() as s:
-            return _settled(s, job_id, key)
-
-    def pending_progress(self, job_id: str, now: datetime) -> tuple[JobEvent | None, Progress] | None:
-        """None unless a correlation is pending (and not overdue past STALE, when it is taken as lost); else the
-        job's event and what its shards add up to, counted by the database in one query."""
-        with self.session() as s:
-            return _pending_progress(s, job_id, now)
-
-    def record_shard_and_look(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
-                              now: datetime) -> Recorded:
-        """record_shard, then, in the same transaction, settled (for a shard before its source's end) and else
-        pending_progress: one commit per shard instead of three."""
+    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+                     now: datetime) -> Recorded:
+        """Store one scanned shard (not fresh when it was stored already: a redelivery) and read, in the same
+        transaction, what deciding whether it matters needs: for a shard before its source's end, whether the
+        source is still incomplete while a correlation is pending (settled); else the pending correlation's
+        counts (see Recorded). One commit per shard."""
         row = _shard_row(job_id, key, seq, eof, scanned, now)
         try:
             with self.session() as s:
@@ -261,7 +240,7 @@ class Recorded:
 
     fresh: bool
     settled: bool = False  # a correlation is pending and the shard's source is still incomplete
-    pending: tuple[JobEvent | None, Progress] | None = None  # see Store.pending_progress
+    pending: tuple[JobEvent | None, Progress] | None = None  # see _pending_progress
 
 
 def _shard_row(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any], now: datetime) -> ShardRow:
@@ -271,6 +250,8 @@ def _shard_row(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[s
 
 
 def _settled(s: Session, job_id: str, key: SourceKey) -> bool:
+    """A correlation is already pending for the job and the source `key` is still incomplete: a shard of that
+    source decides nothing new, so the caller may skip re-reading the whole job."""
     row = s.get(JobRow, job_id)
     if row is None or row.correlate_at is None:
         return False
@@ -282,6 +263,8 @@ def _settled(s: Session, job_id: str, key: SourceKey) -> bool:
 
 
 def _pending_progress(s: Session, job_id: str, now: datetime) -> tuple[JobEvent | None, Progress] | None:
+    """None unless a correlation is pending (and not overdue past STALE, when it is taken as lost); else the
+    job's event and what its shards add up to, counted by the database in one query (from an index)."""
     row = s.get(JobRow, job_id)
     pending = _aware(row.correlate_at) if row is not None else None
     if row is None or pending is None or pending < now - STALE:

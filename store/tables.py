@@ -37,8 +37,8 @@ class ShardRow(SQLModel, table=True):
     __tablename__ = "shards"
     __table_args__ = (
         sa.UniqueConstraint("job_id", "source_token", "seq", name="uq_shard"),
-        # what Store.pending_progress counts after every shard, read from the index alone: the rows themselves
-        # hold the scanned findings, and reading them each time made a 1,024-rank job quadratic
+        # what Store.record_shard counts after every shard, read from the index alone: the rows themselves hold
+        # the scanned findings, and reading them each time made a 1,024-rank job quadratic
         sa.Index("ix_shards_progress", "job_id", "eof", "source_token", "host", "rank"),
     )
 

@@ -45,9 +45,9 @@ def test_migrating_twice_is_harmless(db_url: str) -> None:
 
 def test_a_redelivered_shard_is_kept_once(store: Store) -> None:
     store.record_job(failed_job("j"), T0)
-    assert store.record_shard("j", KEY, 0, False, SCANNED, T0) is True
-    assert store.record_shard("j", KEY, 0, False, SCANNED, T0) is False
-    assert store.record_shard("j", KEY, 1, True, SCANNED, T0) is True
+    assert store.record_shard("j", KEY, 0, False, SCANNED, T0).fresh is True
+    assert store.record_shard("j", KEY, 0, False, SCANNED, T0).fresh is False
+    assert store.record_shard("j", KEY, 1, True, SCANNED, T0).fresh is True
     view = store.job("j")
     assert sorted((s.seq, s.eof) for s in view.shards) == [(0, False), (1, True)]
     assert view.shards[0].key == KEY
@@ -118,14 +118,12 @@ def test_an_overdue_correlation_is_not_enqueued_again_until_it_looks_lost(store:
 
 def test_settled_means_pending_and_this_source_still_incomplete(store: Store) -> None:
     store.record_job(failed_job("j"), T0)
-    store.record_shard("j", KEY, 0, False, SCANNED, T0)
-    assert not store.settled("j", KEY)  # nothing pending yet: the caller must decide
+    assert not store.record_shard("j", KEY, 0, False, SCANNED, T0).settled  # nothing pending: the caller decides
     store.schedule("j", T0 + timedelta(seconds=30), T0)
-    assert store.settled("j", KEY)
-    store.record_shard("j", KEY, 2, True, SCANNED, T0)
-    assert store.settled("j", KEY)  # eof arrived, seq 1 still missing
-    store.record_shard("j", KEY, 1, False, SCANNED, T0)
-    assert not store.settled("j", KEY)  # the gap is filled: this source just completed
+    assert store.record_shard("j", KEY, 1, False, SCANNED, T0).settled
+    store.record_shard("j", KEY, 4, True, SCANNED, T0)
+    assert store.record_shard("j", KEY, 2, False, SCANNED, T0).settled  # eof arrived, seq 3 still missing
+    assert not store.record_shard("j", KEY, 3, False, SCANNED, T0).settled  # the gap is filled: it completed
 
 
 def test_a_job_view_without_scans_carries_no_findings(store: Store) -> None:
@@ -142,25 +140,25 @@ def test_pending_progress_counts_sources_the_ended_ones_and_their_ranks(store: S
     store.record_shard("j", KEY, 0, False, SCANNED, T0)
     store.record_shard("j", KEY, 2, True, SCANNED, T0)  # ended, seq 1 missing: counted as ended all the same
     store.record_shard("j", other, 0, False, SCANNED, T0)
-    store.record_shard("j", dmesg, 0, True, SCANNED, T0)
-    assert store.pending_progress("j", T0) is None  # nothing pending: the caller must look
+    assert store.record_shard("j", dmesg, 0, True, SCANNED, T0).pending is None  # nothing pending: must look
     store.schedule("j", T0 + timedelta(seconds=30), T0)
-    found = store.pending_progress("j", T0)
+    found = store.record_shard("j", dmesg, 1, True, SCANNED, T0).pending
     assert found is not None
     event, progress = found
     assert event is not None and event.world_size == 4
     assert (progress.sources, progress.ended, progress.ended_ranks) == (3, 2, 1)
-    assert store.pending_progress("j", T0 + timedelta(hours=1)) is None  # overdue that long: taken as lost
+    lost = store.record_shard("j", dmesg, 2, True, SCANNED, T0 + timedelta(hours=1))
+    assert lost.pending is None  # overdue that long: taken as lost
 
 
 def test_recording_a_shard_says_in_the_same_transaction_what_deciding_needs(store: Store) -> None:
     store.record_job(failed_job("j", world_size=4), T0)
-    first = store.record_shard_and_look("j", KEY, 0, False, SCANNED, T0)
+    first = store.record_shard("j", KEY, 0, False, SCANNED, T0)
     assert (first.fresh, first.settled, first.pending) == (True, False, None)  # nothing pending: look
-    assert not store.record_shard_and_look("j", KEY, 0, False, SCANNED, T0).fresh  # a redelivery
+    assert not store.record_shard("j", KEY, 0, False, SCANNED, T0).fresh  # a redelivery
     store.schedule("j", T0 + timedelta(seconds=30), T0)
-    assert store.record_shard_and_look("j", KEY, 1, False, SCANNED, T0).settled  # its source is still open
-    ended = store.record_shard_and_look("j", KEY, 2, True, SCANNED, T0)
+    assert store.record_shard("j", KEY, 1, False, SCANNED, T0).settled  # its source is still open
+    ended = store.record_shard("j", KEY, 2, True, SCANNED, T0)
     assert ended.fresh and not ended.settled and ended.pending is not None
     event, progress = ended.pending
     assert event is not None and (progress.sources, progress.ended, progress.ended_ranks) == (1, 1, 1)
