@@ -20,6 +20,7 @@ from catalog.model import Signature
 MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
 LINE_MEMO = 4096  # distinct lines a caller's memo holds before it starts again
 _UNSEEN: Any = object()
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 class LineMatch(NamedTuple):  # a tuple: made once per matched line, and faster to make than a frozen dataclass
@@ -67,6 +68,24 @@ _CODE_ESCAPE = re.compile(r"\\[xu0-9]")  # \x41 is "A": it would not match the l
 _FLAG_OR_NAMED_GROUP = re.compile(r"\(\?(?!:)")
 
 
+def _kept_text(text: str) -> str:
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …[truncated]"
+
+
+def line_text(raw: bytes) -> str:
+    """A line's text as a LineMatch holds it (``raw`` without its newline)."""
+    return _kept_text(raw.decode("utf-8", errors="replace").rstrip("\r"))
+
+
+def _sibling_key(volatile: re.Pattern[bytes], raw: bytes) -> bytes:
+    """``raw`` with the digits of ``volatile``'s first group zeroed: the memo key its siblings share."""
+    m = volatile.search(raw)
+    if m is None:
+        return raw
+    start, end = m.span(1)
+    return raw[:start] + raw[start:end].translate(_DIGITS_TO_ZERO) + raw[end:]
+
+
 def _captures(m: re.Match[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in m.groupdict().items():
@@ -93,9 +112,12 @@ def folded(pattern: str) -> str | None:
 
 class Matcher:
     def __init__(self, catalog: Catalog, context: Mapping[str, str] | None = None, engine: str = "auto",
-                 cache: BlobCache | None = None, context_prefilters: Mapping[str, str] | None = None) -> None:
+                 cache: BlobCache | None = None, context_prefilters: Mapping[str, str] | None = None,
+                 context_volatile: Mapping[str, str] | None = None) -> None:
         """``cache``, if given, keeps the compiled scanner and the self-check's verdict between runs.
-        ``context_prefilters``: for some context patterns, what the engine scans for instead (see prefilter)."""
+        ``context_prefilters``: for some context patterns, what the engine scans for instead (see prefilter).
+        ``context_volatile``: for some context patterns, a regex whose first group holds digits that nothing reads
+        (see spans)."""
         self.catalog = catalog
         self._owners: list[tuple[Signature | None, str]] = []  # pattern index -> (entry, context name)
         self._patterns: list[str] = []
@@ -106,11 +128,15 @@ class Matcher:
                     prefilters[len(self._patterns)] = fp.prefilter
                 self._owners.append((sig, ""))
                 self._patterns.append(fp.regex)
+        self._sibling_masks: dict[int, re.Pattern[bytes]] = {}  # pattern index -> where its lines vary meaninglessly
         for name, regex in (context or {}).items():
             if context_prefilters and name in context_prefilters:
                 prefilters[len(self._patterns)] = context_prefilters[name]
+            if context_volatile and name in context_volatile:
+                self._sibling_masks[len(self._patterns)] = re.compile(context_volatile[name].encode())
             self._owners.append((None, name))
             self._patterns.append(regex)
+        self._sibling_kinds = frozenset(self._owners[i][1] for i in self._sibling_masks)
         # Compiled on first use: a scan asks for the few patterns that have candidates, not all of them.
         self._line_regex: list[re.Pattern[str] | None] = [None] * len(self._patterns)
         self._folded = [folded(p) for p in self._patterns]
@@ -176,10 +202,18 @@ class Matcher:
         return list(self._patterns)
 
     def match(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None) -> list[LineMatch]:
-        """Each matched line of ``buffer`` in order, with its own offsets."""
+        """Each matched line of ``buffer`` in order, with its own offsets and its own text."""
         new = tuple.__new__  # a LineMatch from a shared one's fields: skips the NamedTuple constructor's frame
-        return [lm if lm[0] == start else new(LineMatch, (start, end, *lm[2:]))
-                for start, end, lm in self.spans(buffer, memo)]
+        volatile = self._sibling_kinds
+        out: list[LineMatch] = []
+        for start, end, lm in self.spans(buffer, memo):
+            if lm[0] == start:
+                out.append(lm)
+            elif lm[3] is None and volatile and not volatile.isdisjoint(lm[5]):  # maybe a sibling (see spans)
+                out.append(new(LineMatch, (start, end, line_text(buffer[start:end]), *lm[3:])))
+            else:
+                out.append(new(LineMatch, (start, end, *lm[2:])))
+        return out
 
     def spans(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None
               ) -> list[tuple[int, int, LineMatch]]:
@@ -189,23 +223,33 @@ class Matcher:
         channel lines at every communicator set-up, a warning every step), and what matches in a line depends on
         its bytes alone (every pattern is confined to one line), so a repeated line is decoded and confirmed once
         and its spans share that first LineMatch object (whose own start and end are its first occurrence's).
-        Readers must not mutate it."""
+        Readers must not mutate it.
+
+        With a memo, siblings share one too: lines that only one volatile context pattern can match (the engine's
+        candidates) and that differ only in the digits of its volatile group, which no capture, speaker or time
+        stamp reads (NCCL prints one line per channel that differ only in the channel's number). A shared match's
+        text is its first line's: a reader that keeps a line's own text reads it from the buffer (line_text)."""
         out: list[tuple[int, int, LineMatch]] = []
         append, find, size = out.append, buffer.find, len(buffer)
         seen = {} if memo is None else memo
         get = seen.get
+        volatile = self._sibling_masks if memo is not None else {}
         for start, indexes in self.engine.candidates(buffer).items():
             end = find(b"\n", start)
             if end < 0:
                 end = size
-            raw = buffer[start:end]
-            lm = get(raw, _UNSEEN)
+            raw = key = buffer[start:end]
+            if volatile and len(indexes) == 1:
+                (only,) = indexes
+                if only in volatile:
+                    key = _sibling_key(volatile[only], raw)
+            lm = get(key, _UNSEEN)
             if lm is _UNSEEN:
                 lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
                 if memo is not None:
                     if len(memo) >= LINE_MEMO:
                         memo.clear()
-                    memo[raw] = lm
+                    memo[key] = lm
             if lm is not None:
                 append((start, end, lm))
         return out
@@ -229,8 +273,7 @@ class Matcher:
                 best = (rank, sig, _captures(m))
         if best is None and not context:
             return None
-        short = text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …[truncated]"
-        return LineMatch(start, end, short, best[1] if best else None, best[2] if best else {}, context)
+        return LineMatch(start, end, _kept_text(text), best[1] if best else None, best[2] if best else {}, context)
 
     def match_text(self, text: str) -> LineMatch | None:
         """Match one line of text against every pattern (the catalog examples and `catalog search` use this)."""

@@ -49,3 +49,12 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "table_exit": r"exitcode[ \t]*: -?\d+ \(pid: \d+\)",
     "table_time": r"time[ \t]*: 20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d",
 }
+
+# Where lines of a context pattern differ without meaning: the first group's digits, which no capture, speaker or
+# time stamp reads. NCCL prints a ring or channel line per channel, 16 to 32 for each communicator a process sets
+# up, differing only in the channel's number; at 4,096 ranks they are two lines in three that match anything. The
+# matcher confirms one line for all its siblings (Matcher.spans), and a test checks that every sibling reads the
+# same as its own line would (tests/unit/test_siblings.py).
+CONTEXT_VOLATILE: dict[str, str] = {
+    "nccl_ring": r"NCCL INFO (?:Ring|Channel) (\d+(?:/\d+)?) : ",
+}

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher
+from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, line_text
 from catalog.model import Signature
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
 from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_body
@@ -137,7 +137,7 @@ class SourceScanner:
         touched: dict[int, _Plan] = {}  # plans of the inert lines seen in this buffer (see _Plan.seen)
         marks: list[int] = []  # offsets of the lines numbered below, and their numbers: where _settle counts from
         numbers: list[int] = []
-        for start, _end, lm in self._matcher.spans(buffer, self._lines):
+        for start, end, lm in self._matcher.spans(buffer, self._lines):
             known = inert.get(id(lm))
             if known is not None and known[0] is lm:
                 # A line seen before that yields only rows kept already: note it, numbered once per buffer.
@@ -150,7 +150,7 @@ class SourceScanner:
             counted_to = start
             marks.append(start)
             numbers.append(line_no)
-            self._record(buffer, lm, start, line_no)
+            self._record(buffer, lm, start, end, line_no)
         if touched:
             settled_to, settled_no = self._settle(buffer, touched, marks, numbers)
             if settled_to > counted_to:  # count the rest from there: each newline is counted once
@@ -180,27 +180,31 @@ class SourceScanner:
             line_no += buffer.count(b"\n", counted_to, start)
             counted_to = start
             time = plan.stamp.time if plan.stamp else None
+            end = buffer.find(b"\n", start)
+            text = plan.own_text(buffer[start : end if end >= 0 else len(buffer)])
             for k, (kind, _captures, row) in enumerate(plan.contexts):
                 if row is None:
                     continue
                 if kind == "errorish":
-                    self._context.repeat(kind, row, 0, None, plan.text, 0, times=seen)
+                    self._context.repeat(kind, row, 0, None, text, 0, times=seen)
                 else:
-                    self._context.repeat(kind, row, line_no, time, plan.text, self._position(start, k))
+                    self._context.repeat(kind, row, line_no, time, text, self._position(start, k))
         return counted_to, line_no
 
-    def _record(self, buffer: bytes, lm: LineMatch, start: int, line_no: int) -> None:
+    def _record(self, buffer: bytes, lm: LineMatch, start: int, end: int, line_no: int) -> None:
         # An indented line may be a continuation: who said it may be on the line that started the message.
         owner = _owner_line(buffer, start) if lm.text[:1].isspace() else None
-        plan = self._plan_for(lm, owner)
+        raw = buffer[start:end]
+        plan = self._plan_for(lm, owner, raw)
         who, stamp = plan.who, plan.stamp
         if plan.contexts:
             time = stamp.time if stamp else None
             kept = self._context
+            text = plan.own_text(raw)
             for k, (kind, captures, row) in enumerate(plan.contexts):
                 position = self._position(start, k)
-                if row is None or not kept.repeat(kind, row, line_no, time, plan.text, position):
-                    kept.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, plan.text), row,
+                if row is None or not kept.repeat(kind, row, line_no, time, text, position):
+                    kept.add(ContextRecord(kind, captures, self.result.source, line_no, who, time, text), row,
                              position)
             if owner is None and lm.signature is None and all(row is not None for _, _, row in plan.contexts):
                 # From now on this exact line only repeats rows kept already: the cheap path takes it.
@@ -256,15 +260,17 @@ class SourceScanner:
             known = self._templates[text] = template(text)
         return known
 
-    def _plan_for(self, lm: LineMatch, owner: str | None) -> _Plan:
-        """Who said the line, when, its text as records keep it, and the fold row of each context record."""
+    def _plan_for(self, lm: LineMatch, owner: str | None, raw: bytes) -> _Plan:
+        """Who said the line, when, its text as records keep it, and the fold row of each context record: the
+        same for every line that shares ``lm`` (its siblings: see Matcher.spans), but for the text."""
         key = (lm.text, owner)
         plan = self._plans.get(key)
         if plan is None:
-            who, stamp = _read_who_and_stamp(lm.text, self._base, owner, self._year)
-            text = lm.text.strip()[:500]
+            line = line_text(raw)
+            who, stamp = _read_who_and_stamp(line, self._base, owner, self._year)
+            text = line.strip()[:500]
             catalogued = lm.signature is not None and not lm.signature.generic
-            plan = _Plan(who, stamp, text,
+            plan = _Plan(who, stamp, text, raw,
                          [(kind, captures, self._row(kind, captures, who, text, catalogued))
                           for kind, captures in lm.context.items()])
             if len(lm.text) <= MAX_LINE_CHARS:  # a truncated text may stand for lines that differ further on
@@ -306,9 +312,14 @@ class _Plan:
     who: Who
     stamp: Stamp | None
     text: str
+    raw: bytes  # the line it was read from: its siblings' text is their own
     contexts: list[tuple[str, dict[str, Any], Row | None]]  # (kind, captures, fold row) per context record
     seen: int = 0  # inert repeats in the current buffer, not yet counted
     last_start: int = 0  # offset of the latest of them
+
+    def own_text(self, raw: bytes) -> str:
+        """The text a record of the line ``raw`` keeps: this plan's, unless ``raw`` is a sibling's."""
+        return self.text if raw == self.raw else line_text(raw).strip()[:500]
 
 
 def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
