@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from correlator.kept import ContextRecord
-from correlator.templates import gravity, template
+from correlator.templates import shape
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,18 @@ class Suspect:
 
 class _Shapes(dict[str, tuple[str, int]]):
     """Each error text's (template, gravity), computed once per diagnosis: every text is asked for three or four
-    times below, and at 4,096 ranks masking them was half the differential's time."""
+    times below, and at 4,096 ranks masking them was half the differential's time. A folded scan's records
+    carry theirs in their fields (SourceScanner): those are taken as they are."""
+
+    def __init__(self, records: list[ContextRecord]) -> None:
+        super().__init__()
+        for rec in records:
+            shape, grave = rec.fields.get("template"), rec.fields.get("gravity")
+            if isinstance(shape, str) and isinstance(grave, int):
+                self.setdefault(rec.text, (shape, grave))
 
     def __missing__(self, text: str) -> tuple[str, int]:
-        found = self[text] = (template(text), gravity(text))
+        found = self[text] = shape(text)
         return found
 
 
@@ -63,7 +71,7 @@ def differential(records: list[ContextRecord], named_only: bool = False,
               and not (named_only and r.who.rank is None and r.who.host is None)]
     if not errors:
         return None
-    shapes = _Shapes()
+    shapes = _Shapes([*errors, *(early or [])])
     seen_on: dict[str, set[tuple[int | None, str | None]]] = defaultdict(set)
     for rec in errors:
         seen_on[shapes[rec.text][0]].add(_speaker(rec))

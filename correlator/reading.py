@@ -16,7 +16,7 @@ from catalog.model import Signature
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
 from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
-from correlator.templates import gravity, template
+from correlator.templates import shape
 from correlator.timestamps import Stamp, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
@@ -95,7 +95,6 @@ class SourceScanner:
         self._structured = Sniffer(source, base.rank)
         self._fold_context = fold_context
         self._context_rows: set[tuple[Any, ...]] = set()  # context-role rows seen in this source
-        self._templates: dict[str, str] = {}
         # A repeated context-role finding's facts (LineMatch, line_no, stamp, who, order): kept if the next
         # finding joins its event.
         self._pending: tuple[LineMatch, int, Stamp | None, Who, int] | None = None
@@ -225,7 +224,7 @@ class SourceScanner:
             self.result.findings.append(self._finding(*pending))  # it began a traceback or message after all
         facts = (lm, line_no, stamp, who, self._order)
         if self._fold_context and sig.role is Role.CONTEXT and event == line_no:
-            row = (sig.id, who, self._template(plan.text))
+            row = (sig.id, who, shape(plan.text)[0])
             if row in self._context_rows:
                 self._pending = facts  # built into a Finding only if the next finding joins its event
                 return
@@ -252,14 +251,6 @@ class SourceScanner:
             event=line_no if event is None else event,
         )
 
-    def _template(self, text: str) -> str:
-        known = self._templates.get(text)
-        if known is None:
-            if len(self._templates) >= SAID_MEMO:
-                self._templates.clear()
-            known = self._templates[text] = template(text)
-        return known
-
     def _plan_for(self, lm: LineMatch, owner: str | None, raw: bytes) -> _Plan:
         """Who said the line, when, its text as records keep it, and the fold row of each context record: the
         same for every line that shares ``lm`` (its siblings: see Matcher.spans), but for the text."""
@@ -270,19 +261,26 @@ class SourceScanner:
             who, stamp = _read_who_and_stamp(line, self._base, owner, self._year)
             text = line.strip()[:500]
             catalogued = lm.signature is not None and not lm.signature.generic
-            plan = _Plan(who, stamp, text, raw,
-                         [(kind, captures, self._row(kind, captures, who, text, catalogued))
-                          for kind, captures in lm.context.items()])
+            plan = _Plan(who, stamp, text, raw, [self._context_of(kind, captures, who, text, catalogued)
+                                                 for kind, captures in lm.context.items()])
             if len(lm.text) <= MAX_LINE_CHARS:  # a truncated text may stand for lines that differ further on
                 if len(self._plans) >= SAID_MEMO:
                     self._plans.clear()
                 self._plans[key] = plan
         return plan
 
-    def _row(self, kind: str, captures: dict[str, Any], who: Who, text: str, catalogued: bool) -> Row | None:
-        if kind == "errorish":
-            return ("errorish", who, template(text), gravity(text), catalogued) if self._fold_context else None
-        return fold_row(kind, captures, who)
+    def _context_of(self, kind: str, captures: dict[str, Any], who: Who, text: str, catalogued: bool
+                    ) -> tuple[str, dict[str, Any], Row | None]:
+        """A context record's (kind, fields, fold row). A folded error line's fields carry its template and
+        gravity, which its row needs anyway: the differential view then reads them instead of masking the text
+        again (in the pool's workers, not in the parent)."""
+        if kind != "errorish":
+            return kind, captures, fold_row(kind, captures, who)
+        if not self._fold_context:
+            return kind, captures, None
+        masked, grave = shape(text)
+        fields = {**captures, "template": masked, "gravity": grave}
+        return kind, fields, ("errorish", who, masked, grave, catalogued)
 
     def _continues_event(self, buffer: bytes, start: int, line_no: int, who: Who) -> bool:
         if self._last_event is None:

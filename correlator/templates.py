@@ -39,3 +39,22 @@ def gravity(text: str) -> int:
     grave = any(map(has, _GRAVE_WORDS)) and _GRAVE.search(text) is not None
     mild = (any(map(has, _MILD_WORDS)) or folded[:1] in ("w", "[")) and _MILD.search(text) is not None
     return 2 + (2 if grave else 0) - (1 if mild else 0)
+
+
+SHAPE_MEMO = 4096  # distinct digit layouts remembered
+_ONES = str.maketrans("0123456789", "1111111111")
+_shapes: dict[str, tuple[str, int]] = {}
+
+
+def shape(text: str) -> tuple[str, int]:
+    """(template(text), gravity(text)), remembered by the text with every ASCII digit made a 1. Both read digits
+    only as digits (\\d, \\w, [0-9a-f]), never by value, but for the 0 of a `0x` prefix: so texts that differ
+    only in their digits' values share one, unless they hold a `0x`. At 4,096 ranks, 25,000 distinct error texts
+    of a job have 27 such layouts (each rank's number, pid and time stamp differ)."""
+    key = text if "0x" in text else text.translate(_ONES)
+    found = _shapes.get(key)
+    if found is None:
+        if len(_shapes) >= SHAPE_MEMO:
+            _shapes.clear()
+        found = _shapes[key] = (template(text), gravity(text))
+    return found

@@ -101,3 +101,13 @@ def test_folding_never_changes_the_diagnosis_of_a_long_job_with_chatty_ranks(tmp
     assert folded.model_dump() == plain.model_dump()
     assert folded.root_cause is not None and folded.root_cause.signature == "host.oom_killer"
     assert kept * 4 < all_of_them, (kept, all_of_them)
+
+
+def test_a_folded_error_line_carries_its_template_and_gravity() -> None:
+    """The differential view reads them instead of masking every text again in the parent."""
+    from correlator.templates import gravity, template
+
+    result = _scan("rank2.log", [LOGS["rank2.log"].encode()], fold=True)
+    [error] = [c for c in result.context if c.kind == "errorish"]
+    assert (error.fields["template"], error.fields["gravity"]) == (template(error.text), gravity(error.text))
+    assert "template" not in _scan("rank2.log", [LOGS["rank2.log"].encode()], fold=False).context[0].fields

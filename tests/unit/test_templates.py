@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from correlator.templates import _GRAVE, _MILD, gravity, template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,3 +40,23 @@ def test_a_template_masks_numbers_addresses_and_paths() -> None:
     a = template("[rank3]: RuntimeError: failed at 0x7f3a2c00 reading /data/shard-0001.bin after 12 tries")
     b = template("[rank7]: RuntimeError: failed at 0x1122ff00 reading /data/shard-0917.bin after 3 tries")
     assert a == b and "<hex>" in a and "<path>" in a and "<n>" in a
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shape_is_template_and_gravity_whatever_texts_came_before(seed: int) -> None:
+    """shape() remembers a text's digit layout: texts that differ only in their digits must share it rightly,
+    `0x` (a digit that hex masking reads by value) included."""
+    import random
+
+    from correlator import templates
+
+    rng = random.Random(seed)
+    stems = ["[rank{a}]:[E{b} 10:0{a}:03.{b} PG.cpp:{a}] [Rank {a}] Watchdog caught a timeout, aborting",
+             "worker {a} failed: {b}x{a}f at 10.{a}.0.{b}:29500 /dev/shm/{a} ignored",
+             "frame #{a}: c10::Error + 0x{b} ({a}x7f{b} in /usr/lib/libc10.so) fatal",
+             "W{b} 12:00:00.{a} warning: retry {a} of {b}", "{a}{b}: error {a}.{b}.{a}.{b}<{a}>"]
+    templates._shapes.clear()
+    for _ in range(400):
+        digits = [str(rng.choice([0, 1, 7, 10, 100, 1000, 4095, 65535])) for _ in range(2)]
+        text = rng.choice(stems).format(a=digits[0], b=digits[1])
+        assert templates.shape(text) == (templates.template(text), templates.gravity(text)), text
