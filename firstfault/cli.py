@@ -87,12 +87,12 @@ def _year(arg: int | None) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from firstfault.memtune import fewer_collections, keep_freed_blocks
+    from firstfault.memtune import keep_freed_blocks, no_collections
 
     keep_freed_blocks()  # before the first block is read; pool workers inherit it
     sources = expand(args.paths)
     matcher = default_matcher(args.engine)
-    fewer_collections()  # after start-up, so that what it built is frozen; pool workers inherit it too
+    no_collections()  # after start-up, so that what it built is frozen; pool workers inherit it too
     total = sum(s.path.stat().st_size for s in sources if s.path is not None)
     show_progress = args.format == "text" and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     if show_progress:
