@@ -238,18 +238,21 @@ class Matcher:
             end = find(b"\n", start)
             if end < 0:
                 end = size
-            raw = key = buffer[start:end]
-            if volatile and len(indexes) == 1:
-                (only,) = indexes
-                if only in volatile:
-                    key = _sibling_key(volatile[only], raw)
-            lm = get(key, _UNSEEN)
+            raw = buffer[start:end]
+            lm = get(raw, _UNSEEN)  # a repeat, most often: NCCL prints its set-up again at every communicator
             if lm is _UNSEEN:
-                lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
+                key = raw
+                if volatile and len(indexes) == 1:
+                    (only,) = indexes
+                    if only in volatile:
+                        key = _sibling_key(volatile[only], raw)
+                        lm = get(key, _UNSEEN)
+                if lm is _UNSEEN:
+                    lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
                 if memo is not None:
                     if len(memo) >= LINE_MEMO:
                         memo.clear()
-                    memo[key] = lm
+                    memo[raw] = memo[key] = lm
             if lm is not None:
                 append((start, end, lm))
         return out

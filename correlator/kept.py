@@ -98,7 +98,13 @@ class KeptContext:
         kept = [(pos, rec if id(rec) not in counted else replace(rec, repeats=counted[id(rec)]))
                 for pos, rec in self._kept]
         if self._last:
-            kept += [(pos, replace(self._first[row], line_no=line_no, time=time, text=text))
-                     for row, (pos, line_no, time, text) in self._last.items()]
+            first = self._first
+            kept += [(pos, _moved(first[row], line_no, time, text)) for row, (pos, line_no, time, text) in
+                     self._last.items()]
         kept.sort(key=lambda item: item[0])  # stable: a line's records stay in the order they were kept
         return [rec for _, rec in kept]
+
+
+def _moved(rec: ContextRecord, line_no: int, time: datetime | None, text: str) -> ContextRecord:
+    """``rec`` at its latest occurrence (dataclasses.replace, without its per-call field introspection)."""
+    return ContextRecord(rec.kind, rec.fields, rec.source, line_no, rec.who, time, text, rec.repeats)
