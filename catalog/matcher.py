@@ -20,6 +20,9 @@ from catalog.model import Signature
 MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
 LINE_MEMO = 4096  # distinct lines a caller's memo holds before it starts again
 _UNSEEN: Any = object()
+# A caller's memo of matched lines: by a line's bytes, or by (pattern index, its bytes with the volatile digits
+# zeroed) for a sibling; a tuple never equals bytes, so a line and a sibling key never collide.
+Memo = dict[bytes | tuple[int, bytes], "LineMatch | None"]
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
@@ -77,13 +80,14 @@ def line_text(raw: bytes) -> str:
     return _kept_text(raw.decode("utf-8", errors="replace").rstrip("\r"))
 
 
-def _sibling_key(volatile: re.Pattern[bytes], raw: bytes) -> bytes:
-    """``raw`` with the digits of ``volatile``'s first group zeroed: the memo key its siblings share."""
+def _sibling_key(index: int, volatile: re.Pattern[bytes], raw: bytes) -> bytes | tuple[int, bytes]:
+    """The memo key ``raw`` shares with its siblings: the only pattern that may match it, and ``raw`` with the
+    digits of ``volatile``'s first group zeroed (``raw`` itself where that group is absent)."""
     m = volatile.search(raw)
     if m is None:
         return raw
     start, end = m.span(1)
-    return raw[:start] + raw[start:end].translate(_DIGITS_TO_ZERO) + raw[end:]
+    return index, raw[:start] + raw[start:end].translate(_DIGITS_TO_ZERO) + raw[end:]
 
 
 def _captures(m: re.Match[str]) -> dict[str, Any]:
@@ -201,7 +205,7 @@ class Matcher:
         """Every pattern the engine scans for, in index order: catalog fingerprints, then context patterns."""
         return list(self._patterns)
 
-    def match(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None) -> list[LineMatch]:
+    def match(self, buffer: bytes, memo: Memo | None = None) -> list[LineMatch]:
         """Each matched line of ``buffer`` in order, with its own offsets and its own text."""
         new = tuple.__new__  # a LineMatch from a shared one's fields: skips the NamedTuple constructor's frame
         volatile = self._sibling_kinds
@@ -215,7 +219,7 @@ class Matcher:
                 out.append(new(LineMatch, (start, end, *lm[2:])))
         return out
 
-    def spans(self, buffer: bytes, memo: dict[bytes, LineMatch | None] | None = None
+    def spans(self, buffer: bytes, memo: Memo | None = None
               ) -> list[tuple[int, int, LineMatch]]:
         """(start, end, match) for each matched line of ``buffer``, in order.
 
@@ -241,11 +245,11 @@ class Matcher:
             raw = buffer[start:end]
             lm = get(raw, _UNSEEN)  # a repeat, most often: NCCL prints its set-up again at every communicator
             if lm is _UNSEEN:
-                key = raw
+                key: bytes | tuple[int, bytes] = raw
                 if volatile and len(indexes) == 1:
                     (only,) = indexes
                     if only in volatile:
-                        key = _sibling_key(volatile[only], raw)
+                        key = _sibling_key(only, volatile[only], raw)
                         lm = get(key, _UNSEEN)
                 if lm is _UNSEEN:
                     lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)

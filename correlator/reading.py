@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, line_text
+from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from catalog.model import Signature
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
 from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_body
@@ -98,7 +98,7 @@ class SourceScanner:
         # A repeated context-role finding's facts (LineMatch, line_no, stamp, who, order): kept if the next
         # finding joins its event.
         self._pending: tuple[LineMatch, int, Stamp | None, Who, int] | None = None
-        self._lines: dict[bytes, LineMatch | None] = {}  # the matcher's memo of this source's repeated lines
+        self._lines: Memo = {}  # the matcher's memo of this source's repeated lines
         self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
         self._buffer_no = 0
 

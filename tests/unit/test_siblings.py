@@ -9,7 +9,7 @@ import random
 import pytest
 
 from catalog.dbcache import BlobCache
-from catalog.matcher import Matcher
+from catalog.matcher import Matcher, Memo
 from correlator.context import CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
@@ -72,16 +72,16 @@ def test_siblings_are_confirmed_once() -> None:
     """The point of it: a communicator's channel lines cost one confirmation, not one each."""
     data = "".join(f"node007:27922:27979 [3] NCCL INFO Channel {c:02d}/0 : 59[3] -> 60[4] via P2P/IPC/read\n"
                    for c in range(32)).encode()
-    memo: dict[bytes, object] = {}
-    spans = default_matcher().spans(data, memo)  # type: ignore[arg-type]
+    memo: Memo = {}
+    spans = default_matcher().spans(data, memo)
     assert len(spans) == 32 and len({id(lm) for lm in memo.values()}) == 1
     assert len({id(lm) for _, _, lm in spans}) == 1
 
 
 def test_match_gives_each_sibling_its_own_text(unmasked: Matcher) -> None:
     data = _log(random.Random(7), 2000)
-    memo: dict[bytes, object] = {}
-    masked = default_matcher().match(data, memo)  # type: ignore[arg-type]
+    memo: Memo = {}
+    masked = default_matcher().match(data, memo)
     plain = unmasked.match(data)
     assert masked == plain
     assert all(lm.text == data[lm.start:lm.end].decode()[:len(lm.text)] for lm in masked if len(lm.text) < 8192)
