@@ -208,16 +208,20 @@ class Matcher:
     def match(self, buffer: bytes, memo: Memo | None = None) -> list[LineMatch]:
         """Each matched line of ``buffer`` in order, with its own offsets and its own text."""
         new = tuple.__new__  # a LineMatch from a shared one's fields: skips the NamedTuple constructor's frame
-        volatile = self._sibling_kinds
         out: list[LineMatch] = []
         for start, end, lm in self.spans(buffer, memo):
             if lm[0] == start:
                 out.append(lm)
-            elif lm[3] is None and volatile and not volatile.isdisjoint(lm[5]):  # maybe a sibling (see spans)
+            elif self.may_be_sibling(lm):
                 out.append(new(LineMatch, (start, end, line_text(buffer[start:end]), *lm[3:])))
             else:
                 out.append(new(LineMatch, (start, end, *lm[2:])))
         return out
+
+    def may_be_sibling(self, lm: LineMatch) -> bool:
+        """Whether ``lm`` may stand for lines other than its own (siblings: see spans), so that its text may not
+        be theirs."""
+        return lm[3] is None and bool(self._sibling_kinds) and not self._sibling_kinds.isdisjoint(lm[5])
 
     def spans(self, buffer: bytes, memo: Memo | None = None
               ) -> list[tuple[int, int, LineMatch]]:

@@ -201,12 +201,13 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     sig = root.signature
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.
-    waited_on = root.waits_on is not None and root.waits_on[0] == cand.target and not cand.own_events
-    if waited_on and root.waits_on is not None:
-        sig = catalog.get(root.waits_on[1].signature) or sig
+    waits = root.waits_on
+    waiting = waits[1] if waits is not None and waits[0] == cand.target and not cand.own_events else None
+    if waiting is not None:
+        sig = catalog.get(waiting.signature) or sig
     rank, host, notes = _locate(cand, root, failures, ids, results)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | (
-        set() if waited_on else {id(root)})
+        set() if waiting is not None else {id(root)})
     if rank is not None:  # what the initiator printed later is part of its failure, not collateral
         root_events |= {id(ev) for ev in failures if ev.reporter.rank == rank}
     if rank is None and host is not None and len(_node_wide(host, root, failures)) > 1:

@@ -29,9 +29,9 @@ class _Shapes(dict[str, tuple[str, int]]):
     def __init__(self, records: list[ContextRecord]) -> None:
         super().__init__()
         for rec in records:
-            shape, grave = rec.fields.get("template"), rec.fields.get("gravity")
-            if isinstance(shape, str) and isinstance(grave, int):
-                self.setdefault(rec.text, (shape, grave))
+            masked, grave = rec.fields.get("template"), rec.fields.get("gravity")
+            if isinstance(masked, str) and isinstance(grave, int):
+                self.setdefault(rec.text, (masked, grave))
 
     def __missing__(self, text: str) -> tuple[str, int]:
         found = self[text] = shape(text)

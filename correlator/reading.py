@@ -257,7 +257,7 @@ class SourceScanner:
         key = (lm.text, owner)
         plan = self._plans.get(key)
         if plan is None:
-            line = line_text(raw)
+            line = line_text(raw) if self._matcher.may_be_sibling(lm) else lm.text  # decoded once, in spans
             who, stamp = _read_who_and_stamp(line, self._base, owner, self._year)
             text = line.strip()[:500]
             catalogued = lm.signature is not None and not lm.signature.generic

@@ -112,9 +112,12 @@ class Store:
             with self.session() as s:
                 s.add(row)
                 s.flush()  # a redelivered shard fails here, before anything is read
-                if not eof and _settled(s, job_id, key):
+                job = s.get(JobRow, job_id)
+                if job is None or job.correlate_at is None:  # no correlation pending: nothing is settled
+                    return Recorded(True)
+                if not eof and _incomplete(s, job_id, key):
                     return Recorded(True, settled=True)
-                return Recorded(True, pending=_pending_progress(s, job_id, now))
+                return Recorded(True, pending=_pending_progress(s, job, now))
         except sa.exc.IntegrityError:
             return Recorded(False)
 
@@ -249,12 +252,9 @@ def _shard_row(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[s
                     scanned=scanned, received_at=now)
 
 
-def _settled(s: Session, job_id: str, key: SourceKey) -> bool:
-    """A correlation is already pending for the job and the source `key` is still incomplete: a shard of that
-    source decides nothing new, so the caller may skip re-reading the whole job."""
-    row = s.get(JobRow, job_id)
-    if row is None or row.correlate_at is None:
-        return False
+def _incomplete(s: Session, job_id: str, key: SourceKey) -> bool:
+    """The source `key` is still incomplete: while a correlation is pending, a shard of that source decides
+    nothing new, so the caller may skip re-reading the whole job."""
     table = ShardRow.__table__.c  # type: ignore[attr-defined]
     seqs = s.execute(sa.select(table.seq, table.eof).where(table.job_id == job_id,
                                                            table.source_token == key.token)).all()
@@ -262,15 +262,14 @@ def _settled(s: Session, job_id: str, key: SourceKey) -> bool:
     return not (last and len({seq for seq, _ in seqs}) == last[0] + 1)
 
 
-def _pending_progress(s: Session, job_id: str, now: datetime) -> tuple[JobEvent | None, Progress] | None:
-    """None unless a correlation is pending (and not overdue past STALE, when it is taken as lost); else the
-    job's event and what its shards add up to, counted by the database in one query (from an index)."""
-    row = s.get(JobRow, job_id)
-    pending = _aware(row.correlate_at) if row is not None else None
-    if row is None or pending is None or pending < now - STALE:
+def _pending_progress(s: Session, row: JobRow, now: datetime) -> tuple[JobEvent | None, Progress] | None:
+    """None when the job's pending correlation is overdue past STALE (it is taken as lost); else the job's event
+    and what its shards add up to, counted by the database in one query (from an index)."""
+    pending = _aware(row.correlate_at)
+    if pending is None or pending < now - STALE:
         return None
     table = ShardRow.__table__.c  # type: ignore[attr-defined]
-    mine, ended = table.job_id == job_id, table.eof == sa.true()
+    mine, ended = table.job_id == row.job_id, table.eof == sa.true()
 
     def keys(*where: Any) -> Any:  # a source is (source_token, host): the token holds stream, rank and name
         return sa.select(sa.func.count()).select_from(

@@ -12,6 +12,7 @@ import pytest
 from firstfault.engine import default_matcher, diagnose_sources
 from firstfault.simulate import SCENARIOS, Knobs, generate
 from ingest.files import expand
+from schemas.diagnosis import Diagnosis
 
 
 @pytest.fixture
@@ -25,25 +26,28 @@ def collector_off() -> Iterator[None]:
         gc.enable()
 
 
-def _unreachable_after(root: Path, jobs: int) -> int:
+def _diagnosed(root: Path, jobs: int) -> tuple[Diagnosis, int]:
+    """The diagnosis of ``root``, and how many unreachable objects it left behind."""
     gc.collect()  # what writing the logs left
     found = diagnose_sources(default_matcher(), expand([str(root)]), 2026, jobs=jobs)
-    assert found.verdict is not None
-    return gc.collect()
+    return found, gc.collect()
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_diagnosing_a_simulated_failure_makes_no_cycles(scenario: str, tmp_path: Path, collector_off: None) -> None:
     generate(scenario, tmp_path, seed=1, knobs=Knobs(world_size=16, steps=40))
-    assert _unreachable_after(tmp_path, jobs=1) == 0
+    assert _diagnosed(tmp_path, jobs=1)[1] == 0
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_diagnosing_a_long_job_makes_no_cycles(jobs: int, tmp_path: Path, collector_off: None) -> None:
     from bench.generate import generate as generate_bench
 
-    generate_bench(tmp_path, ranks=16, size=6_000_000, seed=3, failure="oom_kill")
-    assert _unreachable_after(tmp_path / "logs", jobs) == 0
+    truth = generate_bench(tmp_path, ranks=16, size=6_000_000, seed=3, failure="oom_kill")
+    found, unreachable = _diagnosed(tmp_path / "logs", jobs)
+    assert unreachable == 0
+    assert found.root_cause is not None and found.root_cause.signature == "host.oom_killer"
+    assert found.root_cause.rank == truth["victim"]
 
 
 def test_a_cycle_would_be_seen(collector_off: None) -> None:
