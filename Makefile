@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 .PHONY: install demo test lint score bench bench-pipeline bench-history clean
 
-$(BIN)/firstfault: pyproject.toml
+$(BIN)/firstfault: pyproject.toml setup.py catalog/_linescan.c catalog/_linescan_lines.h
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

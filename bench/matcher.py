@@ -13,15 +13,11 @@ MB = 10**6 bytes. See bench/README.md for what each column and ratio means.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
 import platform
-import pstats
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,11 +28,20 @@ from typing import Any
 
 from bench.child import run_child
 from bench.generate import generate, human, parse_size
+from bench.inprocess import (
+    hs_scan_only,
+    libhs_lines_only,
+    profile_scan,
+    run_engine,
+    run_matcher,
+    run_scan,
+    startup_parts,
+)
 from bench.report import report
+from bench.rg import export_patterns, rg_path, rg_version, run_rg
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-RG_FLAGS = ["--no-config", "--no-ignore", "--hidden", "--no-unicode", "--no-messages"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -143,116 +148,6 @@ def repeat(name: str, nbytes: int, runs: int, fn: Callable[[], dict[str, Any]]) 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# In-process matcher runs
-
-
-def _line_aligned(path: Path) -> Iterable[bytes]:
-    """The file as diagnose reads it (ingest.files.chunks, 4 MB) cut at the last newline, like SourceScanner."""
-    from ingest.files import Source, chunks
-
-    carry = b""
-    for block in chunks(Source(path.name, path)):
-        data = carry + block
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        carry = data[cut + 1 :]
-        yield data[: cut + 1]
-    if carry:
-        yield carry
-
-
-def run_engine(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
-    lines = 0
-    for p in files:
-        for buf in _line_aligned(p):
-            lines += len(matcher.engine.candidates(buf))
-    return {"candidate_lines": lines}
-
-
-def run_matcher(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
-    """Matcher.match as the scanner calls it: one memo of repeated lines per file (see Matcher.spans)."""
-    lines = 0
-    for p in files:
-        memo: dict[bytes, Any] = {}
-        for buf in _line_aligned(p):
-            lines += len(matcher.match(buf, memo))
-    return {"matched_lines": lines}
-
-
-def run_scan(matcher: Any, files: Sequence[Path], logs: Path) -> dict[str, Any]:
-    """The whole per-source reading path diagnose uses (SourceScanner: matcher + speakers/timestamps/findings)."""
-    from firstfault.engine import scan_sources
-    from ingest.files import Source
-
-    scan = scan_sources(matcher, [Source(str(p.relative_to(logs)), p) for p in files], 2026)
-    return {"findings": sum(len(r.findings) for r in scan.results),
-            "context_records": sum(len(r.context) for r in scan.results)}
-
-
-def _hs_scan_only(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
-    """Hyperscan's scan alone with a no-op callback (no Python per match): the floor for the engine."""
-    eng = matcher.engine
-    hits = [0]
-
-    def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
-        hits[0] += 1
-
-    for p in files:
-        for buf in _line_aligned(p):
-            eng._db.scan(buf, match_event_handler=on_match, scratch=eng._scratch)
-    return {"hs_events": hits[0]}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# ripgrep
-
-
-def rg_path() -> str | None:
-    return shutil.which("rg")
-
-
-def rg_version(rg: str) -> str:
-    return subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-
-
-def export_patterns(patterns: Sequence[str], rg: str | None, dest: Path) -> dict[str, Any]:
-    """The matcher's patterns as rg regexes: the engine's own single-line rewrite, named groups as (?:...).
-
-    Each is checked alone with rg (exit 2 = rejected); rejected ones are dropped and listed."""
-    from catalog.engine import _hyperscan_expression
-
-    exprs = [_hyperscan_expression(p).decode() for p in patterns]
-    kept: list[str] = []
-    rejected: list[dict[str, str]] = []
-    for raw, expr in zip(patterns, exprs, strict=True):
-        if "\n" in expr:
-            rejected.append({"pattern": raw, "error": "contains a newline"})
-            continue
-        if rg is not None:
-            p = subprocess.run([rg, *RG_FLAGS, "-c", "-e", expr, "--", "/dev/null"], capture_output=True, text=True)
-            if p.returncode == 2:
-                rejected.append({"pattern": raw, "error": p.stderr.strip()[-300:]})
-                continue
-        kept.append(expr)
-    dest.write_text("".join(e + "\n" for e in kept))
-    return {"file": str(dest), "patterns": len(patterns), "exported": len(kept), "rejected": rejected}
-
-
-def run_rg(rg: str, pattern_file: Path, target: Sequence[Path], threads: int | None) -> dict[str, Any]:
-    cmd = [rg, *RG_FLAGS, "-c", "-f", str(pattern_file)]
-    if threads:
-        cmd += ["-j", str(threads)]
-    p, usage = run_child([*cmd, *map(str, target)], stdout=subprocess.PIPE)
-    if p["rc"] not in (0, 1):
-        raise RuntimeError(f"rg failed ({p['rc']}): {p['stderr'][-500:]}")
-    lines = sum(int(row.rsplit(":", 1)[1]) for row in p["stdout"].splitlines() if ":" in row)
-    return {"matched_lines": lines, "_child_cpu": usage.ru_utime + usage.ru_stime, "tree_rss_mb": p["tree_rss_mb"],
-            "tree_pss_mb": p["tree_pss_mb"]}
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # firstfault diagnose as a user runs it
 
 
@@ -270,34 +165,6 @@ def run_diagnose(logs: Path, out_json: Path, cache_home: Path, *flags: str) -> d
 def run_cold_start(logs: Path, out_json: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as empty:
         return run_diagnose(logs, out_json, Path(empty))
-
-
-def startup_parts(catalog: Any) -> dict[str, float]:
-    """In-process seconds of the matcher's start-up pieces: compiling the database, loading it from the cache,
-    and the self-check (every catalog example scanned by `re` and by Hyperscan) that the cache also skips."""
-    from catalog.dbcache import BlobCache
-    from catalog.engine import HyperscanEngine, ReEngine
-    from firstfault.engine import build_matcher
-
-    def seconds(fn: Callable[[], object]) -> float:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-
-    with tempfile.TemporaryDirectory() as where:
-        cache = BlobCache(Path(where))
-        patterns = build_matcher(catalog, "re").patterns
-        compile_s = seconds(lambda: HyperscanEngine(patterns, cache))
-        load_s = seconds(lambda: HyperscanEngine(patterns, cache))
-        engine = HyperscanEngine(patterns, cache)
-        lines = [ex for sig in catalog.signatures for ex in sig.examples.positive]
-        probe = b"".join(b"x\n" + line.encode() + b"\n" for line in lines)
-        check_s = seconds(lambda: (ReEngine(patterns).candidates(probe), engine.candidates(probe)))
-        cold_s = seconds(lambda: build_matcher(catalog, "hyperscan", BlobCache(Path(where) / "cold")))
-        warm_s = seconds(lambda: build_matcher(catalog, "hyperscan", BlobCache(Path(where) / "cold")))
-    return {"hyperscan_compile_s": round(compile_s, 3), "hyperscan_load_s": round(load_s, 3),
-            "self_check_s": round(check_s, 3), "matcher_cold_s": round(cold_s, 3),
-            "matcher_warm_s": round(warm_s, 3)}
 
 
 def verdict(out_json: Path, truth: dict[str, Any]) -> dict[str, Any]:
@@ -348,18 +215,6 @@ def _tiny(base: Path) -> Path:
     return d.parent
 
 
-def profile_scan(matcher: Any, files: Sequence[Path], logs: Path, dest: Path, label: str) -> str:
-    prof = cProfile.Profile()
-    prof.enable()
-    run_scan(matcher, files, logs)
-    prof.disable()
-    buf = io.StringIO()
-    stats = pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("tottime")
-    stats.print_stats(18)
-    dest.write_text(buf.getvalue())
-    return buf.getvalue()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.matcher", description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=64)
@@ -388,16 +243,18 @@ def main(argv: list[str] | None = None) -> int:
     catalog = default_catalog()
     cache_home = OUT / "cache"  # the end-to-end runs' $XDG_CACHE_HOME, warmed by the first run
     t0 = time.perf_counter()
-    hs = build_matcher(catalog, "hyperscan")
+    hs = build_matcher(catalog, "auto")  # what diagnose uses: libhs where it was built, else python-hyperscan
     hs_build = time.perf_counter() - t0
+    engine = hs.engine.name
+    pyhs = build_matcher(catalog, "hyperscan") if engine == "libhs" else hs
     t0 = time.perf_counter()
     rx = build_matcher(catalog, "re")
     re_build = time.perf_counter() - t0
     patterns = hs.patterns
     fingerprints = sum(len(s.fingerprints) for s in catalog.signatures)
     log(f"catalog: {len(catalog)} entries, {len(patterns)} patterns ({len(patterns) - fingerprints} context); "
-        f"hyperscan matcher built in {hs_build:.2f} s; {hs.rescued} patterns rescued by the self-check")
-    parts = startup_parts(catalog)
+        f"{engine} matcher built in {hs_build:.2f} s; {hs.rescued} patterns rescued by the self-check")
+    parts = startup_parts(catalog, engine)
     log(f"start-up parts (s): {parts}")
 
     rg = rg_path()
@@ -421,17 +278,21 @@ def main(argv: list[str] | None = None) -> int:
     R = a.runs
     res: dict[str, Timing] = {}
     log(f"[in-process, {human(nbytes)}]")
-    res["hs_scan_only"] = repeat("hyperscan db.scan only (no-op callback)", nbytes, R,
-                                 lambda: _hs_scan_only(hs, files))
-    res["hs_engine"] = repeat("hyperscan engine.candidates", nbytes, R, lambda: run_engine(hs, files))
-    res["hs_matcher"] = repeat("hyperscan Matcher.match", nbytes, R, lambda: run_matcher(hs, files))
-    res["hs_scan"] = repeat("hyperscan scan_sources (SourceScanner)", nbytes, R,
+    res["hs_scan_only"] = repeat("python-hyperscan db.scan only (no-op Python callback)", nbytes, R,
+                                 lambda: hs_scan_only(pyhs, files))
+    if engine == "libhs":
+        res["libhs_lines"] = repeat("libhs scan, matches filed by line in C", nbytes, R,
+                                    lambda: libhs_lines_only(hs, files))
+        res["pyhs_matcher"] = repeat("python-hyperscan Matcher.match", nbytes, R, lambda: run_matcher(pyhs, files))
+    res["hs_engine"] = repeat(f"{engine} engine.candidates", nbytes, R, lambda: run_engine(hs, files))
+    res["hs_matcher"] = repeat(f"{engine} Matcher.match", nbytes, R, lambda: run_matcher(hs, files))
+    res["hs_scan"] = repeat(f"{engine} scan_sources (SourceScanner)", nbytes, R,
                             lambda: run_scan(hs, files, main_set.logs))
     re_files = _subset(files, a.re_mb)
     re_bytes = sum(p.stat().st_size for p in re_files)
     log(f"[re fallback on {len(re_files)} rank files, {human(re_bytes)} of the main set]")
     res["re_matcher"] = repeat("re Matcher.match", re_bytes, R, lambda: run_matcher(rx, re_files))
-    res["hs_matcher_subset"] = repeat("hyperscan Matcher.match (same subset)", re_bytes, R,
+    res["hs_matcher_subset"] = repeat(f"{engine} Matcher.match (same subset)", re_bytes, R,
                                       lambda: run_matcher(hs, re_files))
     if rg:
         log("[ripgrep, same files]")
@@ -474,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             m, d = res["hs_matcher"], res["diagnose"]
             r = res.get("rg")
         else:
-            m = repeat("hyperscan Matcher.match", nb, R, lambda fs=fs: run_matcher(hs, fs))
+            m = repeat(f"{engine} Matcher.match", nb, R, lambda fs=fs: run_matcher(hs, fs))
             out_json = OUT / f"diagnosis-{ds.root.name}.json"
             d = repeat("firstfault diagnose", nb, R,
                        lambda ds=ds, o=out_json: run_diagnose(ds.logs, o, cache_home))
@@ -501,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "matcher_hyperscan_over_re": ratio("hs_matcher_subset", "re_matcher"),
         "matcher_hyperscan_over_rg": ratio("hs_matcher", "rg"),
         "matcher_hyperscan_over_rg_j1": ratio("hs_matcher", "rg_j1"),
+        "matcher_pyhs_over_rg_j1": ratio("pyhs_matcher", "rg_j1"),
         "matcher_re_over_rg_j1": ratio("re_matcher", "rg_subset_j1"),
         "diagnose_over_rg": ratio("diagnose", "rg"),
         "diagnose_j1_over_rg_j1": ratio("diagnose_j1", "rg_j1"),
@@ -518,7 +380,10 @@ def main(argv: list[str] | None = None) -> int:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(["python -m bench.matcher", *(argv if argv is not None else sys.argv[1:])]),
         "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version(),
-                    "hyperscan_py": getattr(hyperscan, "__version__", "?"), "rg": rg_version(rg) if rg else None,
+                    "hyperscan_py": getattr(hyperscan, "__version__", "?"), "engine": engine,
+                    "libhs": getattr(getattr(hs.engine, "_hs", None), "__version__", None)
+                    if engine == "libhs" else None,
+                    "rg": rg_version(rg) if rg else None,
                     "loadavg_at_start": os.getloadavg()},
         "catalog": {"entries": len(catalog), "patterns": len(patterns), "rescued": hs.rescued,
                     "hyperscan_build_s": round(hs_build, 3), "re_build_s": round(re_build, 3), "startup": parts,

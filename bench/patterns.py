@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.generate import human, parse_size
-from bench.matcher import OUT, _line_aligned, log
+from bench.inprocess import line_aligned
+from bench.matcher import OUT, log
 
 
 def sample(logs: Path, limit: int) -> list[bytes]:
@@ -26,7 +27,7 @@ def sample(logs: Path, limit: int) -> list[bytes]:
     total = 0
     files = sorted((p for p in logs.rglob("*.log") if p.name.startswith("rank")), key=lambda p: p.stat().st_size)
     for p in reversed(files):
-        for buf in _line_aligned(p):
+        for buf in line_aligned(p):
             bufs.append(buf)
             total += len(buf)
             if total >= limit:

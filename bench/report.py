@@ -27,6 +27,7 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
       f"{st['hyperscan_load_s']} s, self-check {st['self_check_s']} s; whole matcher {st['matcher_cold_s']} s "
       f"with an empty cache, {st['matcher_warm_s']} s warm\n")
     mach = results["machine"]
+    w(f"- engine: {mach.get('engine')} (libhs {mach.get('libhs')}, python-hyperscan {mach['hyperscan_py']})\n")
     w(f"- machine: {mach['cpus']} x {mach['cpu']}, Python {mach['python']}, {mach['rg'] or 'rg: not installed'}, "
       f"load at start {', '.join(f'{x:.2f}' for x in mach['loadavg_at_start'])}\n")
     if have_rg:
@@ -52,6 +53,7 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
         "matcher_hyperscan_over_re": "Matcher.match MB/s, Hyperscan engine / re fallback (same rank files)",
         "matcher_hyperscan_over_rg": "in-process Matcher.match MB/s / `rg -c -f` MB/s (rg with all cores)",
         "matcher_hyperscan_over_rg_j1": "in-process Matcher.match MB/s / `rg -c -f -j1` MB/s (one core each)",
+        "matcher_pyhs_over_rg_j1": "the same with python-hyperscan (a Python call per match) instead of libhs",
         "matcher_re_over_rg_j1": "re fallback Matcher.match MB/s / `rg -j1` MB/s on the same subset",
         "diagnose_over_rg": "`firstfault diagnose` (pool) MB/s / `rg -c -f` (all threads), both end to end",
         "diagnose_j1_over_rg_j1": "`firstfault diagnose --jobs 1` MB/s / `rg -c -f -j1` MB/s: one core each",

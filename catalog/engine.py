@@ -11,6 +11,7 @@ bytes). So every engine yields identical findings; they differ only in speed.
 
 from __future__ import annotations
 
+import importlib
 import json
 import platform
 import re
@@ -161,15 +162,20 @@ class HyperscanEngine:
     name = "hyperscan"
 
     def __init__(self, patterns: Sequence[str], cache: BlobCache | None = None,
-                 prefilters: Mapping[int, str] | None = None) -> None:
-        import hyperscan  # imported here so that a missing or broken library leaves the fallback usable
+                 prefilters: Mapping[int, str] | None = None, library: Any = None) -> None:
+        """``library``: a module with python-hyperscan's API (catalog._linescan has it); python-hyperscan itself
+        when None."""
+        if library is None:
+            import hyperscan as library  # imported here so that a missing or broken library leaves re usable
 
+        hyperscan = library
         self._hs = hyperscan
         self._mode = hyperscan.HS_MODE_BLOCK
         self._patterns = list(patterns)
         self._cache = cache
         self._exprs = [_hyperscan_expression((prefilters or {}).get(i, p)) for i, p in enumerate(patterns)]
-        self.cache_key = cache_key(CACHE_FORMAT, str(getattr(hyperscan, "__version__", "?")), platform.machine(),
+        self.cache_key = cache_key(CACHE_FORMAT, hyperscan.__name__, str(getattr(hyperscan, "__version__", "?")),
+                                   platform.machine(),
                                    str(self._base_flag()), *self._exprs)
         self._db: Any = None
         self._flags: dict[int, int] = {}  # pattern index -> flag, for every pattern in the database
@@ -299,27 +305,32 @@ class HyperscanEngine:
         db.scan(buffer, match_event_handler=on_match, scratch=scratch)
         return ends
 
-    def candidates(self, buffer: bytes) -> dict[int, set[int]]:
+    def _found(self, buffer: bytes) -> tuple[dict[int, set[int]], dict[bytes, list[int]]]:
+        """What the database finds in ``buffer``: {line start: pattern indexes} in line order, and for each
+        rescued pattern's literal the starts of the lines holding it."""
         found: dict[int, set[int]] = {}
         literal_hits: dict[bytes, list[int]] = {}
-        if self._db is not None and buffer:
-            literal_ids = self._literal_ids
-            rfind = buffer.rfind
-            get = found.get
+        literal_ids = self._literal_ids
+        rfind = buffer.rfind
+        get = found.get
 
-            def on_match(pattern_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
-                # A match ending at a newline belongs to the line before it.
-                start = rfind(b"\n", 0, end - 1) + 1 if end > 1 else 0
-                if pattern_id in literal_ids:
-                    literal_hits.setdefault(literal_ids[pattern_id], []).append(start)
-                elif (ids := get(start)) is not None:
-                    ids.add(pattern_id)
-                else:
-                    found[start] = {pattern_id}
+        def on_match(pattern_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            # A match ending at a newline belongs to the line before it.
+            start = rfind(b"\n", 0, end - 1) + 1 if end > 1 else 0
+            if pattern_id in literal_ids:
+                literal_hits.setdefault(literal_ids[pattern_id], []).append(start)
+            elif (ids := get(start)) is not None:
+                ids.add(pattern_id)
+            else:
+                found[start] = {pattern_id}
 
-            self._db.scan(buffer, match_event_handler=on_match, scratch=self._scratch)
-            for literal in literal_ids.values():
-                literal_hits.setdefault(literal, [])
+        self._db.scan(buffer, match_event_handler=on_match, scratch=self._scratch)
+        return found, literal_hits
+
+    def candidates(self, buffer: bytes) -> dict[int, set[int]]:
+        found, literal_hits = self._found(buffer) if self._db is not None and buffer else ({}, {})
+        for literal in self._literal_ids.values():
+            literal_hits.setdefault(literal, [])
         # Hyperscan reports matches by increasing end offset, so the lines came in order; only lines that the
         # `re`-scanned patterns alone found can be out of it.
         lines = len(found)
@@ -327,15 +338,57 @@ class HyperscanEngine:
         return found if len(found) == lines else dict(sorted(found.items()))
 
 
+class LibhsEngine(HyperscanEngine):
+    """HyperscanEngine on catalog._linescan: the system's libhs, with the line loop in C. Besides candidates it
+    offers spans (see Matcher.spans): the memo lookup of every matched line in C as well, so that Python runs
+    only for a line not seen before."""
+
+    name = "libhs"
+
+    def __init__(self, patterns: Sequence[str], cache: BlobCache | None = None,
+                 prefilters: Mapping[int, str] | None = None) -> None:
+        # Built only where libhs's headers were (setup.py); imported by name so that a test can hide it.
+        super().__init__(patterns, cache, prefilters, library=importlib.import_module("catalog._linescan"))
+
+    def _found(self, buffer: bytes) -> tuple[dict[int, set[int]], dict[bytes, list[int]]]:
+        lines = self._db.lines(buffer, self._scratch, len(self._exprs))
+        return lines.candidates(), self._literal_hits(lines)
+
+    def _literal_hits(self, lines: Any) -> dict[bytes, list[int]]:
+        hits: dict[bytes, list[int]] = {literal: [] for literal in self._literal_ids.values()}
+        for pattern_id, starts in lines.extra_hits().items():
+            hits[self._literal_ids[pattern_id]] = starts
+        return hits
+
+    def spans(self, buffer: bytes, memo: dict[Any, Any], resolve: Callable[[bytes, int, int, Sequence[int]], Any]
+              ) -> list[tuple[int, int, Any]] | None:
+        """(start, end, memo[line] or resolve(line, start, end, pattern indexes)) for each candidate line whose
+        value is not None, in order; None when the database cannot scan (every pattern is scanned with `re`)."""
+        if self._db is None:
+            return None
+        lines = self._db.lines(buffer, self._scratch, len(self._exprs))
+        extra = None
+        if self._leftover:
+            found: dict[int, set[int]] = {}
+            scan_filtered(self._leftover, buffer, found, self._literal_hits(lines))
+            extra = sorted(found.items())
+        spans: list[tuple[int, int, Any]] = lines.spans(memo, resolve, extra)
+        return spans
+
+
 def make_engine(patterns: Sequence[str], prefer: str = "auto", cache: BlobCache | None = None,
                 prefilters: Mapping[int, str] | None = None) -> Engine:
-    """Hyperscan when it loads (or when asked), else ``re``. ``prefer``: auto | hyperscan | re. ``prefilters``
-    (pattern index -> looser expression) are for Hyperscan only: `re` scans for the patterns themselves."""
+    """The first engine that loads of libhs (the C line loop), python-hyperscan and ``re``; or the one asked for.
+    ``prefer``: auto | libhs | hyperscan | re. ``prefilters`` (pattern index -> looser expression) are for Hyperscan
+    only: `re` scans for the patterns themselves."""
     if prefer == "re":
         return ReEngine(patterns)
-    try:
-        return HyperscanEngine(patterns, cache, prefilters)
-    except ImportError:
-        if prefer == "hyperscan":
-            raise
-        return ReEngine(patterns)
+    for name, engine in (("libhs", LibhsEngine), ("hyperscan", HyperscanEngine)):
+        if prefer not in ("auto", name):
+            continue
+        try:
+            return engine(patterns, cache, prefilters)
+        except ImportError:
+            if prefer == name:
+                raise
+    return ReEngine(patterns)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, NamedTuple
 
 from catalog.dbcache import BlobCache, cache_key
@@ -237,11 +237,15 @@ class Matcher:
         candidates) and that differ only in the digits of its volatile group, which no capture, speaker or time
         stamp reads (NCCL prints one line per channel that differ only in the channel's number). A shared match's
         text is its first line's: a reader that keeps a line's own text reads it from the buffer (line_text)."""
+        seen: Memo = {} if memo is None else memo
+        resolve = self._resolver(memo)
+        native = getattr(self.engine, "spans", None)  # the C line loop, where the engine has one
+        if native is not None and (spans := native(buffer, seen, resolve)) is not None:
+            found: list[tuple[int, int, LineMatch]] = spans
+            return found
         out: list[tuple[int, int, LineMatch]] = []
         append, find, size = out.append, buffer.find, len(buffer)
-        seen = {} if memo is None else memo
         get = seen.get
-        volatile = self._sibling_masks if memo is not None else {}
         for start, indexes in self.engine.candidates(buffer).items():
             end = find(b"\n", start)
             if end < 0:
@@ -249,24 +253,37 @@ class Matcher:
             raw = buffer[start:end]
             lm = get(raw, _UNSEEN)  # a repeat, most often: NCCL prints its set-up again at every communicator
             if lm is _UNSEEN:
-                key: bytes | tuple[int, bytes] = raw
-                if volatile and len(indexes) == 1:
-                    (only,) = indexes
-                    if only in volatile:
-                        key = _sibling_key(only, volatile[only], raw)
-                        lm = get(key, _UNSEEN)
-                if lm is _UNSEEN:
-                    lm = self.match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
-                if memo is not None:
-                    if len(memo) >= LINE_MEMO:
-                        memo.clear()
-                    memo[raw] = memo[key] = lm
+                lm = resolve(raw, start, end, indexes)
             if lm is not None:
                 append((start, end, lm))
         return out
 
+    def _resolver(self, memo: Memo | None) -> Callable[[bytes, int, int, Collection[int]], LineMatch | None]:
+        """What spans does with a line its memo does not hold: look up its sibling key, else match it; and
+        remember it under both (with a memo)."""
+        volatile = self._sibling_masks if memo is not None else {}
+        match_line = self.match_line
+
+        def resolve(raw: bytes, start: int, end: int, indexes: Collection[int]) -> LineMatch | None:
+            key: bytes | tuple[int, bytes] = raw
+            lm = _UNSEEN
+            if volatile and len(indexes) == 1:
+                (only,) = indexes
+                if only in volatile:
+                    key = _sibling_key(only, volatile[only], raw)
+                    lm = memo.get(key, _UNSEEN) if memo is not None else _UNSEEN
+            if lm is _UNSEEN:
+                lm = match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
+            if memo is not None:
+                if len(memo) >= LINE_MEMO:
+                    memo.clear()
+                memo[raw] = memo[key] = lm
+            return lm  # type: ignore[no-any-return]
+
+        return resolve
+
     def match_line(
-        self, text: str, indexes: Sequence[int] | set[int], start: int = 0, end: int = 0
+        self, text: str, indexes: Collection[int], start: int = 0, end: int = 0
     ) -> LineMatch | None:
         best: tuple[tuple[int, int, int], Signature, dict[str, Any]] | None = None
         context: dict[str, dict[str, Any]] = {}

@@ -3,6 +3,7 @@ unwritable cache only costs the compile, never a different finding."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,28 @@ from catalog.loader import default_catalog, load_catalog
 from catalog.matcher import LineMatch, Matcher
 from firstfault.engine import build_matcher, cache_dir, cached_catalog
 from schemas.errors import CatalogError
+from tests.unit.hs_engines import HS_ENGINES, require
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 
-pytest.importorskip("hyperscan")
 
 
-def _matches(matcher: Matcher) -> list[tuple[str | None, dict[str, object], list[str]]]:
+@pytest.fixture(scope="module", params=HS_ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    require(request.param)
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def rescued(engine: str) -> int:
+    """How many patterns this engine's self-check rescues, without a cache: a cached start must rescue as many."""
+    return build_matcher(default_catalog(), engine).rescued
+
+
+Found = list[tuple[str | None, dict[str, object], list[str]]]
+
+
+def _matches(matcher: Matcher) -> Found:
     found: list[LineMatch] = []
     for path in sorted(EXAMPLE.rglob("*.log")):
         found += matcher.match(path.read_bytes())
@@ -29,19 +45,20 @@ def _matches(matcher: Matcher) -> list[tuple[str | None, dict[str, object], list
 
 
 @pytest.fixture(scope="module")
-def uncached() -> list[tuple[str | None, dict[str, object], list[str]]]:
-    return _matches(build_matcher(default_catalog(), "hyperscan"))
+def uncached(engine: str) -> list[tuple[str | None, dict[str, object], list[str]]]:
+    return _matches(build_matcher(default_catalog(), engine))
 
 
 def _entries(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.bin"))
 
 
-def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
+                                               rescued: int,
                                                uncached: list[tuple[str | None, dict[str, object], list[str]]]
                                                ) -> None:
     cache = BlobCache(tmp_path / "firstfault")
-    cold = build_matcher(default_catalog(), "hyperscan", cache)
+    cold = build_matcher(default_catalog(), engine, cache)
     assert len(_entries(cache.directory)) == 3  # the database, the self-check verdict, the database with literals
 
     def no_compiling(*args: object) -> None:
@@ -49,48 +66,48 @@ def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(HyperscanEngine, "_compile", no_compiling)
     monkeypatch.setattr("catalog.matcher.ReEngine", no_compiling)  # the self-check's reference scan
-    warm = build_matcher(default_catalog(), "hyperscan", cache)
-    assert warm.rescued == cold.rescued == 3
+    warm = build_matcher(default_catalog(), engine, cache)
+    assert warm.rescued == cold.rescued == rescued > 0
     assert _matches(warm) == _matches(cold) == uncached
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip_a_byte", "garbage", "empty"])
 def test_a_corrupt_entry_is_compiled_again_and_rewritten(
-        tmp_path: Path, damage: str, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
+        tmp_path: Path, damage: str, engine: str, rescued: int, uncached: Found) -> None:
     cache = BlobCache(tmp_path)
-    build_matcher(default_catalog(), "hyperscan", cache)
+    build_matcher(default_catalog(), engine, cache)
     for entry in _entries(tmp_path):
         blob = entry.read_bytes()
         entry.write_bytes({"truncate": blob[: len(blob) // 2],
                            "flip_a_byte": blob[:-5] + bytes([blob[-5] ^ 0x55]) + blob[-4:],
                            "garbage": b"\x00not a cache entry\xff" * 40,
                            "empty": b""}[damage])
-    again = build_matcher(default_catalog(), "hyperscan", cache)
-    assert again.rescued == 3
+    again = build_matcher(default_catalog(), engine, cache)
+    assert again.rescued == rescued
     assert _matches(again) == uncached
     assert all(cache.get(e.stem) is not None for e in _entries(tmp_path)), "the entries should be valid again"
 
 
 def test_a_valid_entry_that_hyperscan_rejects_is_compiled_again(
-        tmp_path: Path, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
+        tmp_path: Path, engine: str, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
     """A checksum-valid entry whose database does not load (another build, another CPU) is replaced."""
     cache = BlobCache(tmp_path)
-    engine = build_matcher(default_catalog(), "hyperscan", cache).engine
-    assert isinstance(engine, HyperscanEngine)
-    key = engine.cache_key
+    scanner = build_matcher(default_catalog(), engine, cache).engine
+    assert isinstance(scanner, HyperscanEngine)
+    key = scanner.cache_key
     cache.put(key, b'{"leftover": []}\nthis is no hyperscan database')
-    assert _matches(build_matcher(default_catalog(), "hyperscan", cache)) == uncached
+    assert _matches(build_matcher(default_catalog(), engine, cache)) == uncached
     payload = cache.get(key)
     assert payload is not None and len(payload) > 1000
 
 
 def test_an_unwritable_cache_directory_is_ignored(
-        tmp_path: Path, uncached: list[tuple[str | None, dict[str, object], list[str]]]) -> None:
+        tmp_path: Path, engine: str, rescued: int, uncached: Found) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory should be")
     cache = BlobCache(blocker / "firstfault")
-    matcher = build_matcher(default_catalog(), "hyperscan", cache)
-    assert matcher.rescued == 3
+    matcher = build_matcher(default_catalog(), engine, cache)
+    assert matcher.rescued == rescued
     assert _matches(matcher) == uncached
     assert blocker.read_text() == "a file where the cache directory should be"
 
@@ -151,19 +168,22 @@ def test_a_corrupt_catalog_pickle_is_rebuilt(tmp_path: Path) -> None:
     assert cached_catalog(None, cache) == good
 
 
-def test_the_literals_join_the_database_only_if_it_then_loses_nothing() -> None:
+def test_the_literals_join_the_database_only_if_it_then_loses_nothing(engine: str) -> None:
     """The database with the rescued patterns' literals replaces the first one only when it still finds, on the
     catalog examples, everything the `re` engine finds; otherwise the literals are found with bytes.find."""
-    matcher = build_matcher(default_catalog(), "hyperscan")
+    matcher = build_matcher(default_catalog(), engine)
     trusted = matcher.engine
     assert isinstance(trusted, HyperscanEngine) and trusted._literal_ids, "the literals should be in the database"
-    rescued = {s.index: matcher.patterns[s.index] for s in trusted._leftover}
-    doubtful = HyperscanEngine(matcher.patterns)
+    rescue = {s.index: matcher.patterns[s.index] for s in trusted._leftover}
+    doubtful = type(trusted)(matcher.patterns)
     probe = b"x\nNCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
     nccl_using = matcher.patterns.index(next(p for p in matcher.patterns if "Bootstrap|NET/Socket" in p))
     # a reference that claims a line the databases cannot find: the bigger one must not be trusted
-    doubtful.also_with_re(rescued, probe, lambda: {0: {nccl_using}})
+    doubtful.also_with_re(rescue, probe, lambda: {0: {nccl_using}})
     assert doubtful._literal_ids == {}
-    line = b"x\n[7] finished collective #182, but didn't join collective #183 (count from 1)\n"
-    for engine in (trusted, doubtful):
-        assert rescued.keys() & engine.candidates(line).get(2, set()), engine
+    # a catalog example of a rescued pattern: each database finds it, through the literals or bytes.find
+    examples = [ex for sig in default_catalog().signatures for ex in sig.examples.positive]
+    index, example = next((i, ex) for ex in examples for i, p in rescue.items() if re.search(p, ex))
+    line = b"x\n" + example.encode() + b"\n"
+    for scanner in (trusted, doubtful):
+        assert index in scanner.candidates(line).get(2, set()), scanner

@@ -13,6 +13,7 @@ from catalog.loader import default_catalog
 from catalog.matcher import folded
 from firstfault.engine import build_matcher, scan_source
 from ingest.files import chunks, expand
+from tests.unit.hs_engines import HS_ENGINES, require
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus" / "real"
@@ -61,20 +62,23 @@ def _findings(engine: str, roots: list[Path]) -> list[tuple[str, str, int, str]]
     return out
 
 
-def test_hyperscan_and_re_find_the_same_things(generated: list[Path]) -> None:
-    """Hyperscan scans for some patterns' looser prefilters, `re` for the patterns: the findings are the same."""
-    pytest.importorskip("hyperscan")
-    hs = _findings("hyperscan", generated)
+@pytest.mark.parametrize("engine", HS_ENGINES)
+def test_hyperscan_and_re_find_the_same_things(generated: list[Path], engine: str) -> None:
+    """Hyperscan scans for some patterns' looser prefilters, `re` for the patterns: the findings are the same,
+    through python-hyperscan and through libhs's C line loop."""
+    require(engine)
+    hs = _findings(engine, generated)
     assert hs, "the inputs should produce findings"
     assert {kind for _, kind, _, _ in hs} >= {"table_rank", "table_exit", "nccl_ring", "errorish"}
     assert hs == _findings("re", generated)
 
 
-def test_matches_hyperscan_drops_are_rescued_by_the_self_check() -> None:
+@pytest.mark.parametrize("engine", HS_ENGINES)
+def test_matches_hyperscan_drops_are_rescued_by_the_self_check(engine: str) -> None:
     """Hyperscan dropped `[7] finished collective` when `[3] joined but didn't finish` was compiled with it;
     the matcher's self-check on the catalog examples scans such patterns with `re` as well."""
-    pytest.importorskip("hyperscan")
-    matcher = build_matcher(default_catalog(), "hyperscan")
+    require(engine)
+    matcher = build_matcher(default_catalog(), engine)
     buf = b"x\n             [7] finished collective #182, but didn't join collective #183 (count from 1)\n"
     [hit] = matcher.match(buf)
     assert hit.signature is not None and hit.signature.id == "pytorch.c10d.desync_not_joined"

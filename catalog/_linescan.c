@@ -1,0 +1,233 @@
+/* catalog._linescan: Hyperscan (the system's libhs) with the line loop in C.
+ *
+ * The python-hyperscan package calls a Python function for every match; at 4,096 ranks a gigabyte of logs has
+ * 400,000 matched lines, and that call plus filing each match under its line cost more than ripgrep's whole scan.
+ * Here a C callback files matches under their lines, and `Lines.spans` walks those lines, looking each one up in
+ * the caller's memo and calling back into Python only for a line it has not seen.
+ *
+ * The module mirrors the part of python-hyperscan's API that catalog.engine uses (Database, Scratch, dumpb,
+ * loadb, error, HS_* constants), so one engine class drives either library. It holds the GIL throughout. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hs.h>
+
+static PyObject *HsError;
+
+typedef struct {
+    PyObject_HEAD
+    hs_database_t *db;
+    unsigned int mode;
+} Database;
+
+typedef struct {
+    PyObject_HEAD
+    hs_scratch_t *scratch;
+} Scratch;
+
+static PyTypeObject DatabaseType, ScratchType, LinesType;
+
+static PyObject *hs_failed(const char *what, hs_error_t code) {
+    PyErr_Format(HsError, "%s failed with Hyperscan error %d", what, (int)code);
+    return NULL;
+}
+
+/* ---- Database ------------------------------------------------------------------------------------------- */
+
+static int Database_init(Database *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"mode", NULL};
+    unsigned int mode = HS_MODE_BLOCK;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|I", names, &mode)) return -1;
+    self->mode = mode;
+    return 0;
+}
+
+static void Database_dealloc(Database *self) {
+    if (self->db) hs_free_database(self->db);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Database_compile(Database *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"expressions", "ids", "elements", "flags", NULL};
+    PyObject *exprs, *ids, *flags;
+    Py_ssize_t n;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnO", names, &exprs, &ids, &n, &flags)) return NULL;
+    if (!PyList_Check(exprs) || !PyList_Check(ids) || !PyList_Check(flags) || PyList_GET_SIZE(exprs) < n ||
+        PyList_GET_SIZE(ids) < n || PyList_GET_SIZE(flags) < n || n < 1) {
+        PyErr_SetString(PyExc_TypeError, "expressions, ids and flags must be lists of at least `elements` items");
+        return NULL;
+    }
+    const char **cexprs = PyMem_Calloc((size_t)n, sizeof(char *));
+    unsigned int *cids = PyMem_Calloc((size_t)n, sizeof(unsigned int));
+    unsigned int *cflags = PyMem_Calloc((size_t)n, sizeof(unsigned int));
+    PyObject *result = NULL;
+    if (!cexprs || !cids || !cflags) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *expr; /* a C string: an embedded NUL raises ValueError rather than cutting the expression short */
+        if (PyBytes_AsStringAndSize(PyList_GET_ITEM(exprs, i), &expr, NULL) < 0) goto done;
+        cexprs[i] = expr;
+        cids[i] = (unsigned int)PyLong_AsUnsignedLong(PyList_GET_ITEM(ids, i));
+        cflags[i] = (unsigned int)PyLong_AsUnsignedLong(PyList_GET_ITEM(flags, i));
+        if (PyErr_Occurred()) goto done;
+    }
+    hs_database_t *db = NULL;
+    hs_compile_error_t *err = NULL;
+    if (hs_compile_multi(cexprs, cflags, cids, (unsigned int)n, self->mode, NULL, &db, &err) != HS_SUCCESS) {
+        PyErr_Format(HsError, "%s (expression %d)", err ? err->message : "compile failed", err ? err->expression : -1);
+        hs_free_compile_error(err);
+        goto done;
+    }
+    if (self->db) hs_free_database(self->db);
+    self->db = db;
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(cexprs);
+    PyMem_Free(cids);
+    PyMem_Free(cflags);
+    return result;
+}
+
+typedef struct { PyObject *handler; } PyCallbackContext;
+
+static int call_python(unsigned int id, unsigned long long from, unsigned long long to, unsigned int flags,
+                       void *ctx) {
+    PyObject *r = PyObject_CallFunction(((PyCallbackContext *)ctx)->handler, "IKKIO", id, from, to, flags, Py_None);
+    if (!r) return 1; /* stop the scan; the exception propagates */
+    int stop = PyObject_IsTrue(r) == 1;
+    Py_DECREF(r);
+    return stop;
+}
+
+static int need_db(Database *self) {
+    if (self->db) return 1;
+    PyErr_SetString(HsError, "the database is not compiled");
+    return 0;
+}
+
+/* A scan calling a Python function (pattern id, from, to, flags, context) per match: the self-check's path. */
+static PyObject *Database_scan(Database *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"data", "match_event_handler", "scratch", NULL};
+    Py_buffer data;
+    PyObject *handler;
+    Scratch *scratch;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*OO!", names, &data, &handler, &ScratchType, &scratch)) return NULL;
+    PyCallbackContext ctx = {handler};
+    hs_error_t rc = need_db(self) ? hs_scan(self->db, data.buf, (unsigned int)data.len, 0, scratch->scratch,
+                                            call_python, &ctx) : HS_INVALID;
+    PyBuffer_Release(&data);
+    if (PyErr_Occurred()) return NULL;
+    if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) return hs_failed("hs_scan", rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Lines_scan(Database *db, PyObject *args, PyObject *kw); /* defined in lines.h */
+
+static PyMethodDef Database_methods[] = {
+    {"compile", (PyCFunction)(void (*)(void))Database_compile, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"scan", (PyCFunction)(void (*)(void))Database_scan, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"lines", (PyCFunction)(void (*)(void))Lines_scan, METH_VARARGS | METH_KEYWORDS,
+     "lines(data, scratch, first_extra): the matched lines of data (see Lines)"},
+    {NULL}};
+
+static PyTypeObject DatabaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "catalog._linescan.Database",
+    .tp_basicsize = sizeof(Database),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Database_init,
+    .tp_dealloc = (destructor)Database_dealloc,
+    .tp_methods = Database_methods,
+};
+
+/* ---- Scratch -------------------------------------------------------------------------------------------- */
+
+static int Scratch_init(Scratch *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"database", NULL};
+    Database *db;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!", names, &DatabaseType, &db)) return -1;
+    if (!need_db(db)) return -1;
+    hs_error_t rc = hs_alloc_scratch(db->db, &self->scratch);
+    if (rc != HS_SUCCESS) { hs_failed("hs_alloc_scratch", rc); return -1; }
+    return 0;
+}
+
+static void Scratch_dealloc(Scratch *self) {
+    if (self->scratch) hs_free_scratch(self->scratch);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject ScratchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "catalog._linescan.Scratch",
+    .tp_basicsize = sizeof(Scratch),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scratch_init,
+    .tp_dealloc = (destructor)Scratch_dealloc,
+};
+
+/* ---- serialisation -------------------------------------------------------------------------------------- */
+
+static PyObject *dumpb(PyObject *mod, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &DatabaseType)) { PyErr_SetString(PyExc_TypeError, "a Database"); return NULL; }
+    Database *db = (Database *)arg;
+    if (!need_db(db)) return NULL;
+    char *bytes = NULL;
+    size_t length = 0;
+    hs_error_t rc = hs_serialize_database(db->db, &bytes, &length);
+    if (rc != HS_SUCCESS) return hs_failed("hs_serialize_database", rc);
+    PyObject *out = PyBytes_FromStringAndSize(bytes, (Py_ssize_t)length);
+    free(bytes); /* Hyperscan's default allocator is malloc */
+    return out;
+}
+
+static PyObject *loadb(PyObject *mod, PyObject *args) {
+    Py_buffer data;
+    unsigned int mode = HS_MODE_BLOCK;
+    if (!PyArg_ParseTuple(args, "y*|I", &data, &mode)) return NULL;
+    hs_database_t *hdb = NULL;
+    hs_error_t rc = hs_deserialize_database(data.buf, (size_t)data.len, &hdb);
+    PyBuffer_Release(&data);
+    if (rc != HS_SUCCESS) return hs_failed("hs_deserialize_database", rc);
+    Database *db = PyObject_New(Database, &DatabaseType);
+    if (!db) { hs_free_database(hdb); return NULL; }
+    db->db = hdb;
+    db->mode = mode;
+    return (PyObject *)db;
+}
+
+#include "_linescan_lines.h"
+
+static PyMethodDef module_methods[] = {
+    {"dumpb", dumpb, METH_O, "the database serialised"},
+    {"loadb", loadb, METH_VARARGS, "a database from dumpb's bytes"},
+    {NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "catalog._linescan", NULL, -1, module_methods};
+
+PyMODINIT_FUNC PyInit__linescan(void) {
+    if (hs_valid_platform() != HS_SUCCESS) {
+        PyErr_SetString(PyExc_ImportError, "libhs does not run on this CPU");
+        return NULL;
+    }
+    if (PyType_Ready(&DatabaseType) < 0 || PyType_Ready(&ScratchType) < 0 || PyType_Ready(&LinesType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    HsError = PyErr_NewException("catalog._linescan.error", NULL, NULL);
+    if (PyModule_AddObjectRef(m, "error", HsError) < 0 ||
+        PyModule_AddObjectRef(m, "Database", (PyObject *)&DatabaseType) < 0 ||
+        PyModule_AddObjectRef(m, "Scratch", (PyObject *)&ScratchType) < 0 ||
+        PyModule_AddObjectRef(m, "Lines", (PyObject *)&LinesType) < 0 ||
+        PyModule_AddStringConstant(m, "__version__", hs_version()) < 0 ||
+        PyModule_AddIntConstant(m, "HS_MODE_BLOCK", HS_MODE_BLOCK) < 0 ||
+        PyModule_AddIntConstant(m, "HS_FLAG_MULTILINE", HS_FLAG_MULTILINE) < 0 ||
+        PyModule_AddIntConstant(m, "HS_FLAG_PREFILTER", HS_FLAG_PREFILTER) < 0 ||
+        PyModule_AddIntConstant(m, "HS_FLAG_CASELESS", HS_FLAG_CASELESS) < 0 ||
+        PyModule_AddIntConstant(m, "HS_FLAG_DOTALL", HS_FLAG_DOTALL) < 0 ||
+        PyModule_AddIntConstant(m, "HS_FLAG_SINGLEMATCH", HS_FLAG_SINGLEMATCH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

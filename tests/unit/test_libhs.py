@@ -1,0 +1,177 @@
+"""libhs's C line loop (catalog._linescan) files matches under the same lines, and gives the same spans, as the
+Python paths it replaces; bad input raises, never crashes; without it firstfault falls back."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalog.engine import HyperscanEngine, LibhsEngine, ReEngine, line_regex, make_engine
+from catalog.literals import LineFilteredRe
+from catalog.loader import default_catalog
+from firstfault.engine import build_matcher
+from tests.unit.hs_engines import require
+
+require("libhs")
+from catalog import _linescan  # type: ignore[attr-defined]  # noqa: E402
+
+ALPHABET = [b"a", b"b", b"c", b"d", b"\n", b"\n", b"\r", b"\x00", b"\xff", b" "]
+
+
+def _random_buffers(seed: int, count: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [b"".join(rng.choice(ALPHABET) for _ in range(rng.randrange(0, 300))) for _ in range(count)]
+
+
+def _python_rule(db: Any, buffer: bytes) -> dict[int, set[int]]:
+    """The Python engine's rule, on the same database's match events: a match belongs to the line of its last
+    byte, except that one ending with a newline belongs to the line before."""
+    found: dict[int, set[int]] = {}
+
+    def on_match(pattern_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+        start = buffer.rfind(b"\n", 0, end - 1) + 1 if end > 1 else 0
+        found.setdefault(start, set()).add(pattern_id)
+
+    if buffer:
+        db.scan(buffer, match_event_handler=on_match, scratch=_linescan.Scratch(db))
+    return dict(sorted(found.items()))
+
+
+def test_matches_are_filed_under_the_lines_the_python_rule_gives() -> None:
+    exprs = [b"ab", b"b\n", b"\n\n", b"^c", b"d$", b"[^\n]{3}$", b"a[^\n]*d", b"\\x00", b"\r\n?"]
+    db = _linescan.Database(mode=_linescan.HS_MODE_BLOCK)
+    db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs),
+               flags=[_linescan.HS_FLAG_MULTILINE] * len(exprs))
+    scratch = _linescan.Scratch(db)
+    nonempty = 0
+    for buffer in _random_buffers(seed=7, count=400):
+        expected = _python_rule(db, buffer)
+        nonempty += bool(expected)
+        assert db.lines(buffer, scratch).candidates() == expected, buffer
+    assert nonempty > 300  # the buffers exercise the rule
+
+
+def test_ids_from_the_first_extra_are_kept_apart_as_literal_hits() -> None:
+    db = _linescan.Database()
+    db.compile(expressions=[b"foo", b"bar"], ids=[0, 9], elements=2, flags=[_linescan.HS_FLAG_MULTILINE] * 2)
+    lines = db.lines(b"foo bar\nbar\nfoo\n", _linescan.Scratch(db), 9)
+    assert lines.candidates() == {0: {0}, 12: {0}}  # a line holding only an extra id is not a line
+    assert lines.extra_hits() == {9: [0, 8]}
+
+
+def _patterns() -> list[str]:
+    return [r"alpha (?P<n>\d+)", r"beta\b", r"(?i)gamma", r"^delta$", r"eps[^\n]*lon"]
+
+
+def _text_buffers(seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    words = ["alpha 12", "alpha x", "beta", "betamax", "GAMMA", "delta", "epsilon", "eps lon", "zeta 3", "noise",
+             "\xe9t\xe9", "\x00"]
+    out = []
+    for _ in range(60):
+        lines = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 4))) for _ in range(rng.randrange(40))]
+        out.append("\n".join(lines).encode() + (b"\n" if rng.random() < 0.5 else b"") + b"\xff\xfe" * rng.randrange(2))
+    return out
+
+
+def _with_leftover(engine: HyperscanEngine) -> HyperscanEngine:
+    # zeta is scanned only with `re` (as a pattern Hyperscan drops would be), under an index the database lacks
+    engine._leftover = [LineFilteredRe(5, line_regex(r"zeta \d")), LineFilteredRe(1, line_regex(r"beta\b"))]
+    return engine
+
+
+def test_spans_merge_the_lines_only_re_finds_in_order() -> None:
+    fast = _with_leftover(LibhsEngine(_patterns()))
+    python = _with_leftover(HyperscanEngine(_patterns()))
+    merged = 0
+    for buffer in _text_buffers(seed=3):
+        candidates = python.candidates(buffer)
+        assert fast.candidates(buffer) == candidates
+        expected = [(s, e if (e := buffer.find(b"\n", s)) >= 0 else len(buffer), tuple(sorted(ids)))
+                    for s, ids in candidates.items()]
+        spans = fast.spans(buffer, {}, lambda raw, start, end, ids: (raw, ids))
+        assert spans is not None
+        assert [(s, e, ids) for s, e, (_raw, ids) in spans] == expected
+        assert all(raw == buffer[s:e] for s, e, (raw, _ids) in spans)
+        merged += sum(5 in ids for _, _, ids in expected)
+    assert merged > 20  # lines found by `re` alone were merged
+
+
+def test_a_line_in_the_memo_is_not_resolved_and_none_drops_it() -> None:
+    engine = LibhsEngine(_patterns())
+    buffer = b"alpha 1\nbeta\nalpha 1\ndelta\n"
+    calls: list[bytes] = []
+
+    def resolve(raw: bytes, start: int, end: int, ids: tuple[int, ...]) -> object:
+        calls.append(raw)
+        memo[raw] = None if raw == b"delta" else raw.upper()
+        return memo[raw]
+
+    memo: dict[Any, Any] = {b"beta": "known"}
+    assert engine.spans(buffer, memo, resolve) == [(0, 7, b"ALPHA 1"), (8, 12, "known"), (13, 20, b"ALPHA 1")]
+    assert calls == [b"alpha 1", b"delta"]
+
+
+def test_an_error_in_resolve_propagates() -> None:
+    engine = LibhsEngine(_patterns())
+
+    def resolve(raw: bytes, start: int, end: int, ids: tuple[int, ...]) -> object:
+        raise KeyError(raw)
+
+    with pytest.raises(KeyError):
+        engine.spans(b"noise\nbeta\n", {}, resolve)
+
+
+def test_bad_input_raises_the_module_error() -> None:
+    db = _linescan.Database()
+    with pytest.raises(_linescan.error, match="expression 1"):
+        db.compile(expressions=[b"ok", b"a("], ids=[0, 1], elements=2, flags=[0, 0])
+    with pytest.raises(ValueError):
+        db.compile(expressions=[b"a\x00b"], ids=[0], elements=1, flags=[0])  # Hyperscan reads a C string
+    with pytest.raises(_linescan.error):
+        _linescan.Scratch(db)  # nothing compiled
+    with pytest.raises(_linescan.error):
+        _linescan.loadb(b"\x00not a database\xff" * 20, _linescan.HS_MODE_BLOCK)
+    db.compile(expressions=[b"x"], ids=[0], elements=1, flags=[0])
+    lines = db.lines(memoryview(b"x\ny\nx"), _linescan.Scratch(db))
+    assert lines.candidates() == {0: {0}, 4: {0}}
+    with pytest.raises(ValueError):
+        lines.spans({}, lambda *a: a, [(99, {0})])  # beyond the data
+    with pytest.raises(TypeError):
+        lines.spans([], lambda *a: a)  # the memo must be a dict
+    again = _linescan.loadb(_linescan.dumpb(db), _linescan.HS_MODE_BLOCK)
+    assert again.lines(b"x\ny\nx", _linescan.Scratch(again)).candidates() == {0: {0}, 4: {0}}
+
+
+def test_catalog_spans_through_libhs_equal_python_hyperscans(tmp_path: Path) -> None:
+    """The whole catalog on generated multi-rank logs, in 64 KB buffers with one memo per file: libhs's spans
+    and python-hyperscan's (the Python loop) hold the same lines with the same matches."""
+    require("hyperscan")
+    from bench.generate import generate
+
+    generate(tmp_path, ranks=8, size=600_000, seed=5, failure="cuda_oom")
+    fast, python = build_matcher(default_catalog(), "libhs"), build_matcher(default_catalog(), "hyperscan")
+    assert fast.engine.name == "libhs" and python.engine.name == "hyperscan"
+    compared = 0
+    for path in sorted(tmp_path.rglob("*.log")):
+        data = path.read_bytes()
+        memos: tuple[dict[Any, Any], dict[Any, Any]] = ({}, {})
+        for at in range(0, len(data), 1 << 16):
+            buffer = data[at : at + (1 << 16)]
+            got = [[(s, e, lm.text, lm.signature and lm.signature.id, lm.fields, lm.context)
+                    for s, e, lm in m.spans(buffer, memo)] for m, memo in zip((fast, python), memos, strict=True)]
+            assert got[0] == got[1], path
+            compared += len(got[0])
+    assert compared > 300
+
+
+def test_without_the_extension_auto_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "catalog._linescan", None)  # import now raises ImportError
+    with pytest.raises(ImportError):
+        make_engine(_patterns(), "libhs")
+    assert make_engine(_patterns(), "auto").name in ("hyperscan", "re")
+    assert isinstance(make_engine(_patterns(), "re"), ReEngine)
