@@ -1,5 +1,9 @@
 FROM python:3.11-slim
 WORKDIR /opt/firstfault
 COPY . .
-RUN pip install --no-cache-dir .
+# libhs (Vectorscan) and a compiler build catalog._linescan, the C line loop; the runtime keeps only the library.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev libvectorscan-dev pkg-config \
+ && pip install --no-cache-dir . \
+ && apt-get purge -y gcc libc6-dev pkg-config && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 USER nobody

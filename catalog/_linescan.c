@@ -201,6 +201,7 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"dumpb", dumpb, METH_O, "the database serialised"},
     {"loadb", loadb, METH_VARARGS, "a database from dumpb's bytes"},
+    {"sibling_key", sibling_key, METH_VARARGS, "the key the line loop looks a sibling up by"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "catalog._linescan", NULL, -1, module_methods};

@@ -360,10 +360,14 @@ class LibhsEngine(HyperscanEngine):
             hits[self._literal_ids[pattern_id]] = starts
         return hits
 
-    def spans(self, buffer: bytes, memo: dict[Any, Any], resolve: Callable[[bytes, int, int, Sequence[int]], Any]
+    def spans(self, buffer: bytes, memo: dict[Any, Any], resolve: Callable[..., Any],
+              siblings: Mapping[int, tuple[tuple[bytes, ...], bytes]] | None = None, limit: int = 1 << 30
               ) -> list[tuple[int, int, Any]] | None:
-        """(start, end, memo[line] or resolve(line, start, end, pattern indexes)) for each candidate line whose
-        value is not None, in order; None when the database cannot scan (every pattern is scanned with `re`)."""
+        """(start, end, match) for each candidate line whose match is not None, in order; None when the database
+        cannot scan (every pattern is scanned with `re`). A line's match is memo[line], else, for a line only a
+        pattern of ``siblings`` (index -> Volatile.literals) may match, memo[its sibling key], else
+        resolve(line, start, end, pattern indexes, the key looked up). A sibling found is remembered under its
+        line's bytes too, the memo cleared first once it holds ``limit`` keys."""
         if self._db is None:
             return None
         lines = self._db.lines(buffer, self._scratch, len(self._exprs))
@@ -372,7 +376,7 @@ class LibhsEngine(HyperscanEngine):
             found: dict[int, set[int]] = {}
             scan_filtered(self._leftover, buffer, found, self._literal_hits(lines))
             extra = sorted(found.items())
-        spans: list[tuple[int, int, Any]] = lines.spans(memo, resolve, extra)
+        spans: list[tuple[int, int, Any]] = lines.spans(memo, resolve, extra, siblings, limit)
         return spans
 
 

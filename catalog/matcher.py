@@ -16,6 +16,7 @@ from catalog.dbcache import BlobCache, cache_key
 from catalog.engine import Engine, ReEngine, make_engine
 from catalog.loader import Catalog
 from catalog.model import Signature
+from catalog.siblings import Volatile, sibling_key
 
 MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
 LINE_MEMO = 4096  # distinct lines a caller's memo holds before it starts again
@@ -23,7 +24,8 @@ _UNSEEN: Any = object()
 # A caller's memo of matched lines: by a line's bytes, or by (pattern index, its bytes with the volatile digits
 # zeroed) for a sibling; a tuple never equals bytes, so a line and a sibling key never collide.
 Memo = dict[bytes | tuple[int, bytes], "LineMatch | None"]
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# What spans calls for a line its memo lacks: (line, start, end, pattern indexes, the key already looked up or None)
+Resolve = Callable[[bytes, int, int, Collection[int], "bytes | tuple[int, bytes] | None"], "LineMatch | None"]
 
 
 class LineMatch(NamedTuple):  # a tuple: made once per matched line, and faster to make than a frozen dataclass
@@ -80,16 +82,6 @@ def line_text(raw: bytes) -> str:
     return _kept_text(raw.decode("utf-8", errors="replace").rstrip("\r"))
 
 
-def _sibling_key(index: int, volatile: re.Pattern[bytes], raw: bytes) -> bytes | tuple[int, bytes]:
-    """The memo key ``raw`` shares with its siblings: the only pattern that may match it, and ``raw`` with the
-    digits of ``volatile``'s first group zeroed (``raw`` itself where that group is absent)."""
-    m = volatile.search(raw)
-    if m is None:
-        return raw
-    start, end = m.span(1)
-    return index, raw[:start] + raw[start:end].translate(_DIGITS_TO_ZERO) + raw[end:]
-
-
 def _captures(m: re.Match[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in m.groupdict().items():
@@ -117,10 +109,10 @@ def folded(pattern: str) -> str | None:
 class Matcher:
     def __init__(self, catalog: Catalog, context: Mapping[str, str] | None = None, engine: str = "auto",
                  cache: BlobCache | None = None, context_prefilters: Mapping[str, str] | None = None,
-                 context_volatile: Mapping[str, str] | None = None) -> None:
+                 context_volatile: Mapping[str, Volatile] | None = None) -> None:
         """``cache``, if given, keeps the compiled scanner and the self-check's verdict between runs.
         ``context_prefilters``: for some context patterns, what the engine scans for instead (see prefilter).
-        ``context_volatile``: for some context patterns, a regex whose first group holds digits that nothing reads
+        ``context_volatile``: for some context patterns, where their lines hold digits that nothing reads
         (see spans)."""
         self.catalog = catalog
         self._owners: list[tuple[Signature | None, str]] = []  # pattern index -> (entry, context name)
@@ -132,15 +124,16 @@ class Matcher:
                     prefilters[len(self._patterns)] = fp.prefilter
                 self._owners.append((sig, ""))
                 self._patterns.append(fp.regex)
-        self._sibling_masks: dict[int, re.Pattern[bytes]] = {}  # pattern index -> where its lines vary meaninglessly
+        self._sibling_masks: dict[int, Volatile] = {}  # pattern index -> where its lines vary meaninglessly
         for name, regex in (context or {}).items():
             if context_prefilters and name in context_prefilters:
                 prefilters[len(self._patterns)] = context_prefilters[name]
             if context_volatile and name in context_volatile:
-                self._sibling_masks[len(self._patterns)] = re.compile(context_volatile[name].encode())
+                self._sibling_masks[len(self._patterns)] = context_volatile[name]
             self._owners.append((None, name))
             self._patterns.append(regex)
         self._sibling_kinds = frozenset(self._owners[i][1] for i in self._sibling_masks)
+        self._sibling_literals = {i: v.literals for i, v in self._sibling_masks.items()}  # for the C line loop
         # Compiled on first use: a scan asks for the few patterns that have candidates, not all of them.
         self._line_regex: list[re.Pattern[str] | None] = [None] * len(self._patterns)
         self._folded = [folded(p) for p in self._patterns]
@@ -240,9 +233,11 @@ class Matcher:
         seen: Memo = {} if memo is None else memo
         resolve = self._resolver(memo)
         native = getattr(self.engine, "spans", None)  # the C line loop, where the engine has one
-        if native is not None and (spans := native(buffer, seen, resolve)) is not None:
-            found: list[tuple[int, int, LineMatch]] = spans
-            return found
+        if native is not None:
+            siblings = self._sibling_literals if memo is not None else None
+            if (spans := native(buffer, seen, resolve, siblings, LINE_MEMO)) is not None:
+                found: list[tuple[int, int, LineMatch]] = spans
+                return found
         out: list[tuple[int, int, LineMatch]] = []
         append, find, size = out.append, buffer.find, len(buffer)
         get = seen.get
@@ -253,25 +248,27 @@ class Matcher:
             raw = buffer[start:end]
             lm = get(raw, _UNSEEN)  # a repeat, most often: NCCL prints its set-up again at every communicator
             if lm is _UNSEEN:
-                lm = resolve(raw, start, end, indexes)
+                lm = resolve(raw, start, end, indexes, None)
             if lm is not None:
                 append((start, end, lm))
         return out
 
-    def _resolver(self, memo: Memo | None) -> Callable[[bytes, int, int, Collection[int]], LineMatch | None]:
-        """What spans does with a line its memo does not hold: look up its sibling key, else match it; and
-        remember it under both (with a memo)."""
+    def _resolver(self, memo: Memo | None) -> Resolve:
+        """What spans does with a line its memo does not hold: look up its sibling key (unless the C line loop
+        did: then ``key`` is what it looked up), else match it; and remember it under both (with a memo)."""
         volatile = self._sibling_masks if memo is not None else {}
         match_line = self.match_line
 
-        def resolve(raw: bytes, start: int, end: int, indexes: Collection[int]) -> LineMatch | None:
-            key: bytes | tuple[int, bytes] = raw
+        def resolve(raw: bytes, start: int, end: int, indexes: Collection[int],
+                    key: bytes | tuple[int, bytes] | None) -> LineMatch | None:
             lm = _UNSEEN
-            if volatile and len(indexes) == 1:
-                (only,) = indexes
-                if only in volatile:
-                    key = _sibling_key(only, volatile[only], raw)
-                    lm = memo.get(key, _UNSEEN) if memo is not None else _UNSEEN
+            if key is None:
+                key = raw
+                if volatile and len(indexes) == 1:
+                    (only,) = indexes
+                    if only in volatile:
+                        key = sibling_key(only, volatile[only], raw)
+                        lm = memo.get(key, _UNSEEN) if memo is not None else _UNSEEN
             if lm is _UNSEEN:
                 lm = match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
             if memo is not None:

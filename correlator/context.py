@@ -5,6 +5,8 @@ They are compiled into the same scanner as the catalog, so reading them costs no
 
 from __future__ import annotations
 
+from catalog.siblings import Volatile
+
 CONTEXT_PATTERNS: dict[str, str] = {
     # NCCL INFO comm 0x... rank 3 nranks 8 cudaDev 3 ... (Init START / COMPLETE, ncclCommInitRank)
     "nccl_comm": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)",
@@ -55,6 +57,6 @@ CONTEXT_PREFILTERS: dict[str, str] = {
 # up, differing only in the channel's number; at 4,096 ranks they are two lines in three that match anything. The
 # matcher confirms one line for all its siblings (Matcher.spans), and a test checks that every sibling reads the
 # same as its own line would (tests/unit/test_siblings.py).
-CONTEXT_VOLATILE: dict[str, str] = {
-    "nccl_ring": r"NCCL INFO (?:Ring|Channel) (\d+(?:/\d+)?) : ",
+CONTEXT_VOLATILE: dict[str, Volatile] = {
+    "nccl_ring": Volatile(after=("NCCL INFO Ring ", "NCCL INFO Channel "), before=" : "),
 }

@@ -13,6 +13,7 @@ import pytest
 from catalog.engine import HyperscanEngine, LibhsEngine, ReEngine, line_regex, make_engine
 from catalog.literals import LineFilteredRe
 from catalog.loader import default_catalog
+from catalog.siblings import Volatile, sibling_key
 from firstfault.engine import build_matcher
 from tests.unit.hs_engines import require
 
@@ -93,7 +94,7 @@ def test_spans_merge_the_lines_only_re_finds_in_order() -> None:
         assert fast.candidates(buffer) == candidates
         expected = [(s, e if (e := buffer.find(b"\n", s)) >= 0 else len(buffer), tuple(sorted(ids)))
                     for s, ids in candidates.items()]
-        spans = fast.spans(buffer, {}, lambda raw, start, end, ids: (raw, ids))
+        spans = fast.spans(buffer, {}, lambda raw, start, end, ids, key: (raw, ids))
         assert spans is not None
         assert [(s, e, ids) for s, e, (_raw, ids) in spans] == expected
         assert all(raw == buffer[s:e] for s, e, (raw, _ids) in spans)
@@ -106,7 +107,7 @@ def test_a_line_in_the_memo_is_not_resolved_and_none_drops_it() -> None:
     buffer = b"alpha 1\nbeta\nalpha 1\ndelta\n"
     calls: list[bytes] = []
 
-    def resolve(raw: bytes, start: int, end: int, ids: tuple[int, ...]) -> object:
+    def resolve(raw: bytes, start: int, end: int, ids: tuple[int, ...], key: object) -> object:
         calls.append(raw)
         memo[raw] = None if raw == b"delta" else raw.upper()
         return memo[raw]
@@ -119,7 +120,7 @@ def test_a_line_in_the_memo_is_not_resolved_and_none_drops_it() -> None:
 def test_an_error_in_resolve_propagates() -> None:
     engine = LibhsEngine(_patterns())
 
-    def resolve(raw: bytes, start: int, end: int, ids: tuple[int, ...]) -> object:
+    def resolve(raw: bytes, start: int, end: int, ids: tuple[int, ...], key: object) -> object:
         raise KeyError(raw)
 
     with pytest.raises(KeyError):
@@ -175,3 +176,33 @@ def test_without_the_extension_auto_falls_back(monkeypatch: pytest.MonkeyPatch) 
         make_engine(_patterns(), "libhs")
     assert make_engine(_patterns(), "auto").name in ("hyperscan", "re")
     assert isinstance(make_engine(_patterns(), "re"), ReEngine)
+
+
+@pytest.mark.parametrize("volatile", [
+    Volatile(after=("NCCL INFO Ring ", "NCCL INFO Channel "), before=" : "),
+    Volatile(after=("ab", "a"), before=" :"),  # one `after` begins another: the first that fits wins
+    Volatile(after=("x",), before="x"),
+])
+def test_the_c_loop_makes_the_sibling_keys_python_makes(volatile: Volatile) -> None:
+    rng = random.Random(11)
+    junk = ["NCCL INFO ", "Ring ", "a", "x", "12", "3", "/", " : ", " ", "\xff", "\x00"]
+    digits = ["12", "3", "07/4", "1/", "/4", "", "5x"]
+    keyed = 0
+    for _ in range(3000):
+        pieces = [rng.choice(junk) for _ in range(rng.randrange(4))]
+        for _ in range(rng.randrange(3)):  # near misses and hits, maybe twice in a line
+            near = rng.choice([volatile.before, volatile.before[:-1], "x" + volatile.before])
+            pieces += [rng.choice(volatile.after), rng.choice(digits), near, *rng.sample(junk, 2)]
+        raw = "".join(pieces).encode("latin-1")
+        key = sibling_key(7, volatile, raw)
+        assert _linescan.sibling_key(7, raw, volatile.literals) == key, raw
+        keyed += key != raw
+    assert keyed > 300
+
+
+def test_volatile_literals_must_leave_one_way_to_read_a_line() -> None:
+    for before in ("1 :", "/x", ""):
+        with pytest.raises(ValueError):
+            Volatile(after=("Ring ",), before=before)
+    with pytest.raises(ValueError):
+        Volatile(after=(), before=" : ")

@@ -14,6 +14,7 @@ from correlator.context import CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOL
 from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
 from firstfault.engine import build_matcher, cache_dir, default_matcher
+from tests.unit.hs_engines import HS_ENGINES, require
 
 PREFIXES = ["", "[default3]:", "node007: ", "3: ", "[2026-11-29 10:02:53,234] ", "2026-11-29T10:02:53.123Z ",
             "[rank5]:[I1129 10:02:53.123456789 ProcessGroupNCCL.cpp:100] ", "  ", "\t", "\x00 ", "¤¤ "]
@@ -31,12 +32,15 @@ OTHERS = ["node007:27922:27979 [3] NCCL INFO comm 0x55d0c003b000 rank 59 nranks 
           "node007:27922:27979 [3] NCCL INFO Connected all rings"]
 
 
+def _cache() -> BlobCache | None:
+    where = cache_dir(os.environ)
+    return BlobCache(where) if where else None
+
+
 @pytest.fixture(scope="module")
 def unmasked() -> Matcher:
     """The same matcher without sibling keys: every distinct line confirmed on its own."""
-    where = cache_dir(os.environ)
-    return Matcher(default_matcher().catalog, CONTEXT_PATTERNS, "auto", BlobCache(where) if where else None,
-                   CONTEXT_PREFILTERS)
+    return Matcher(default_matcher().catalog, CONTEXT_PATTERNS, "auto", _cache(), CONTEXT_PREFILTERS)
 
 
 def _log(rng: random.Random, lines: int) -> bytes:
@@ -57,12 +61,16 @@ def _scan(matcher: Matcher, data: bytes, cuts: list[int], name: str = "node007/r
     return scanner.finish()
 
 
+@pytest.mark.parametrize("engine", HS_ENGINES)
 @pytest.mark.parametrize("seed", range(12))
-def test_a_scan_reads_siblings_as_their_own_lines(unmasked: Matcher, seed: int) -> None:
+def test_a_scan_reads_siblings_as_their_own_lines(unmasked: Matcher, seed: int, engine: str) -> None:
+    """Through python-hyperscan (sibling keys made in Python) and libhs (made in the C line loop)."""
+    require(engine)
     rng = random.Random(seed)
     data = _log(rng, rng.choice([50, 400, 3000]))
     cuts = sorted(rng.sample(range(1, len(data)), rng.randrange(0, 6)))
-    masked, plain = _scan(default_matcher(), data, cuts), _scan(unmasked, data, cuts)
+    masked = _scan(build_matcher(default_matcher().catalog, engine, _cache()), data, cuts)
+    plain = _scan(unmasked, data, cuts)
     assert masked.findings == plain.findings
     assert masked.context == plain.context  # kinds, fields, speakers, times, line numbers and texts
     assert (masked.lines, masked.bytes) == (plain.lines, plain.bytes)
@@ -89,9 +97,7 @@ def test_match_gives_each_sibling_its_own_text(unmasked: Matcher) -> None:
 
 
 def test_every_volatile_pattern_is_a_context_pattern_with_one_group() -> None:
-    import re
-
-    for name, regex in CONTEXT_VOLATILE.items():
+    for name, volatile in CONTEXT_VOLATILE.items():
         assert name in CONTEXT_PATTERNS
-        assert re.compile(regex).groups == 1
+        assert volatile.regex.groups == 1
     assert build_matcher(default_matcher().catalog)._sibling_masks  # the shipped matcher uses them
