@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 .PHONY: install demo test lint score bench bench-pipeline bench-history clean
 
-$(BIN)/firstfault: pyproject.toml setup.py catalog/_linescan.c catalog/_linescan_lines.h
+$(BIN)/firstfault: pyproject.toml setup.py $(wildcard catalog/_linescan*.[ch])
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

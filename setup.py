@@ -6,6 +6,7 @@ FIRSTFAULT_NO_NATIVE=1 skips it on purpose."""
 import os
 import shutil
 import subprocess
+from glob import glob
 
 from setuptools import Extension, setup
 
@@ -22,7 +23,7 @@ def _extensions() -> list[Extension]:
         return []
     includes = [f[2:] for f in _pkg_config("--cflags-only-I")] or ["/usr/include/hs"]
     lib_dirs = [f[2:] for f in _pkg_config("--libs-only-L")]
-    return [Extension("catalog._linescan", ["catalog/_linescan.c"], depends=["catalog/_linescan_lines.h"],
+    return [Extension("catalog._linescan", ["catalog/_linescan.c"], depends=sorted(glob("catalog/_linescan*.h")),
                       include_dirs=includes, library_dirs=lib_dirs, libraries=["hs"], optional=True)]
 
 

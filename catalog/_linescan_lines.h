@@ -198,92 +198,8 @@ static PyObject *merged_ids(PyObject *mine, PyObject *theirs) {
     return t;
 }
 
-/* ---- sibling keys (catalog/siblings.py) ---- */
-
-static Py_ssize_t digit_run(const char *p, Py_ssize_t at, Py_ssize_t n) {
-    while (at < n && p[at] >= '0' && p[at] <= '9') at++;
-    return at;
-}
-
-/* Volatile.regex's group in line p[0:n]: the leftmost place where one of `after` is followed by \d+ or \d+/\d+
- * and then `before` (at one place, the first of `after` that fits). before never starts with a digit or '/', so
- * the longest run is the only one that can fit, as in the regex. Returns 1 and the group's [from, to), or 0. */
-static int volatile_span(const char *p, Py_ssize_t n, PyObject *after, PyObject *before, Py_ssize_t *from,
-                         Py_ssize_t *to) {
-    const char *b = PyBytes_AS_STRING(before);
-    Py_ssize_t blen = PyBytes_GET_SIZE(before), best = -1;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(after); k++) {
-        PyObject *a = PyTuple_GET_ITEM(after, k);
-        Py_ssize_t alen = PyBytes_GET_SIZE(a), at = 0;
-        const char *hit;
-        while (at + alen <= n && (hit = memmem(p + at, (size_t)(n - at), PyBytes_AS_STRING(a), (size_t)alen))) {
-            Py_ssize_t pos = hit - p, d = pos + alen, end = digit_run(p, d, n);
-            if (best >= 0 && pos >= best) break; /* an earlier `after` fits at or before this place */
-            if (end > d && end < n && p[end] == '/') {
-                Py_ssize_t more = digit_run(p, end + 1, n);
-                if (more > end + 1) end = more;
-            }
-            if (end > d && end + blen <= n && memcmp(p + end, b, (size_t)blen) == 0) {
-                best = pos, *from = d, *to = end;
-                break;
-            }
-            at = pos + 1;
-        }
-    }
-    return best >= 0;
-}
-
-/* (id, the line with its volatile digits zeroed), or the line itself where it has none: new reference. */
-static PyObject *masked_key(unsigned int id, PyObject *raw, PyObject *after, PyObject *before) {
-    Py_ssize_t from, to;
-    if (!volatile_span(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), after, before, &from, &to))
-        return Py_NewRef(raw);
-    PyObject *masked = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
-    if (!masked) return NULL;
-    char *m = PyBytes_AS_STRING(masked);
-    for (Py_ssize_t i = from; i < to; i++)
-        if (m[i] >= '1' && m[i] <= '9') m[i] = '0';
-    return Py_BuildValue("(IN)", id, masked);
-}
-
-static int literals_ok(PyObject *spec, PyObject **after, PyObject **before) {
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(spec, 0)) ||
-        !PyBytes_Check(PyTuple_GET_ITEM(spec, 1))) {
-        PyErr_SetString(PyExc_TypeError, "siblings: {pattern id: ((after bytes, ...), before bytes)}");
-        return 0;
-    }
-    *after = PyTuple_GET_ITEM(spec, 0), *before = PyTuple_GET_ITEM(spec, 1);
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(*after); k++)
-        if (!PyBytes_Check(PyTuple_GET_ITEM(*after, k)) || !PyBytes_GET_SIZE(PyTuple_GET_ITEM(*after, k))) {
-            PyErr_SetString(PyExc_TypeError, "siblings: after must hold non-empty bytes");
-            return 0;
-        }
-    return 1;
-}
-
-/* sibling_key(id, line, (after, before)): the key the C line loop looks a sibling up by (for tests). */
-static PyObject *sibling_key(PyObject *mod, PyObject *args) {
-    unsigned int id;
-    PyObject *raw, *spec, *after, *before;
-    if (!PyArg_ParseTuple(args, "IO!O", &id, &PyBytes_Type, &raw, &spec) || !literals_ok(spec, &after, &before))
-        return NULL;
-    return masked_key(id, raw, after, before);
-}
-
-/* The sibling literals of pattern `id`, if it has any: borrowed. */
-static PyObject *sibling_spec(PyObject *siblings, unsigned int id) {
-    if (!siblings) return NULL;
-    PyObject *key = PyLong_FromUnsignedLong(id);
-    PyObject *spec = key ? PyDict_GetItemWithError(siblings, key) : NULL;
-    Py_XDECREF(key);
-    return spec;
-}
-
-/* memo[raw] = memo[key] = match, the memo emptied first once it holds `limit` keys (as Matcher's resolve does). */
-static int remember(PyObject *memo, Py_ssize_t limit, PyObject *raw, PyObject *key, PyObject *match) {
-    if (PyDict_GET_SIZE(memo) >= limit) PyDict_Clear(memo);
-    return PyDict_SetItem(memo, raw, match) < 0 || PyDict_SetItem(memo, key, match) < 0 ? -1 : 0;
-}
+#include "_linescan_siblings.h"
+#include "_linescan_own.h"
 
 /* A line the memo lacks under its bytes: its sibling key's match, else resolve's. New reference or NULL. */
 static PyObject *unseen(Lines *self, Line *line, PyObject *other, PyObject *raw, Py_ssize_t start, Py_ssize_t end,
@@ -310,14 +226,18 @@ static PyObject *unseen(Lines *self, Line *line, PyObject *other, PyObject *raw,
     return match;
 }
 
-/* spans(memo, resolve, extra_lines=None, siblings=None, limit=2**30): [(start, end, match)] for every line whose
- * match is not None, in order. A line's match is memo[line bytes]; else, for a line only one pattern of siblings
- * may match, memo[its sibling key]; else resolve(line bytes, start, end, pattern ids, the key looked up).
- * extra_lines: [(start, ids)] sorted by start, lines another scan found (their ids join the line's). */
+/* spans(memo, resolve, extra_lines=None, siblings=None, limit=2**30, own=None): [(start, end, match)] for every
+ * line whose match is not None, in order. A line's match is memo[line bytes]; else, for a line only one pattern
+ * of siblings may match, memo[its sibling key]; else resolve(line bytes, start, end, pattern ids, the key looked
+ * up). extra_lines: [(start, ids)] sorted by start, lines another scan found (their ids join the line's).
+ * With own (see _linescan_own.h), each line's own LineMatch instead of (start, end, match). */
 static PyObject *Lines_spans(Lines *self, PyObject *args) {
-    PyObject *memo, *resolve, *extra = Py_None, *siblings = Py_None;
+    PyObject *memo, *resolve, *extra = Py_None, *siblings = Py_None, *own_spec = Py_None;
     Py_ssize_t limit = (Py_ssize_t)1 << 30;
-    if (!PyArg_ParseTuple(args, "O!O|OOn", &PyDict_Type, &memo, &resolve, &extra, &siblings, &limit)) return NULL;
+    Own own;
+    if (!PyArg_ParseTuple(args, "O!O|OOnO", &PyDict_Type, &memo, &resolve, &extra, &siblings, &limit, &own_spec))
+        return NULL;
+    if (own_spec != Py_None && !own_parse(own_spec, &own)) return NULL;
     Py_ssize_t extra_n = extra == Py_None ? 0 : PyList_Size(extra);
     if (extra_n < 0) return NULL;
     if (siblings != Py_None && !PyDict_Check(siblings)) {
@@ -356,7 +276,9 @@ static PyObject *Lines_spans(Lines *self, PyObject *args) {
         Py_XDECREF(raw);
         if (!match) { Py_CLEAR(out); break; }
         if (match != Py_None) {
-            PyObject *span = Py_BuildValue("(nnN)", start, end, match);
+            PyObject *span = own_spec == Py_None ? Py_BuildValue("(nnN)", start, end, match)
+                                                 : own_match(&own, match, start, end, data);
+            if (own_spec != Py_None) Py_DECREF(match);
             if (!span || PyList_Append(out, span) < 0) Py_CLEAR(out);
             Py_XDECREF(span);
         } else Py_DECREF(match);

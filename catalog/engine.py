@@ -361,13 +361,14 @@ class LibhsEngine(HyperscanEngine):
         return hits
 
     def spans(self, buffer: bytes, memo: dict[Any, Any], resolve: Callable[..., Any],
-              siblings: Mapping[int, tuple[tuple[bytes, ...], bytes]] | None = None, limit: int = 1 << 30
-              ) -> list[tuple[int, int, Any]] | None:
+              siblings: Mapping[int, tuple[tuple[bytes, ...], bytes]] | None = None, limit: int = 1 << 30,
+              own: tuple[Any, ...] | None = None) -> list[Any] | None:
         """(start, end, match) for each candidate line whose match is not None, in order; None when the database
         cannot scan (every pattern is scanned with `re`). A line's match is memo[line], else, for a line only a
         pattern of ``siblings`` (index -> Volatile.literals) may match, memo[its sibling key], else
         resolve(line, start, end, pattern indexes, the key looked up). A sibling found is remembered under its
-        line's bytes too, the memo cleared first once it holds ``limit`` keys."""
+        line's bytes too, the memo cleared first once it holds ``limit`` keys. With ``own`` (LineMatch, sibling
+        kinds, MAX_LINE_CHARS, truncation suffix), each line's own LineMatch instead, as Matcher.match gives."""
         if self._db is None:
             return None
         lines = self._db.lines(buffer, self._scratch, len(self._exprs))
@@ -376,7 +377,7 @@ class LibhsEngine(HyperscanEngine):
             found: dict[int, set[int]] = {}
             scan_filtered(self._leftover, buffer, found, self._literal_hits(lines))
             extra = sorted(found.items())
-        spans: list[tuple[int, int, Any]] = lines.spans(memo, resolve, extra, siblings, limit)
+        spans: list[Any] = lines.spans(memo, resolve, extra, siblings, limit, own)
         return spans
 
 

@@ -28,6 +28,11 @@ Memo = dict[bytes | tuple[int, bytes], "LineMatch | None"]
 Resolve = Callable[[bytes, int, int, Collection[int], "bytes | tuple[int, bytes] | None"], "LineMatch | None"]
 
 
+# How match_line confirms one pattern: its regex's search, whether it runs on the lowercased line (see folded), the
+# entry it belongs to (None for a context pattern), the context pattern's name, and the entry's specificity.
+_Confirm = tuple[Callable[[str], "re.Match[str] | None"], bool, "Signature | None", str, tuple[int, int, int]]
+
+
 class LineMatch(NamedTuple):  # a tuple: made once per matched line, and faster to make than a frozen dataclass
     start: int  # offset of the line in the buffer
     end: int  # offset of its newline (or the buffer's end)
@@ -67,14 +72,16 @@ def _cached_indexes(cache: BlobCache | None, key: str, limit: int) -> list[int] 
     return indexes
 
 
-_INT = re.compile(r"-?\d{1,12}")
 _CASELESS_ESCAPES = re.compile(r"\\[SDWBAZ]")
 _CODE_ESCAPE = re.compile(r"\\[xu0-9]")  # \x41 is "A": it would not match the lowercased "a"
 _FLAG_OR_NAMED_GROUP = re.compile(r"\(\?(?!:)")
 
 
+_TRUNCATED = " …[truncated]"
+
+
 def _kept_text(text: str) -> str:
-    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " …[truncated]"
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + _TRUNCATED
 
 
 def line_text(raw: bytes) -> str:
@@ -83,11 +90,14 @@ def line_text(raw: bytes) -> str:
 
 
 def _captures(m: re.Match[str]) -> dict[str, Any]:
+    """The named groups that took part, those of up to 12 decimal digits (a sign allowed) as ints."""
     out: dict[str, Any] = {}
     for key, value in m.groupdict().items():
         if value is None:
             continue
-        out[key] = int(value) if _INT.fullmatch(value) else value
+        digits = value[1:] if value[:1] == "-" else value
+        # isdecimal is what `\d` matches in a str pattern: every such run converts with int()
+        out[key] = int(value) if len(digits) <= 12 and digits.isdecimal() else value
     return out
 
 
@@ -138,6 +148,7 @@ class Matcher:
         self._line_regex: list[re.Pattern[str] | None] = [None] * len(self._patterns)
         self._folded = [folded(p) for p in self._patterns]
         self._rank: dict[int, tuple[int, int, int]] = {}
+        self._confirms: list[_Confirm | None] = [None] * len(self._patterns)  # made on first use: _confirmer
         self.engine: Engine = make_engine(self._patterns, engine, cache, prefilters)
         self.rescued = self._self_check(cache)
 
@@ -174,15 +185,6 @@ class Matcher:
             rx = self._line_regex[index] = re.compile(self._folded[index] or self._patterns[index], re.ASCII)
         return rx
 
-    def _search(self, index: int, text: str, lowered: list[str]) -> re.Match[str] | None:
-        if self._folded[index] is None:
-            return self._regex(index).search(text)
-        if not text.isascii():
-            return re.compile(self._patterns[index], re.ASCII).search(text)
-        if not lowered:
-            lowered.append(text.lower())
-        return self._regex(index).search(lowered[0])
-
     def _specificity(self, index: int, sig: Signature) -> tuple[int, int, int]:
         rank = self._rank.get(index)
         if rank is None:
@@ -200,6 +202,10 @@ class Matcher:
 
     def match(self, buffer: bytes, memo: Memo | None = None) -> list[LineMatch]:
         """Each matched line of ``buffer`` in order, with its own offsets and its own text."""
+        native = self._native(buffer, memo, own=True)
+        if native is not None:
+            own: list[LineMatch] = native
+            return own
         new = tuple.__new__  # a LineMatch from a shared one's fields: skips the NamedTuple constructor's frame
         out: list[LineMatch] = []
         for start, end, lm in self.spans(buffer, memo):
@@ -210,6 +216,17 @@ class Matcher:
             else:
                 out.append(new(LineMatch, (start, end, *lm[2:])))
         return out
+
+    def _native(self, buffer: bytes, memo: Memo | None, own: bool) -> list[Any] | None:
+        """spans, or with ``own`` match, from the engine's C line loop; None where the engine has none."""
+        native = getattr(self.engine, "spans", None)
+        if native is None:
+            return None
+        siblings = self._sibling_literals if memo is not None else None
+        own_spec = (LineMatch, self._sibling_kinds, MAX_LINE_CHARS, _TRUNCATED) if own else None
+        found: list[Any] | None = native(buffer, {} if memo is None else memo, self._resolver(memo), siblings,
+                                         LINE_MEMO, own_spec)
+        return found
 
     def may_be_sibling(self, lm: LineMatch) -> bool:
         """Whether ``lm`` may stand for lines other than its own (siblings: see spans), so that its text may not
@@ -230,14 +247,12 @@ class Matcher:
         candidates) and that differ only in the digits of its volatile group, which no capture, speaker or time
         stamp reads (NCCL prints one line per channel that differ only in the channel's number). A shared match's
         text is its first line's: a reader that keeps a line's own text reads it from the buffer (line_text)."""
+        native = self._native(buffer, memo, own=False)
+        if native is not None:
+            spans: list[tuple[int, int, LineMatch]] = native
+            return spans
         seen: Memo = {} if memo is None else memo
         resolve = self._resolver(memo)
-        native = getattr(self.engine, "spans", None)  # the C line loop, where the engine has one
-        if native is not None:
-            siblings = self._sibling_literals if memo is not None else None
-            if (spans := native(buffer, seen, resolve, siblings, LINE_MEMO)) is not None:
-                found: list[tuple[int, int, LineMatch]] = spans
-                return found
         out: list[tuple[int, int, LineMatch]] = []
         append, find, size = out.append, buffer.find, len(buffer)
         get = seen.get
@@ -279,26 +294,41 @@ class Matcher:
 
         return resolve
 
+    def _confirmer(self, index: int) -> _Confirm:
+        sig, ctx_name = self._owners[index]
+        rank = self._specificity(index, sig) if sig is not None else (0, 0, 0)
+        confirm = self._confirms[index] = (self._regex(index).search, self._folded[index] is not None, sig,
+                                           ctx_name, rank)
+        return confirm
+
     def match_line(
         self, text: str, indexes: Collection[int], start: int = 0, end: int = 0
     ) -> LineMatch | None:
-        best: tuple[tuple[int, int, int], Signature, dict[str, Any]] | None = None
+        best: tuple[int, int, int] | None = None  # the rank of the best entry so far
+        sig: Signature | None = None
+        fields: dict[str, Any] = {}
         context: dict[str, dict[str, Any]] = {}
-        lowered: list[str] = []  # the line lowercased, once, if a folded pattern asks
+        lowered: str | None = None  # the line lowercased, once, if a folded pattern asks
+        confirms = self._confirms
         for index in sorted(indexes):
-            m = self._search(index, text, lowered)
+            search, folded, owner, ctx_name, rank = confirms[index] or self._confirmer(index)
+            if not folded:
+                m = search(text)
+            elif text.isascii():
+                if lowered is None:
+                    lowered = text.lower()
+                m = search(lowered)
+            else:
+                m = re.compile(self._patterns[index], re.ASCII).search(text)
             if m is None:
                 continue  # the engine was a prefilter here
-            sig, ctx_name = self._owners[index]
-            if sig is None:
+            if owner is None:
                 context[ctx_name] = _captures(m)
-                continue
-            rank = self._specificity(index, sig)
-            if best is None or rank > best[0]:
-                best = (rank, sig, _captures(m))
-        if best is None and not context:
+            elif best is None or rank > best:
+                best, sig, fields = rank, owner, _captures(m)
+        if sig is None and not context:
             return None
-        return LineMatch(start, end, _kept_text(text), best[1] if best else None, best[2] if best else {}, context)
+        return LineMatch(start, end, _kept_text(text), sig, fields, context)
 
     def match_text(self, text: str) -> LineMatch | None:
         """Match one line of text against every pattern (the catalog examples and `catalog search` use this)."""

@@ -206,3 +206,25 @@ def test_volatile_literals_must_leave_one_way_to_read_a_line() -> None:
             Volatile(after=("Ring ",), before=before)
     with pytest.raises(ValueError):
         Volatile(after=(), before=" : ")
+
+
+def test_match_through_libhs_gives_each_line_what_the_python_loop_gives() -> None:
+    """Matcher.match builds each line's own LineMatch in C: the same offsets, texts (siblings', CRLF lines',
+    truncated lines', invalid UTF-8) and matches as python-hyperscan's Python loop, with and without a memo."""
+    require("hyperscan")
+    from tests.unit.test_siblings import _log
+
+    rng = random.Random(19)
+    data = _log(rng, 3000)
+    lines = data.split(b"\n")
+    for k in rng.sample(range(len(lines)), 300):  # CRLF endings, and lines past MAX_LINE_CHARS
+        lines[k] += rng.choice([b"\r", b"\r\r", b" " + b"\xe2\x82" * 5000 + b"\r"])
+    data = b"\n".join(lines)
+    fast, python = build_matcher(default_catalog(), "libhs"), build_matcher(default_catalog(), "hyperscan")
+    for at in (0, 1):  # one memo across two buffers, then none
+        memos: tuple[dict[Any, Any], dict[Any, Any]] = ({}, {})
+        halves = (data[: len(data) // 2], data[len(data) // 2 :])
+        for buffer in halves:
+            got = [m.match(buffer, memo if at == 0 else None) for m, memo in zip((fast, python), memos, strict=True)]
+            assert got[0] == got[1]
+            assert any(lm.text.endswith("…[truncated]") for lm in got[0])
