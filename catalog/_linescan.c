@@ -198,10 +198,28 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 
 #include "_linescan_lines.h"
 
+/* count_newlines(data, start=0, end=len(data)): data.count(b"\n", start, end), at memory speed. The scanner
+ * numbers every line of its input; CPython's count compares one byte at a time, this loop is vectorised (-O3). */
+static PyObject *count_newlines(PyObject *mod, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t start = 0, end = PY_SSIZE_T_MAX;
+    if (!PyArg_ParseTuple(args, "y*|nn", &data, &start, &end)) return NULL;
+    Py_ssize_t n = data.len;
+    if (start < 0) start = start + n < 0 ? 0 : start + n; /* as a slice reads them */
+    if (end < 0) end = end + n < 0 ? 0 : end + n;
+    if (end > n) end = n;
+    const unsigned char *p = data.buf;
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = start; i < end; i++) count += p[i] == '\n';
+    PyBuffer_Release(&data);
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef module_methods[] = {
     {"dumpb", dumpb, METH_O, "the database serialised"},
     {"loadb", loadb, METH_VARARGS, "a database from dumpb's bytes"},
     {"sibling_key", sibling_key, METH_VARARGS, "the key the line loop looks a sibling up by"},
+    {"count_newlines", count_newlines, METH_VARARGS, "data.count(b'\\n', start, end), vectorised"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "catalog._linescan", NULL, -1, module_methods};

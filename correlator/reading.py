@@ -11,6 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from catalog.model import Signature
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
@@ -145,7 +146,7 @@ class SourceScanner:
                 plan.last_start = start
                 touched[id(plan)] = plan
                 continue
-            line_no += buffer.count(b"\n", counted_to, start)
+            line_no += count_newlines(buffer, counted_to, start)
             counted_to = start
             marks.append(start)
             numbers.append(line_no)
@@ -155,7 +156,7 @@ class SourceScanner:
             if settled_to > counted_to:  # count the rest from there: each newline is counted once
                 counted_to, line_no = settled_to, settled_no
         if advance:  # count only the newlines after the last match: the ones before it are counted above
-            line_no += buffer.count(b"\n", counted_to)
+            line_no += count_newlines(buffer, counted_to)
             self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
             self.result.lines = self._line_no - 1
 
@@ -176,7 +177,7 @@ class SourceScanner:
             nearest = bisect_right(marks, start) - 1
             if nearest >= 0 and marks[nearest] > counted_to:
                 line_no, counted_to = numbers[nearest], marks[nearest]
-            line_no += buffer.count(b"\n", counted_to, start)
+            line_no += count_newlines(buffer, counted_to, start)
             counted_to = start
             time = plan.stamp.time if plan.stamp else None
             end = buffer.find(b"\n", start)

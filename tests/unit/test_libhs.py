@@ -228,3 +228,16 @@ def test_match_through_libhs_gives_each_line_what_the_python_loop_gives() -> Non
             got = [m.match(buffer, memo if at == 0 else None) for m, memo in zip((fast, python), memos, strict=True)]
             assert got[0] == got[1]
             assert any(lm.text.endswith("…[truncated]") for lm in got[0])
+
+
+def test_the_vectorised_newline_count_is_bytes_count() -> None:
+    from catalog.lines import count_newlines
+
+    assert count_newlines is _linescan.count_newlines  # the scanner uses it where it was built
+    rng = random.Random(23)
+    for buffer in [*_random_buffers(seed=29, count=300), b"\n" * 5000 + b"x" * 77]:
+        n = len(buffer)
+        for start, end in [(0, n), (rng.randrange(n + 2), rng.randrange(n + 2)), (-rng.randrange(1, n + 9), n + 5),
+                           (rng.randrange(n + 1), -rng.randrange(1, n + 9))]:
+            assert _linescan.count_newlines(buffer, start, end) == buffer.count(b"\n", start, end), (start, end)
+        assert _linescan.count_newlines(buffer) == buffer.count(b"\n")
