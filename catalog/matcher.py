@@ -78,6 +78,7 @@ _FLAG_OR_NAMED_GROUP = re.compile(r"\(\?(?!:)")
 
 
 _TRUNCATED = " …[truncated]"
+_new_match = tuple.__new__
 
 
 def _kept_text(text: str) -> str:
@@ -304,13 +305,16 @@ class Matcher:
     def match_line(
         self, text: str, indexes: Collection[int], start: int = 0, end: int = 0
     ) -> LineMatch | None:
+        """The best entry and the context patterns that ``text`` matches among the patterns ``indexes`` (the
+        engine's candidates: a tuple in increasing order, or any collection, which is sorted)."""
         best: tuple[int, int, int] | None = None  # the rank of the best entry so far
         sig: Signature | None = None
         fields: dict[str, Any] = {}
         context: dict[str, dict[str, Any]] = {}
         lowered: str | None = None  # the line lowercased, once, if a folded pattern asks
         confirms = self._confirms
-        for index in sorted(indexes):
+        # in index order, so that the first of equally specific entries wins (the C loop's tuples come sorted)
+        for index in indexes if type(indexes) is tuple else sorted(indexes):
             search, folded, owner, ctx_name, rank = confirms[index] or self._confirmer(index)
             if not folded:
                 m = search(text)
@@ -328,7 +332,9 @@ class Matcher:
                 best, sig, fields = rank, owner, _captures(m)
         if sig is None and not context:
             return None
-        return LineMatch(start, end, _kept_text(text), sig, fields, context)
+        if len(text) > MAX_LINE_CHARS:
+            text = _kept_text(text)
+        return _new_match(LineMatch, (start, end, text, sig, fields, context))  # no NamedTuple __new__ frame
 
     def match_text(self, text: str) -> LineMatch | None:
         """Match one line of text against every pattern (the catalog examples and `catalog search` use this)."""
