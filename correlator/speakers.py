@@ -19,6 +19,9 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
 _MAY_HAVE_PREFIX = re.compile(r"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
 _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+# What every _NCCL match holds, found fast (a literal first): on a line without an NCCL header, _NCCL tries every
+# position (4.7 us on a watchdog line, 0.2 with this test first).
+_NCCL_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\]")
 _SYSLOG_HOST = re.compile(r"^[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ")
 _PDSH_NOT_HOST = frozenset(
@@ -76,7 +79,8 @@ def read_speaker(line: str, base: Who) -> Who:
 def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     """Who printed ``line`` (read_speaker), and the line without its launcher prefixes (read_prefixes)."""
     who, rest = read_prefixes(line, base)
-    if m := _NCCL.search(rest[:200]):
+    head = rest[:200]
+    if _NCCL_HINT.search(head) and (m := _NCCL.search(head)):
         who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]))
     elif m := _SYSLOG_HOST.match(rest):
         who = Who(who.rank, m["host"], who.pid, who.device)
