@@ -42,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("paths", nargs="+", metavar="PATH", help="file, directory of per-rank/node logs, or - for stdin")
     d.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     d.add_argument("--year", type=int, default=None, help="year for timestamps that print none (default: this year)")
-    d.add_argument("--engine", choices=["auto", "hyperscan", "re"], default="auto")
+    d.add_argument("--engine", choices=["auto", "libhs", "hyperscan", "re"], default="auto",
+                   help="libhs: the C line loop on the system's Hyperscan (built where its headers were); "
+                        "hyperscan: the python-hyperscan wheel; re: no Hyperscan; auto: the first that loads")
     d.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="processes scanning a directory's files (default: one per core; 1: no pool)")
 
@@ -91,7 +93,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     keep_freed_blocks()  # before the first block is read; pool workers inherit it
     sources = expand(args.paths)
-    matcher = default_matcher(args.engine)
+    try:
+        matcher = default_matcher(args.engine)
+    except ImportError as exc:  # only when asked for by name: auto falls back
+        raise UsageError(f"--engine {args.engine} cannot load here ({exc}); --engine auto uses what can") from exc
     no_collections()  # after start-up, so that what it built is frozen; pool workers inherit it too
     total = sum(s.path.stat().st_size for s in sources if s.path is not None)
     show_progress = args.format == "text" and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()

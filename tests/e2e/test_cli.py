@@ -110,3 +110,19 @@ def test_catalog_show_and_search() -> None:
     assert b"How to confirm" in p.stdout and b"Verify" in p.stdout
     p = run("catalog", "search", "Connection reset by peer")
     assert b"nccl.bootstrap.connection_reset" in p.stdout
+
+
+def test_an_engine_that_cannot_load_exits_2_and_auto_falls_back() -> None:
+    """Asked for by name, an engine that cannot load is a usage error; auto uses the next one (here with the C
+    line loop hidden, as on a machine that had no libhs headers when firstfault was installed)."""
+    hide = ("import sys; sys.modules['catalog._linescan'] = None; from firstfault.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    asked = subprocess.run([sys.executable, "-c", hide, "diagnose", str(EXAMPLE), "--engine", "libhs"],
+                           capture_output=True, timeout=120)
+    assert asked.returncode == 2
+    err = asked.stderr.decode().strip()
+    assert err.startswith("firstfault: error: --engine libhs cannot load here") and "\n" not in err
+    auto = subprocess.run([sys.executable, "-c", hide, "diagnose", str(EXAMPLE), "--format", "json"],
+                          capture_output=True, timeout=120)
+    assert auto.returncode == 0, auto.stderr
+    assert json.loads(auto.stdout) == json.loads(run("diagnose", str(EXAMPLE), "--format", "json").stdout)
