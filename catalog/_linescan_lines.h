@@ -220,8 +220,12 @@ static PyObject *unseen(Lines *self, Line *line, PyObject *other, PyObject *raw,
     PyObject *mine = line ? line_ids(self, line) : NULL, *ids = NULL;
     if (!line || mine) ids = other ? merged_ids(mine, PyTuple_GET_ITEM(other, 1)) : Py_NewRef(mine);
     Py_XDECREF(mine);
-    match = ids ? PyObject_CallFunction(resolve, "OnnOO", raw, start, end, ids, key) : NULL;
-    Py_XDECREF(ids);
+    PyObject *from = ids ? PyLong_FromSsize_t(start) : NULL, *to = from ? PyLong_FromSsize_t(end) : NULL;
+    if (to) {
+        PyObject *call[] = {raw, from, to, ids, key};
+        match = PyObject_Vectorcall(resolve, call, 5, NULL);
+    }
+    Py_XDECREF(ids), Py_XDECREF(from), Py_XDECREF(to);
     Py_DECREF(key);
     return match;
 }

@@ -87,7 +87,7 @@ def _kept_text(text: str) -> str:
 
 def line_text(raw: bytes) -> str:
     """A line's text as a LineMatch holds it (``raw`` without its newline)."""
-    return _kept_text(raw.decode("utf-8", errors="replace").rstrip("\r"))
+    return _kept_text(raw.decode("utf-8", "replace").rstrip("\r"))
 
 
 def _captures(m: re.Match[str]) -> dict[str, Any]:
@@ -286,7 +286,7 @@ class Matcher:
                         key = sibling_key(only, volatile[only], raw)
                         lm = memo.get(key, _UNSEEN) if memo is not None else _UNSEEN
             if lm is _UNSEEN:
-                lm = match_line(raw.decode("utf-8", errors="replace").rstrip("\r"), indexes, start, end)
+                lm = match_line(raw.decode("utf-8", "replace").rstrip("\r"), indexes, start, end)
             if memo is not None:
                 if len(memo) >= LINE_MEMO:
                     memo.clear()
