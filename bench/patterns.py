@@ -1,6 +1,6 @@
 """Which patterns cost the scan: each pattern compiled and scanned alone, Hyperscan and ``re``, on a sample.
 
-    python -m bench.patterns [--data DIR] [--mb 32] [--re-mb 2] [--top 15]
+    python -m bench.patterns [--data DIR] [--mb 32MB] [--re-mb 2MB] [--top 15]
 
 DIR is a generated data set (default: the largest under bench/out/data). Prints Markdown tables and writes
 bench/out/patterns.json. Also times the whole Hyperscan database with the most expensive patterns left out, to

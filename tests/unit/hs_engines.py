@@ -26,4 +26,5 @@ def require(engine: str) -> None:
     elif engine == "libhs" and not libhs_built():
         if os.environ.get("FIRSTFAULT_REQUIRE_LIBHS"):
             pytest.fail("catalog._linescan was not built although libhs is installed: see setup.py")
-        pytest.skip("catalog._linescan not built (no libhs headers: apt-get install libvectorscan-dev)")
+        pytest.skip("catalog._linescan not built (no libhs headers: apt-get install libvectorscan-dev)",
+                    allow_module_level=True)
