@@ -126,3 +126,8 @@ def profile_scan(matcher: Any, files: Sequence[Path], logs: Path, dest: Path, la
     return buf.getvalue()
 
 
+def tiny_log(base: Path) -> Path:
+    d = base / "tiny" / "logs" / "node000"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "rank0.log").write_text("[2026-11-29 10:00:00,000] [INFO] [rank0] step 1 loss 2.9000\n")
+    return d.parent

@@ -36,8 +36,9 @@ from bench.inprocess import (
     run_matcher,
     run_scan,
     startup_parts,
+    tiny_log,
 )
-from bench.report import report
+from bench.report import fit, report
 from bench.rg import export_patterns, rg_path, rg_version, run_rg
 
 HERE = Path(__file__).resolve().parent
@@ -192,29 +193,6 @@ def _subset(files: Sequence[Path], limit: int) -> list[Path]:
     return sorted(chosen)
 
 
-def _fit(points: list[tuple[int, float]]) -> dict[str, float]:
-    """Least squares seconds = a + b * MB; 1/b is the marginal MB/s, a the fixed cost."""
-    if len(points) < 2:
-        return {}
-    xs = [b / 1e6 for b, _ in points]
-    ys = [t for _, t in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    a = my - b * mx
-    ss_tot = sum((y - my) ** 2 for y in ys)
-    r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True)) / ss_tot if ss_tot else 1.0
-    return {"fixed_s": round(a, 3), "marginal_mb_per_s": round(1 / b, 1) if b > 0 else float("inf"),
-            "r2": round(r2, 5)}
-
-
-def _tiny(base: Path) -> Path:
-    d = base / "tiny" / "logs" / "node000"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "rank0.log").write_text("[2026-11-29 10:00:00,000] [INFO] [rank0] step 1 loss 2.9000\n")
-    return d.parent
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.matcher", description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=64)
@@ -302,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         res["rg_subset_j1"] = repeat("rg -c -f -j1 (re subset)", re_bytes, R,
                                      lambda: run_rg(rg, pattern_file, re_files, 1))
     log("[end to end]")
-    tiny = _tiny(OUT)
+    tiny = tiny_log(OUT)
     res["diagnose_tiny_cold"] = repeat("firstfault diagnose, tiny input, empty cache (start-up)", 1, R,
                                        lambda: run_cold_start(tiny, OUT / "diagnosis-tiny.json"))
     res["diagnose_tiny"] = repeat("firstfault diagnose, tiny input, warm cache (start-up)", 1, R,
@@ -370,12 +348,12 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_diagnose_j1_over_rg_j1": cpu_ratio("diagnose_j1", "rg_j1"),
         "cpu_diagnose_over_rg": cpu_ratio("diagnose", "rg"),
     }
-    fits = {"matcher": _fit([(p["bytes"], p["matcher_s"]) for p in curve]),
-            "diagnose": _fit([(p["bytes"], p["diagnose_s"]) for p in curve]),
-            "matcher CPU": _fit([(p["bytes"], p["matcher_cpu_s"]) for p in curve]),
-            "diagnose CPU": _fit([(p["bytes"], p["diagnose_cpu_s"]) for p in curve])}
+    fits = {"matcher": fit([(p["bytes"], p["matcher_s"]) for p in curve]),
+            "diagnose": fit([(p["bytes"], p["diagnose_s"]) for p in curve]),
+            "matcher CPU": fit([(p["bytes"], p["matcher_cpu_s"]) for p in curve]),
+            "diagnose CPU": fit([(p["bytes"], p["diagnose_cpu_s"]) for p in curve])}
     if rg:
-        fits["rg"] = _fit([(p["bytes"], p["rg_s"]) for p in curve])
+        fits["rg"] = fit([(p["bytes"], p["rg_s"]) for p in curve])
     results = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "command": " ".join(["python -m bench.matcher", *(argv if argv is not None else sys.argv[1:])]),

@@ -79,3 +79,19 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
     for name, text in results.get("profiles", {}).items():
         w(f"\n<details><summary>cProfile: scan_sources with {name}</summary>\n\n```\n{text.strip()}\n```\n</details>\n")
     return out.getvalue()
+
+
+def fit(points: list[tuple[int, float]]) -> dict[str, float]:
+    """Least squares seconds = a + b * MB; 1/b is the marginal MB/s, a the fixed cost."""
+    if len(points) < 2:
+        return {}
+    xs = [b / 1e6 for b, _ in points]
+    ys = [t for _, t in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    a = my - b * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True)) / ss_tot if ss_tot else 1.0
+    return {"fixed_s": round(a, 3), "marginal_mb_per_s": round(1 / b, 1) if b > 0 else float("inf"),
+            "r2": round(r2, 5)}

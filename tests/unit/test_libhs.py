@@ -241,3 +241,21 @@ def test_the_vectorised_newline_count_is_bytes_count() -> None:
                            (rng.randrange(n + 1), -rng.randrange(1, n + 9))]:
             assert _linescan.count_newlines(buffer, start, end) == buffer.count(b"\n", start, end), (start, end)
         assert _linescan.count_newlines(buffer) == buffer.count(b"\n")
+
+
+@pytest.mark.parametrize("args", [
+    ({}, lambda *a: None, "not a list"),  # extra lines
+    ({}, lambda *a: None, [(0, 5)]),  # ids that are no collection
+    ({}, lambda *a: None, None, {0: "not literals"}),
+    ({}, lambda *a: None, None, {0: ((b"",), b" : ")}),  # an empty literal
+    ({}, lambda *a: None, None, None, 10, ("not a type", frozenset(), 10, "x")),
+    ({}, lambda *a: ("not", "a", "LineMatch"), None, None, 10, (tuple, frozenset(), 10, "x")),
+    ({}, 42),  # a callback that cannot be called
+])
+def test_wrong_arguments_raise_rather_than_crash(args: tuple[Any, ...]) -> None:
+    """Whatever a caller passes, the C loop raises a Python exception; it never reads memory it does not own."""
+    db = _linescan.Database()
+    db.compile(expressions=[b"x"], ids=[0], elements=1, flags=[_linescan.HS_FLAG_MULTILINE])
+    lines = db.lines(b"a x\nx\n", _linescan.Scratch(db))
+    with pytest.raises((TypeError, ValueError, SystemError)):
+        lines.spans(*args)
