@@ -92,14 +92,17 @@ def line_text(raw: bytes) -> str:
 
 def _captures(m: re.Match[str]) -> dict[str, Any]:
     """The named groups that took part, those of up to 12 decimal digits (a sign allowed) as ints."""
-    out: dict[str, Any] = {}
-    for key, value in m.groupdict().items():
+    found: dict[str, Any] = m.groupdict()
+    dropped = False
+    for key, value in found.items():  # values replaced in place: a new dict per match costs more
         if value is None:
-            continue
-        digits = value[1:] if value[:1] == "-" else value
-        # isdecimal is what `\d` matches in a str pattern: every such run converts with int()
-        out[key] = int(value) if len(digits) <= 12 and digits.isdecimal() else value
-    return out
+            dropped = True
+        elif value.isdecimal():  # what `\d` matches in a str pattern: every such run converts with int()
+            if len(value) <= 12:
+                found[key] = int(value)
+        elif value[:1] == "-" and len(value) <= 13 and value[1:].isdecimal():
+            found[key] = int(value)
+    return {k: v for k, v in found.items() if v is not None} if dropped else found
 
 
 def folded(pattern: str) -> str | None:
