@@ -242,8 +242,11 @@ static PyObject *Lines_spans(Lines *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O|OOnO", &PyDict_Type, &memo, &resolve, &extra, &siblings, &limit, &own_spec))
         return NULL;
     if (own_spec != Py_None && !own_parse(own_spec, &own)) return NULL;
-    Py_ssize_t extra_n = extra == Py_None ? 0 : PyList_Size(extra);
-    if (extra_n < 0) return NULL;
+    if (extra != Py_None && !PyList_Check(extra)) {
+        PyErr_SetString(PyExc_TypeError, "extra_lines must be a list or None");
+        return NULL;
+    }
+    Py_ssize_t extra_n = extra == Py_None ? 0 : PyList_GET_SIZE(extra);
     if (siblings != Py_None && !PyDict_Check(siblings)) {
         PyErr_SetString(PyExc_TypeError, "siblings must be a dict or None");
         return NULL;

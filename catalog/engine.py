@@ -168,8 +168,7 @@ class HyperscanEngine:
         if library is None:
             import hyperscan as library  # imported here so that a missing or broken library leaves re usable
 
-        hyperscan = library
-        self._hs = hyperscan
+        self._hs = hyperscan = library
         self._mode = hyperscan.HS_MODE_BLOCK
         self._patterns = list(patterns)
         self._cache = cache
@@ -350,8 +349,12 @@ class LibhsEngine(HyperscanEngine):
         # Built only where libhs's headers were (setup.py); imported by name so that a test can hide it.
         super().__init__(patterns, cache, prefilters, library=importlib.import_module("catalog._linescan"))
 
+    def _lines(self, buffer: bytes) -> Any:
+        """The database's matches in ``buffer`` filed by line (ids past the patterns' are rescue literals)."""
+        return self._db.lines(buffer, self._scratch, len(self._exprs))
+
     def _found(self, buffer: bytes) -> tuple[dict[int, set[int]], dict[bytes, list[int]]]:
-        lines = self._db.lines(buffer, self._scratch, len(self._exprs))
+        lines = self._lines(buffer)
         return lines.candidates(), self._literal_hits(lines)
 
     def _literal_hits(self, lines: Any) -> dict[bytes, list[int]]:
@@ -371,7 +374,7 @@ class LibhsEngine(HyperscanEngine):
         kinds, MAX_LINE_CHARS, truncation suffix), each line's own LineMatch instead, as Matcher.match gives."""
         if self._db is None:
             return None
-        lines = self._db.lines(buffer, self._scratch, len(self._exprs))
+        lines = self._lines(buffer)
         extra = None
         if self._leftover:
             found: dict[int, set[int]] = {}

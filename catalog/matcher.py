@@ -151,7 +151,6 @@ class Matcher:
         # Compiled on first use: a scan asks for the few patterns that have candidates, not all of them.
         self._line_regex: list[re.Pattern[str] | None] = [None] * len(self._patterns)
         self._folded = [folded(p) for p in self._patterns]
-        self._rank: dict[int, tuple[int, int, int]] = {}
         self._confirms: list[_Confirm | None] = [None] * len(self._patterns)  # made on first use: _confirmer
         self.engine: Engine = make_engine(self._patterns, engine, cache, prefilters)
         self.rescued = self._self_check(cache)
@@ -188,12 +187,6 @@ class Matcher:
         if rx is None:
             rx = self._line_regex[index] = re.compile(self._folded[index] or self._patterns[index], re.ASCII)
         return rx
-
-    def _specificity(self, index: int, sig: Signature) -> tuple[int, int, int]:
-        rank = self._rank.get(index)
-        if rank is None:
-            rank = self._rank[index] = specificity(sig, self._patterns[index])
-        return rank
 
     @property
     def pattern_count(self) -> int:
@@ -275,7 +268,8 @@ class Matcher:
     def _resolver(self, memo: Memo | None) -> Resolve:
         """What spans does with a line its memo does not hold: look up its sibling key (unless the C line loop
         did: then ``key`` is what it looked up), else match it; and remember it under both (with a memo)."""
-        volatile = self._sibling_masks if memo is not None else {}
+        volatile = self._sibling_masks if memo is not None else {}  # no memo, no siblings
+        remembered: Memo = memo if memo is not None else {}  # where sibling keys are looked up
         match_line = self.match_line
 
         def resolve(raw: bytes, start: int, end: int, indexes: Collection[int],
@@ -287,7 +281,7 @@ class Matcher:
                     (only,) = indexes
                     if only in volatile:
                         key = sibling_key(only, volatile[only], raw)
-                        lm = memo.get(key, _UNSEEN) if memo is not None else _UNSEEN
+                        lm = remembered.get(key, _UNSEEN)
             if lm is _UNSEEN:
                 lm = match_line(raw.decode("utf-8", "replace").rstrip("\r"), indexes, start, end)
             if memo is not None:
@@ -300,7 +294,7 @@ class Matcher:
 
     def _confirmer(self, index: int) -> _Confirm:
         sig, ctx_name = self._owners[index]
-        rank = self._specificity(index, sig) if sig is not None else (0, 0, 0)
+        rank = specificity(sig, self._patterns[index]) if sig is not None else (0, 0, 0)
         confirm = self._confirms[index] = (self._regex(index).search, self._folded[index] is not None, sig,
                                            ctx_name, rank)
         return confirm

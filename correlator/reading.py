@@ -143,7 +143,7 @@ class SourceScanner:
                 # A line seen before that yields only rows kept already: note it, numbered once per buffer.
                 plan = known[1]
                 plan.seen += 1
-                plan.last_start = start
+                plan.last_start, plan.last_end = start, end
                 touched[id(plan)] = plan
                 continue
             line_no += count_newlines(buffer, counted_to, start)
@@ -180,8 +180,7 @@ class SourceScanner:
             line_no += count_newlines(buffer, counted_to, start)
             counted_to = start
             time = plan.stamp.time if plan.stamp else None
-            end = buffer.find(b"\n", start)
-            text = plan.own_text(buffer[start : end if end >= 0 else len(buffer)])
+            text = plan.own_text(buffer[start : plan.last_end])
             for k, (kind, _captures, row) in enumerate(plan.contexts):
                 if row is None:
                     continue
@@ -315,6 +314,7 @@ class _Plan:
     contexts: list[tuple[str, dict[str, Any], Row | None]]  # (kind, captures, fold row) per context record
     seen: int = 0  # inert repeats in the current buffer, not yet counted
     last_start: int = 0  # offset of the latest of them
+    last_end: int = 0  # and of its end (its newline, or the buffer's end)
 
     def own_text(self, raw: bytes) -> str:
         """The text a record of the line ``raw`` keeps: this plan's, unless ``raw`` is a sibling's."""
