@@ -49,6 +49,11 @@ def _named_cause(store: Store, job_id: str):  # type: ignore[no-untyped-def]
     return incident if incident is not None and incident.signature == "host.oom_killer" else None
 
 
+def _named_rank(store: Store, job_id: str, rank: int):  # type: ignore[no-untyped-def]
+    incident = _named_cause(store, job_id)
+    return incident if incident is not None and incident.rank == rank else None
+
+
 def _broker_state(env: dict[str, str]) -> str:
     """The Redis side of redelivery: unacknowledged tasks, the sweep's lock and its time to live."""
     import redis
@@ -133,6 +138,9 @@ def test_a_worker_killed_mid_task_leaves_exactly_one_incident(env: dict[str, str
         worker.kill()
         worker = Worker(env, log)
         wait_for(lambda: "ready." in log.read_text(errors="replace"), 30, "the restarted worker")
+        # the incident first written may predate the last shards (group_wait ran out while the worker was dead:
+        # the kernel's line names the host, not yet the rank); the revision that names rank 37 must follow
+        wait_for(lambda: _named_rank(store, "job-2", 37), 60, "the incident naming rank 37")
     finally:
         worker.stop()
     shards, incidents, revisions = _counts(store)
