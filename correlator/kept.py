@@ -16,9 +16,8 @@ Pure: no I/O here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from correlator.speakers import Who
 
@@ -28,8 +27,7 @@ MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
 
 
-@dataclass(frozen=True, slots=True)
-class ContextRecord:
+class ContextRecord(NamedTuple):  # a tuple: faster to make and to pickle (the pool sends them by the thousand)
     kind: str
     fields: dict[str, Any]
     source: str
@@ -38,11 +36,6 @@ class ContextRecord:
     time: datetime | None
     text: str = ""
     repeats: int = 1  # for a folded errorish row: how many times its source printed it
-
-    def __reduce__(self) -> tuple[type[ContextRecord], tuple[Any, ...]]:
-        # Sent from pool workers by the thousand: plain arguments pickle faster than slot state.
-        return (ContextRecord, (self.kind, self.fields, self.source, self.line_no, self.who, self.time, self.text,
-                                self.repeats))
 
 
 def fold_row(kind: str, fields: dict[str, Any], who: Who) -> Row | None:
@@ -95,7 +88,7 @@ class KeptContext:
 
     def records(self) -> list[ContextRecord]:
         counted = {id(first): seen for first, seen in self._errors.values() if seen > 1}
-        kept = [(pos, rec if id(rec) not in counted else replace(rec, repeats=counted[id(rec)]))
+        kept = [(pos, rec if id(rec) not in counted else rec._replace(repeats=counted[id(rec)]))
                 for pos, rec in self._kept]
         if self._last:
             first = self._first
@@ -106,5 +99,5 @@ class KeptContext:
 
 
 def _moved(rec: ContextRecord, line_no: int, time: datetime | None, text: str) -> ContextRecord:
-    """``rec`` at its latest occurrence (dataclasses.replace, without its per-call field introspection)."""
+    """``rec`` at its latest occurrence."""
     return ContextRecord(rec.kind, rec.fields, rec.source, line_no, rec.who, time, text, rec.repeats)

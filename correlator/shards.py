@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -115,7 +115,7 @@ def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int
             }))
         for row in scanned["context"]:
             record = _context_from(row)
-            merged.context.append(replace(record, source=key.name, line_no=record.line_no + offset))
+            merged.context.append(record._replace(source=key.name, line_no=record.line_no + offset))
         offset += int(scanned["lines"])
         merged.bytes += int(scanned["bytes"])
     merged.lines = offset

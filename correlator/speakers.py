@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import PurePath
+from typing import NamedTuple
 
 # Prefixes that launchers and log collectors put before a worker's own text, tried repeatedly so that stacked
 # prefixes (pdsh "host: " before torchrun "[default3]:") are all read.
@@ -31,8 +31,7 @@ _PDSH_NOT_HOST = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Who:
+class Who(NamedTuple):  # a tuple: made, hashed and compared for every distinct matched line, and pickled by the pool
     rank: int | None = None
     host: str | None = None
     pid: int | None = None
