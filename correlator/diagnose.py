@@ -11,6 +11,7 @@ from catalog.model import Scope, Signature
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity
+from correlator.kept import ContextRecord
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
@@ -51,14 +52,19 @@ def diagnose(
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     if not failures:
         return _unknown(results, ids)
-    failures += lag_events(collective_lags(context, results, failures, ids), catalog, ids, W_LAG)
-    offsets = clock_offsets(failures, context, ids)
-    mark_stale(failures, offsets, context)
+    # Each step below reads records of one or two kinds: each gets those alone, not another pass over all of them.
+    of_kind: dict[str, list[ContextRecord]] = defaultdict(list)
+    for rec in context:
+        of_kind[rec.kind].append(rec)
+    progress, comms, errors = of_kind["pg_status"], of_kind["nccl_comm"], of_kind["errorish"]
+    failures += lag_events(collective_lags(progress, results, failures, ids), catalog, ids, W_LAG)
+    offsets = clock_offsets(failures, progress, ids)
+    mark_stale(failures, offsets, comms)
     failing: set[tuple[int | None, str | None]] = {
         (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
-    suspect = differential(list(context), named_only=True, early=before_cascade(context, failures, offsets),
+    suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
                            failing=failing)
-    logged = {int(rec.fields["rank"]) for rec in context if rec.kind == "nccl_comm"}
+    logged = {int(rec.fields["rank"]) for rec in comms}
     ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)

@@ -45,10 +45,10 @@ class Event:
     stale: bool = False  # printed long before the failure started, and the job carried on: context, not a cause
     # a line of it waits where only the main process goes on (implicates: main): that process, and the line
     waits_on: tuple[Target, Finding] | None = None
+    role: Role = field(init=False)  # the best line's: read for every event by nearly every step
 
-    @property
-    def role(self) -> Role:
-        return self.best.role
+    def __post_init__(self) -> None:
+        self.role = self.best.role
 
 
 def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
@@ -169,8 +169,10 @@ def clock_offsets(events: list[Event], context: Iterable[ContextRecord] = (),
         if isinstance(seq, int) and f.time is not None and f.clock == "wall" and ev.role is Role.COLLATERAL:
             by_seq[seq][ev.reporter.host].append(f.time.timestamp())
     for rec in context:
+        if rec.kind != "pg_status":
+            continue
         seq = rec.fields.get("seq")
-        if rec.kind == "pg_status" and isinstance(seq, int) and rec.time is not None:
+        if isinstance(seq, int) and rec.time is not None:
             host = rec.who.host or (ids.host_of_rank.get(rec.who.rank) if ids and rec.who.rank is not None else None)
             by_seq[seq][host].append(rec.time.timestamp())
     offsets: dict[str | None, list[float]] = defaultdict(list)

@@ -21,7 +21,7 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
           ids: IdentityMap) -> list[Lag]:
     """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops."""
     rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
-               for i, rec in enumerate(context)}
+               for i, rec in enumerate(context) if rec.kind == "pg_status"}  # the only records from_status reads
     timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
                  ev.best.line_no, ev.best.text) for ev in failures
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)

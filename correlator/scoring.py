@@ -251,6 +251,8 @@ def _has_cause(cand: Candidate) -> bool:
 
 def _store_owner(board: Board, ids: IdentityMap, events: list[Event]) -> None:
     """TCPStore clients that lost the store name its host: the store's owner (rank 0's process) went away."""
+    if not ids.store_hosts:
+        return
     at = {(f.source, f.line_no): ev for ev in events for f in ev.findings}
     reporters: dict[str, set[object]] = defaultdict(set)
     lines: dict[str, list[Event]] = defaultdict(list)

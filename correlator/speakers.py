@@ -77,6 +77,13 @@ def read_speaker(line: str, base: Who) -> Who:
 
 def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     """Who printed ``line`` (read_speaker), and the line without its launcher prefixes (read_prefixes)."""
+    if m := _NCCL.match(line[:200]):
+        # Most distinct lines of a big job start with NCCL's header, and no launcher prefix can match a line that
+        # does (each needs "(", "[", "N: " or "host: " first): read_prefixes would return the line as it is.
+        who = Who(base.rank, m["host"], int(m["pid"]), int(m["dev"]))
+        if who.rank is None and (r := _RANK_IN_TEXT.search(line)):
+            who = Who(int(r["rank"]), who.host, who.pid, who.device)
+        return who, line
     who, rest = read_prefixes(line, base)
     head = rest[:200]
     if _NCCL_HINT.search(head) and (m := _NCCL.search(head)):
@@ -99,10 +106,11 @@ _NOT_HOST_DIRS = re.compile(
 
 def who_from_path(path: str) -> Who:
     """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg."""
-    parts = PurePath(path).parts
+    pure = PurePath(path)  # once: it is made for each of a job's thousands of files
+    parts = pure.parts
     rank = None
     host = None
-    stem = PurePath(path).name
+    stem = pure.name
     if m := _FILE_RANK.search(stem):
         rank = int(m["rank"])
     for part in reversed(parts[:-1]):

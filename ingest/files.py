@@ -31,7 +31,7 @@ def _open(path: Path) -> BinaryIO:
         except ImportError as exc:
             raise UsageError(f"{path}: reading .zst needs the 'zstandard' package") from exc
         return zstandard.ZstdDecompressor().stream_reader(path.open("rb"))  # type: ignore[no-any-return,unused-ignore]
-    return path.open("rb")
+    return path.open("rb", buffering=0)  # chunks reads whole blocks: a buffer in between only copies them
 
 
 def expand(paths: list[str]) -> list[Source]:
