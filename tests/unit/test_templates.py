@@ -63,3 +63,36 @@ def test_shape_is_template_and_gravity_whatever_texts_came_before(seed: int) -> 
         assert templates.shape(text) == (templates.template(text), templates.gravity(text)), text
         texts.add(text)
     assert len(templates._shapes) < len(texts)  # the point of it: texts that differ only in digits share one
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shape_shares_texts_that_differ_in_hex_digits_and_reads_each_rightly(seed: int) -> None:
+    """Hex runs are remembered by their length alone: letters or digits, upper or lower case, at the start of a
+    text, inside a bracketed prefix near its 80-character limit, next to the words gravity looks for."""
+    import random
+
+    from correlator import templates
+
+    rng = random.Random(100 + seed)
+
+    def run() -> str:
+        return "0x" + "".join(rng.choice("0123456789abcdefABCDEF") for _ in range(rng.choice((1, 4, 12))))
+
+    stems = ["[rank{a}]:frame #{a}: c10::Error + {h} ({h} in /usr/lib/libc10.so)",
+             "{h} fatal error at {h}",
+             "[" + "x" * 70 + " {h}]: {h} aborted",
+             "[{h}]: E{a} 10:00:00.1 12 {h}] killed",
+             "node{a}:{a}:{a} [{a}] {h}:{a}:{a} [{a}] {h}fatal {h}abort exception{h} W{a} retry{h}",
+             "W1129 {h} warning 10{h} ignored"]
+    templates._shapes.clear()
+    texts: set[str] = set()
+    for _ in range(400):
+        text = rng.choice(stems).replace("{a}", str(rng.choice((0, 7, 1030)))).replace("{h}", "{}")
+        text = text.format(*(run() for _ in range(text.count("{}"))))
+        assert templates.shape(text) == (templates.template(text), templates.gravity(text)), text
+        texts.add(text)
+    assert len(templates._shapes) * 2 < len(texts)  # runs of three lengths: layouts repeat
+    own = "0x1 frame \0 0x2"  # a NUL of the text's own is not taken for a masked run
+    assert templates.shape(own) == (templates.template(own), templates.gravity(own))
+    assert templates.shape("0x1 frame \0\0\0 x") == (templates.template("0x1 frame \0\0\0 x"),
+                                                    templates.gravity("0x1 frame \0\0\0 x"))
