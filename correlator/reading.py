@@ -102,6 +102,7 @@ class SourceScanner:
         self._lines: Memo = {}  # the matcher's memo of this source's repeated lines
         self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
         self._buffer_no = 0
+        self._speakers: dict[Who, Speaker] = {}  # frozen models: shared by the findings of one speaker
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
@@ -243,13 +244,22 @@ class SourceScanner:
             source=self.result.source,
             line_no=line_no,
             text=lm.text.strip(),
-            speaker=Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device),
+            speaker=self._speaker(who),
             time=stamp.time if stamp else None,
             clock=stamp.clock if stamp else None,
             fields=dict(lm.fields),
             order=order,
             event=line_no if event is None else event,
         )
+
+    def _speaker(self, who: Who) -> Speaker:
+        """One Speaker per speaker of the source: a rank's findings share it, and the pool pickles it once."""
+        speaker = self._speakers.get(who)
+        if speaker is None:
+            if len(self._speakers) >= SAID_MEMO:
+                self._speakers.clear()
+            speaker = self._speakers[who] = Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device)
+        return speaker
 
     def _plan_for(self, lm: LineMatch, owner: str | None, raw: bytes) -> _Plan:
         """Who said the line, when, its text as records keep it, and the fold row of each context record: the

@@ -60,6 +60,12 @@ def _tz(text: str | None) -> timedelta:
     return sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4]))
 
 
+STAMP_MEMO = 4096
+# glog stamps already read: the lines of one failure on one rank share theirs (seven per rank at 4,096 ranks),
+# and then share one datetime too, which the pool's workers pickle once.
+_glog_stamps: dict[tuple[str, int], Stamp | None] = {}
+
+
 def parse_timestamp(line: str, year: int) -> Stamp | None:
     """The first timestamp in the first 160 characters of ``line``; times without a zone are taken as UTC.
 
@@ -74,9 +80,15 @@ def parse_timestamp(line: str, year: int) -> Stamp | None:
         t = _safe(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), _frac(m["f"]))
         return Stamp(t - _tz(m["tz"]), "wall") if t else None
     if m := _GLOG.search(head):  # PyTorch's C++ lines: the commonest stamp among distinct lines
+        key = (m.group(0), year)  # the stamp is read from these characters alone
+        if key in _glog_stamps:
+            return _glog_stamps[key]
         mo, d, h, mi, sec, frac = m.group("mo", "d", "h", "mi", "s", "f")
         t = _safe(year, int(mo), int(d), int(h), int(mi), int(sec), int(frac[:6].ljust(6, "0")))
-        return Stamp(t, "wall") if t else None
+        if len(_glog_stamps) >= STAMP_MEMO:
+            _glog_stamps.clear()
+        stamp = _glog_stamps[key] = Stamp(t, "wall") if t else None
+        return stamp
     if m := _CTIME.search(head):
         t = _safe(int(m["y"]), MONTHS.get(m["mon"], 0), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), 0)
         return Stamp(t, "wall") if t else None

@@ -50,3 +50,16 @@ def test_the_year_comes_from_the_argument_for_formats_without_one() -> None:
 @pytest.mark.parametrize("line", ["step 1200 loss 2.31", "", "E9999 99:99:99.1 impossible date", "\x00\xff junk"])
 def test_lines_without_a_clock_give_none(line: str) -> None:
     assert parse_timestamp(line, 2026) is None
+
+
+def test_a_remembered_glog_stamp_is_read_again_for_another_year_and_an_impossible_one_stays_none() -> None:
+    from correlator import timestamps
+
+    timestamps._glog_stamps.clear()
+    line = "[rank3]:[E0229 10:02:03.123456789 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught"
+    leap, plain = parse_timestamp(line, 2028), parse_timestamp(line, 2027)  # 29 February exists in 2028 only
+    assert leap is not None and leap.time.year == 2028 and plain is None
+    assert parse_timestamp(line, 2028) == leap and parse_timestamp(line, 2027) is None  # remembered: the same
+    other = "W1129 10:02:03.5 12 x.cc:3] and [E1129 10:02:04.000001 y.cc:9]"  # the first stamp wins, as before
+    assert parse_timestamp(other, 2026) == parse_timestamp(other, 2026)
+    assert parse_timestamp(other, 2026).time.second == 3  # type: ignore[union-attr]
