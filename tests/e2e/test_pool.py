@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,55 @@ def test_an_unreadable_file_fails_the_same_way_in_a_pool(tmp_path: Path) -> None
         errors.append(p.stderr)
     assert errors[0] == errors[1]
     assert errors[0].startswith(b"firstfault: error: rank1.log.gz: cannot read") and errors[0].count(b"\n") == 1
+
+
+def _in_child_only(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None], victim: str | None = None) -> None:
+    """Make forked workers (never the parent) do ``act`` when they reach the file ``victim`` (any file: None).
+    The parent takes 50 ms a batch, so that the workers claim most of them."""
+    import time
+
+    from firstfault import pool
+
+    parent = os.getpid()
+    real = pool._scan
+
+    def scan(matcher: object, batch: list[tuple[int, Source, int, int]]) -> object:
+        if os.getpid() == parent:
+            time.sleep(0.05)
+        elif victim is None or any(source.name == victim for _, source, _, _ in batch):
+            act()
+        return real(matcher, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "_scan", scan)
+
+
+def test_a_worker_killed_mid_scan_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's OOM killer may take a worker: the parent scans the files it never sent back."""
+    generate(tmp_path / "job", ranks=32, size=2 * 10**6, seed=5, failure="oom_kill", quiet=True)
+    logs = tmp_path / "job" / "logs"
+    one = _everything(logs, 1)
+    names = [s.name for s in expand([str(logs)])]
+    for victim in (names[0], names[len(names) // 2], names[-1]):  # a worker dies with its first batch or a later
+        marker = tmp_path / f"killed-{victim.replace('/', '_')}"
+
+        def die(marker: Path = marker) -> None:
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        _in_child_only(monkeypatch, die, victim)
+        assert _everything(logs, 3) == one
+        assert marker.exists(), "a worker should have reached the file it dies on"
+
+
+def test_an_error_in_a_worker_is_raised_in_the_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from schemas.errors import UsageError
+
+    generate(tmp_path, ranks=16, size=10**6, seed=5, failure="oom_kill", quiet=True)
+    logs = tmp_path / "logs"
+
+    def fail() -> None:
+        raise UsageError("rank3.log: cannot read: simulated")
+
+    _in_child_only(monkeypatch, fail)
+    with pytest.raises(UsageError, match=r"^rank3\.log: cannot read: simulated$"):
+        scan_sources(default_matcher(), expand([str(logs)]), 2026, jobs=2)
