@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import hyperscan as hs
 
-    from catalog.engine import _hyperscan_expression, single_line
     from catalog.loader import default_catalog
+    from catalog.rewrite import hyperscan_expression, single_line
     from firstfault.engine import build_matcher
 
     data = a.data or max((OUT / "data").glob("*/truth.json"), key=lambda p: json.loads(p.read_text())["bytes"]).parent
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     nbytes = sum(map(len, bufs))
     log(f"{len(patterns)} patterns, sample {human(nbytes)} of {data}")
 
-    exprs = [_hyperscan_expression(p) for p in patterns]
+    exprs = [hyperscan_expression(p) for p in patterns]
     flags = [eng._flag_for(e) for e in exprs]
     full_t, full_ev = _hs_time(hs, eng._db, bufs)
     rows = []

@@ -26,9 +26,9 @@ def export_patterns(patterns: Sequence[str], rg: str | None, dest: Path) -> dict
     """The matcher's patterns as rg regexes: the engine's own single-line rewrite, named groups as (?:...).
 
     Each is checked alone with rg (exit 2 = rejected); rejected ones are dropped and listed."""
-    from catalog.engine import _hyperscan_expression
+    from catalog.rewrite import hyperscan_expression
 
-    exprs = [_hyperscan_expression(p).decode() for p in patterns]
+    exprs = [hyperscan_expression(p).decode() for p in patterns]
     kept: list[str] = []
     rejected: list[dict[str, str]] = []
     for raw, expr in zip(patterns, exprs, strict=True):

@@ -17,6 +17,19 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
 _MAY_HAVE_PREFIX = re.compile(r"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)")
+# Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
+_OPENING = {"(": _PREFIXES[0:2], "[": _PREFIXES[2:4]}
+_DIGIT_FIRST, _LETTER_FIRST = _PREFIXES[3:4], _PREFIXES[4:5]
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _prefixes_for(first: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The prefixes that may match a line beginning with ``first`` (srun's rank is a \\d: any decimal digit)."""
+    if found := _OPENING.get(first):
+        return found
+    if first.isdecimal():
+        return _DIGIT_FIRST
+    return _LETTER_FIRST if first in _ASCII_LETTERS else []
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
 _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # What every _NCCL match holds, found fast (a literal first): on a line without an NCCL header, _NCCL tries every
@@ -52,7 +65,7 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
     if not _MAY_HAVE_PREFIX.match(line):
         return who, rest
     for _ in range(4):
-        for name, rx in _PREFIXES:
+        for name, rx in _prefixes_for(rest[:1]):
             m = rx.match(rest)
             if not m:
                 continue

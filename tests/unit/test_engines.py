@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from catalog.engine import ReEngine, existence_form, line_regex, single_line
+from catalog.engine import ReEngine
 from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
 from catalog.matcher import folded
+from catalog.rewrite import existence_form, line_regex, single_line
 from firstfault.engine import build_matcher, scan_source
 from ingest.files import chunks, expand
 from tests.unit.hs_engines import HS_ENGINES, require

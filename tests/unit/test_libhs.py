@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from catalog.engine import HyperscanEngine, LibhsEngine, ReEngine, line_regex, make_engine
+from catalog.engine import HyperscanEngine, LibhsEngine, ReEngine, make_engine
 from catalog.literals import LineFilteredRe
 from catalog.loader import default_catalog
+from catalog.rewrite import line_regex
 from catalog.siblings import Volatile, sibling_key
 from firstfault.engine import build_matcher
 from tests.unit.hs_engines import require

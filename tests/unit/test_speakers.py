@@ -65,3 +65,64 @@ def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | 
 def test_a_dotted_logger_name_is_not_a_pdsh_host(line: str, host: str | None) -> None:
     who, _ = read_prefixes(line, Who())
     assert who.host == host
+
+
+def _every_prefix_tried(line: str, base: Who) -> tuple[Who, str]:
+    """read_prefixes as it was before it chose candidates by the first character: every prefix, in order."""
+    from correlator.speakers import _PREFIXES, _looks_like_host
+
+    who, rest = base, line
+    for _ in range(4):
+        for name, rx in _PREFIXES:
+            m = rx.match(rest)
+            if not m or (name == "pdsh" and not _looks_like_host(m["host"])):
+                continue
+            groups = m.groupdict()
+            rank, host, pid = groups.get("rank"), groups.get("host"), groups.get("pid")
+            who = Who(who.rank if rank is None else int(rank), host or who.host, int(pid) if pid else who.pid,
+                      who.device)
+            rest = rest[m.end():]
+            break
+        else:
+            break
+    return who, rest
+
+
+def test_prefixes_read_by_first_character_as_when_every_one_was_tried() -> None:
+    import random
+
+    rng = random.Random(7)
+    parts = ["(RayWorkerWrapper pid=12, ip=10.0.0.2) ", "(pid=3) ", "(VllmWorker rank=3 pid=9) ", "[rank7]: ",
+             "[default3]:", "[12]: ", "12: ", "٣: ", "[٣]: ", "node-3: ", "gpu12.cluster: ", "Error: ", "x: ",
+             "[W1129 10:00:00] ", "(", "[", "", " ", "node017:2201:2201 [3] NCCL INFO x", "ERROR 04-15 x"]
+    base = Who(None, "fromfile", None, None)
+    for _ in range(3000):
+        line = "".join(rng.choice(parts) for _ in range(rng.randint(0, 4))) + rng.choice(["", "boom", ": tail"])
+        assert read_prefixes(line, base) == _every_prefix_tried(line, base), line
+
+
+def test_a_line_that_starts_with_an_nccl_header_reads_as_when_its_prefixes_were_tried_first() -> None:
+    import random
+
+    from correlator.speakers import _NCCL, _NCCL_HINT, _RANK_IN_TEXT, _SYSLOG_HOST, speaker_and_body
+
+    def reference(line: str, base: Who) -> tuple[Who, str]:
+        who, rest = _every_prefix_tried(line, base)
+        head = rest[:200]
+        if _NCCL_HINT.search(head) and (m := _NCCL.search(head)):
+            who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]))
+        elif m := _SYSLOG_HOST.match(rest):
+            who = Who(who.rank, m["host"], who.pid, who.device)
+        if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
+            who = Who(int(m["rank"]), who.host, who.pid, who.device)
+        return who, rest
+
+    rng = random.Random(11)
+    heads = ["node017:2201:2202 [3] ", " node017:1:2 [0] ", "]h:1:2 [0] ", "12:34:56 [7] ", "12: 3:4 [5] ",
+             "n" * 190 + ":1:2 [3] ", "[rank4]:node1:5:6 [1] ", "node1: node2:5:6 [1] ", "a:1:2 [x] ", ""]
+    tails = ["NCCL INFO comm 0x5 rank 3 nranks 8", "[Rank 9] failed", "NCCL WARN x [PG ID 1 PG GUID 2 Rank 4]",
+             "Nov 29 10:02:03 node3 kernel: y", ""]
+    for _ in range(3000):
+        line = rng.choice(heads) + rng.choice(heads[-3:]) + rng.choice(tails)
+        for base in (Who(), Who(5, "fromfile")):
+            assert speaker_and_body(line, base) == reference(line, base), line
