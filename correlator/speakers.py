@@ -21,15 +21,6 @@ _MAY_HAVE_PREFIX = re.compile(r"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)")
 _OPENING = {"(": _PREFIXES[0:2], "[": _PREFIXES[2:4]}
 _DIGIT_FIRST, _LETTER_FIRST = _PREFIXES[3:4], _PREFIXES[4:5]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-
-def _prefixes_for(first: str) -> list[tuple[str, re.Pattern[str]]]:
-    """The prefixes that may match a line beginning with ``first`` (srun's rank is a \\d: any decimal digit)."""
-    if found := _OPENING.get(first):
-        return found
-    if first.isdecimal():
-        return _DIGIT_FIRST
-    return _LETTER_FIRST if first in _ASCII_LETTERS else []
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
 _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # What every _NCCL match holds, found fast (a literal first): on a line without an NCCL header, _NCCL tries every
@@ -42,6 +33,15 @@ _PDSH_NOT_HOST = frozenset(
      "File", "NCCL", "E", "W", "I", "srun", "slurmstepd", "torch", "Exception", "ValueError", "KeyError",
      "Note", "Hint", "See", "Reason", "Status", "State", "Message", "Exit Code", "http", "https"}
 )
+
+
+def _prefixes_for(first: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The prefixes that may match a line beginning with ``first`` (srun's rank is a \\d: any decimal digit)."""
+    if found := _OPENING.get(first):
+        return found
+    if first.isdecimal():
+        return _DIGIT_FIRST
+    return _LETTER_FIRST if first in _ASCII_LETTERS else []
 
 
 class Who(NamedTuple):  # a tuple: made, hashed and compared for every distinct matched line, and pickled by the pool

@@ -56,8 +56,8 @@ def shape(text: str) -> tuple[str, int]:
     `0x` run (what template masks as <hex>) made NULs of its length. Both read digits only as digits (\\d, \\w),
     never by value, and a hex run only through its length: no other pattern can begin or end inside one (each
     starts after a space, a bracket, a colon or a word boundary, and no word they look for holds a 0). So texts
-    that differ only in those values share one. At 4,096 ranks, 35,000 distinct error texts of a job have about
-    60 such layouts (each rank's number, pid, time stamp and frame addresses differ)."""
+    that differ only in those values share one. At 4,096 ranks, the 25,600 distinct error texts of a job have 27
+    such layouts (each rank's number, pid, time stamp and frame addresses differ)."""
     if "0x" in text:
         if "\0" in text:  # a NUL of its own would read as a masked run
             return template(text), gravity(text)
