@@ -39,8 +39,9 @@ class ContextRecord(NamedTuple):  # a tuple: faster to make and to pickle (the p
 
 
 def fold_row(kind: str, fields: dict[str, Any], who: Who) -> Row | None:
-    """The row a folded kind's record is kept by, or None for a kind that is kept whole."""
-    return (kind, tuple(sorted(fields.items())), who) if kind in FOLDED_KINDS else None
+    """The row a folded kind's record is kept by, or None for a kind that is kept whole. Unsorted: a kind's fields
+    are one pattern's captures, in its groups' order, so equal fields make equal rows."""
+    return (kind, tuple(fields.items()), who) if kind in FOLDED_KINDS else None
 
 
 class KeptContext:

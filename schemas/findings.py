@@ -47,3 +47,21 @@ class Finding(BaseModel):
     fields: dict[str, Any] = Field(default_factory=dict)
     order: int = 0  # global read order, a stable tie-break
     event: int = 0  # line number of the first line of the event (traceback, multi-line message) it belongs to
+
+
+_FINDING_FIELDS = tuple(Finding.model_fields)
+_set_attribute = object.__setattr__  # what pydantic's own model_construct sets a frozen model's slots with
+
+
+def constructed_finding(values: dict[str, Any]) -> Finding:
+    """The Finding of ``values`` (every field, in order, each already of its type; ``fields`` a dict of the
+    caller's own), made without validation: pydantic's model_construct for a caller that gives every field. The
+    scanner makes one per distinct matched line, 35,000 at 4,096 ranks: 1.3 us each instead of 2.5 validated
+    (6.4 through model_construct, which fills defaults field by field). A test checks that the scanner's findings
+    validate back to themselves."""
+    finding = Finding.__new__(Finding)
+    _set_attribute(finding, "__dict__", values)
+    _set_attribute(finding, "__pydantic_fields_set__", set(_FINDING_FIELDS))
+    _set_attribute(finding, "__pydantic_extra__", None)
+    _set_attribute(finding, "__pydantic_private__", None)
+    return finding

@@ -102,3 +102,29 @@ def test_a_ten_megabyte_line_is_matched_in_bounded_pieces(matcher: Matcher) -> N
 
 def test_empty_input_finds_nothing(matcher: Matcher) -> None:
     assert _scan(matcher, b"", 10) == []
+
+
+def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
+    """Findings are made without validation (schemas.findings.constructed_finding): each must validate back to
+    itself, field types and all, and own its fields dict."""
+    from pathlib import Path
+
+    from bench.generate import generate
+    from firstfault.engine import default_matcher, scan_sources
+    from ingest.files import expand
+    from schemas.findings import Finding
+
+    assert isinstance(tmp_path, Path)
+    generate(tmp_path, ranks=16, size=10**6, seed=2, failure="cuda_oom", quiet=True)
+    twice = tmp_path / "logs" / "node000" / "rank0.log"  # every line again: a repeat shares its first's LineMatch
+    twice.write_bytes(twice.read_bytes() * 2)
+    example = Path(__file__).resolve().parents[2] / "examples"
+    found = [f for path in (tmp_path / "logs", example)
+             for r in scan_sources(default_matcher(), expand([str(path)]), 2026).results for f in r.findings]
+    assert len(found) > 50 and any(f.fields for f in found) and any(f.time for f in found)
+    for f in found:
+        again = Finding.model_validate(f.model_dump())
+        assert again == f and again.model_dump_json() == f.model_dump_json()
+        assert f.model_fields_set == set(Finding.model_fields)
+    # each its own dict: a repeated line's findings share one LineMatch, whose fields a reader must not change
+    assert len({id(f.fields) for f in found}) == len(found)
