@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
@@ -65,15 +66,20 @@ def _scan(matcher: Matcher, batch: Sequence[Task]) -> list[tuple[int, SourceResu
 
 def _work(matcher: Matcher, batches: Sequence[Sequence[Task]], counter: Any, out: Connection) -> None:
     """A worker: scan claimed batches until none is left, sending each batch's results; then "done"."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     try:
         while (claimed := _claim(counter, len(batches))) is not None:
             out.send(("batch", _scan(matcher, batches[claimed])))
         out.send(("done", None))
     except Exception as exc:  # sent to the parent, which raises it: a bad file fails as in one process
-        try:
-            out.send(("error", exc))
-        except Exception:  # an exception that cannot be pickled: its text still reaches the parent
-            out.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        for report in (exc, RuntimeError(f"{type(exc).__name__}: {exc}")):  # the text, if it cannot be pickled
+            try:
+                out.send(("error", report))
+                break
+            except OSError:  # the parent stopped reading: nobody to tell
+                break
+            except Exception:
+                continue
     finally:
         out.close()
 
@@ -99,6 +105,12 @@ class _Receiver(threading.Thread):
                 try:
                     kind, payload = reader.recv()
                 except (EOFError, OSError):  # the worker ended, done or not (killed: the parent rescans)
+                    open_readers.remove(reader)
+                    continue
+                except Exception as exc:  # results that do not unpickle: raised in the parent; closing the pipe
+                    self.errors.append(exc)  # ends the worker at its next send, so that nobody waits on it
+                    self._stop()
+                    reader.close()
                     open_readers.remove(reader)
                     continue
                 if kind == "batch":

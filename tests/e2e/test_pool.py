@@ -155,3 +155,34 @@ def test_an_error_in_a_worker_is_raised_in_the_parent(tmp_path: Path, monkeypatc
     _in_child_only(monkeypatch, fail)
     with pytest.raises(UsageError, match=r"^rank3\.log: cannot read: simulated$"):
         scan_sources(default_matcher(), expand([str(logs)]), 2026, jobs=2)
+
+
+def _explode() -> None:
+    raise ValueError("a result that does not unpickle")
+
+
+class _Unreadable:
+    def __reduce__(self) -> tuple[Callable[[], None], tuple[()]]:
+        return _explode, ()
+
+
+def test_results_the_parent_cannot_read_fail_the_scan_instead_of_hanging(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from firstfault import pool
+
+    generate(tmp_path, ranks=16, size=10**6, seed=5, failure="oom_kill", quiet=True)
+    parent, real = os.getpid(), pool._scan
+
+    def scan(matcher: object, batch: list[tuple[int, Source, int, int]]) -> object:
+        out = real(matcher, batch)  # type: ignore[arg-type]
+        if os.getpid() != parent:
+            out[0][1].structured.append(_Unreadable())  # type: ignore[arg-type]
+        else:
+            import time
+
+            time.sleep(0.05)
+        return out
+
+    monkeypatch.setattr(pool, "_scan", scan)
+    with pytest.raises(ValueError, match="does not unpickle"):
+        scan_sources(default_matcher(), expand([str(tmp_path / "logs")]), 2026, jobs=2)
