@@ -49,7 +49,9 @@ class Finding(BaseModel):
     event: int = 0  # line number of the first line of the event (traceback, multi-line message) it belongs to
 
 
-_FINDING_FIELDS = tuple(Finding.model_fields)
+# Every field set, shared by the findings made below: a frozen model never adds to it (pydantic refuses the
+# assignment first, and model_copy copies the set), and the pool pickles it once per batch instead of per finding.
+_EVERY_FIELD = set(Finding.model_fields)
 _set_attribute = object.__setattr__  # what pydantic's own model_construct sets a frozen model's slots with
 
 
@@ -61,7 +63,7 @@ def constructed_finding(values: dict[str, Any]) -> Finding:
     validate back to themselves."""
     finding = Finding.__new__(Finding)
     _set_attribute(finding, "__dict__", values)
-    _set_attribute(finding, "__pydantic_fields_set__", set(_FINDING_FIELDS))
+    _set_attribute(finding, "__pydantic_fields_set__", _EVERY_FIELD)
     _set_attribute(finding, "__pydantic_extra__", None)
     _set_attribute(finding, "__pydantic_private__", None)
     return finding
