@@ -96,3 +96,15 @@ def test_shape_shares_texts_that_differ_in_hex_digits_and_reads_each_rightly(see
     assert templates.shape(own) == (templates.template(own), templates.gravity(own))
     assert templates.shape("0x1 frame \0\0\0 x") == (templates.template("0x1 frame \0\0\0 x"),
                                                     templates.gravity("0x1 frame \0\0\0 x"))
+
+
+def test_shape_reads_texts_that_are_not_ascii_as_template_and_gravity_do() -> None:
+    """The layout is taken from the text's UTF-8 bytes: other scripts' digits (which `\\d` reads), replacement
+    characters and lone surrogates must still give each text its own template."""
+    from correlator import templates
+
+    templates._shapes.clear()
+    texts = ["rank ٣ failed at 0x1f ✗", "rank ٤ failed at 0x2e ✗", "rank 3 failed at 0x3d ✗", "ошибка 12 fatal",
+             "ошибка 97 fatal", "bad \ufffd\ufffd 0x12 error", "lone \ud800 surrogate 5 error", "Ⅻ 12 aborted"]
+    for text in texts * 2:
+        assert templates.shape(text) == (templates.template(text), templates.gravity(text)), text
