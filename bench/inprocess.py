@@ -49,11 +49,21 @@ def run_matcher(matcher: Any, files: Sequence[Path]) -> dict[str, Any]:
 
 
 def run_scan(matcher: Any, files: Sequence[Path], logs: Path) -> dict[str, Any]:
-    """The whole per-source reading path diagnose uses (SourceScanner: matcher + speakers/timestamps/findings)."""
+    """The whole per-source reading path diagnose uses (SourceScanner: matcher + speakers/timestamps/findings),
+    with the cyclic collector off as the CLI has it (firstfault.memtune.no_collections): with it on, walking the
+    records kept so far made this row slower than the whole `diagnose --jobs 1`."""
+    import gc
+
     from firstfault.engine import scan_sources
     from ingest.files import Source
 
-    scan = scan_sources(matcher, [Source(str(p.relative_to(logs)), p) for p in files], 2026)
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        scan = scan_sources(matcher, [Source(str(p.relative_to(logs)), p) for p in files], 2026)
+    finally:
+        if was_on:
+            gc.enable()
     return {"findings": sum(len(r.findings) for r in scan.results),
             "context_records": sum(len(r.context) for r in scan.results)}
 
