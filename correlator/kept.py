@@ -5,7 +5,8 @@ Context kinds the correlator only folds into maps and sets (correlator/identity.
 the largest line number, membership. Such a fold gives the same result over any subsequence that keeps, in
 order, the first and the last occurrence of every distinct (kind, fields, speaker) row; so a source keeps only
 those two of each, and NCCL's channel and sub-communicator set-up lines, printed again every few steps, stop
-growing memory. Not folded: pg_status (clock medians), store_remote, worker_failed and table_* (line numbers and
+growing memory. Kinds read only into sets and first-wins maps (FIRST_ONLY_KINDS) need no last occurrence: they
+keep their first alone (at 4,096 ranks that halves the ring and channel records). Not folded: pg_status (clock medians), store_remote, worker_failed and table_* (line numbers and
 counts matter).
 
 `errorish` lines are kept once per (speaker, template, gravity, catalogued): the differential view weighs each
@@ -23,6 +24,9 @@ from correlator.speakers import Who
 
 FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
                           "k8s_node"})
+# Folded kinds whose readers take only sets and first-wins maps (identity.py: ring ranks, interface sets,
+# setdefault of addresses and nodes, SIGTERMed pids; nothing reads nccl_version): a row's first occurrence is all.
+FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker_sigterm", "k8s_node"})
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
 
@@ -72,6 +76,8 @@ class KeptContext:
             return True
         if row not in self._first:
             return False
+        if kind in FIRST_ONLY_KINDS:
+            return True
         last = self._last.get(row)
         if last is None or last[0] < position:
             self._last[row] = (position, line_no, time, text)

@@ -111,3 +111,39 @@ def test_a_folded_error_line_carries_its_template_and_gravity() -> None:
     [error] = [c for c in result.context if c.kind == "errorish"]
     assert (error.fields["template"], error.fields["gravity"]) == (template(error.text), gravity(error.text))
     assert "template" not in _scan("rank2.log", [LOGS["rank2.log"].encode()], fold=False).context[0].fields
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_identity_map_of_folded_records_is_the_one_of_every_record(seed: int) -> None:
+    """Folding keeps a row's first and last occurrence, and only the first of kinds read into sets: random
+    sequences of NCCL set-up records, rows repeated and interleaved, several processes, ring-only processes among
+    them, must give the identity map that every record gives."""
+    import random
+
+    from correlator.identity import build_identity
+    from correlator.kept import ContextRecord, KeptContext, fold_row
+    from correlator.speakers import Who
+
+    rng = random.Random(seed)
+    speakers = [Who(rng.choice([None, 0, 1]), rng.choice(["node1", "node2"]), rng.choice([11, 12, 13]),
+                    rng.choice([0, 1])) for _ in range(5)]
+    kinds = {
+        "nccl_comm": lambda: {"rank": rng.randrange(4), "nranks": rng.choice([2, 8]), "device": rng.randrange(2)},
+        "nccl_busid": lambda: {"rank": rng.randrange(4), "bus": rng.choice(["1b000", "3d000"])},
+        "nccl_ring": lambda: {"rank": rng.randrange(4)},
+        "nccl_using": lambda: {"detail": rng.choice(["eth0:10.0.0.1<0>", "[0]ib0:10.0.1.2<0>", "OOB eth1:10.0.0.9"])},
+        "worker_sigterm": lambda: {"pid": rng.choice([11, 12]), "signal": "SIGTERM"},
+        "k8s_node": lambda: {"host": rng.choice(["node1", "node2"])},
+    }
+    pool = [(kind, make(), rng.choice(speakers)) for kind, make in kinds.items() for _ in range(3)]
+    every, kept = [], KeptContext()
+    for line_no, (kind, fields, who) in enumerate(rng.choice(pool) for _ in range(300)):
+        rec = ContextRecord(kind, fields, "a.log", line_no, who, None)
+        every.append(rec)
+        row = fold_row(kind, fields, who)
+        assert row is not None
+        if not kept.repeat(kind, row, line_no, None, "", line_no):
+            kept.add(rec, row, line_no)
+    folded = kept.records()
+    assert len(folded) < len(every)
+    assert vars(build_identity(folded)) == vars(build_identity(every))
