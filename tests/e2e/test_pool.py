@@ -186,3 +186,15 @@ def test_results_the_parent_cannot_read_fail_the_scan_instead_of_hanging(
     monkeypatch.setattr(pool, "_scan", scan)
     with pytest.raises(ValueError, match="does not unpickle"):
         scan_sources(default_matcher(), expand([str(tmp_path / "logs")]), 2026, jobs=2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_progress_counts_every_byte_once_whoever_scans_it(tmp_path: Path, jobs: int) -> None:
+    """The progress bar of `diagnose` (text output on a terminal) ends at 100%: the parent reports the bytes of
+    the files it scans and of the results its workers sent."""
+    generate(tmp_path, ranks=32, size=2 * 10**6, seed=4, failure="oom_kill", quiet=True)
+    sources = expand([str(tmp_path / "logs")])
+    reported: list[int] = []
+    scan_sources(default_matcher(), sources, 2026, progress=reported.append, jobs=jobs)
+    assert sum(reported) == sum(s.path.stat().st_size for s in sources if s.path is not None)
+    assert len(reported) > 1
