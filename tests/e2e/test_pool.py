@@ -19,13 +19,15 @@ from ingest.files import Source, expand
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 
 
-def _everything(path: Path, jobs: int) -> tuple[list[dict[str, object]], list[tuple[object, ...]]]:
-    """Every finding (with its order and event) and every context record, source by source."""
+def _everything(path: Path, jobs: int) -> tuple[list[object], list[dict[str, object]], list[tuple[object, ...]]]:
+    """Every source (its lines and bytes), every finding (with its order and event) and every context record,
+    source by source."""
     scan = scan_sources(default_matcher(), expand([str(path)]), 2026, jobs=jobs)
+    sources: list[object] = [(r.source, r.lines, r.bytes) for r in scan.results]
     findings = [f.model_dump() for r in scan.results for f in r.findings]
     context = [(c.source, c.kind, c.line_no, c.text, repr(c.fields), c.who, c.time)
                for r in scan.results for c in r.context]
-    return findings, context
+    return sources, findings, context
 
 
 def _diagnose(path: Path, *flags: str) -> dict[str, object]:
@@ -37,7 +39,7 @@ def _diagnose(path: Path, *flags: str) -> dict[str, object]:
 
 def test_the_bundled_example_reads_the_same_in_a_pool() -> None:
     one = _everything(EXAMPLE, 1)
-    assert one[0], "the example should have findings"
+    assert one[1], "the example should have findings"
     assert _everything(EXAMPLE, 2) == one
     assert _everything(EXAMPLE, 3) == one
 
@@ -130,14 +132,16 @@ def test_a_worker_killed_mid_scan_loses_nothing(tmp_path: Path, monkeypatch: pyt
     generate(tmp_path / "job", ranks=32, size=2 * 10**6, seed=5, failure="oom_kill", quiet=True)
     logs = tmp_path / "job" / "logs"
     one = _everything(logs, 1)
-    names = [s.name for s in expand([str(logs)])]
-    for victim in (names[0], names[len(names) // 2], names[-1]):  # a worker dies with its first batch or a later
+    # Batches go largest file first, and the parent takes the first: the victims are the three smallest files.
+    by_size = sorted(expand([str(logs)]), key=lambda s: s.path.stat().st_size if s.path else 0)
+    for victim in (s.name for s in by_size[:3]):
         marker = tmp_path / f"killed-{victim.replace('/', '_')}"
 
         def die(marker: Path = marker) -> None:
             marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
 
+        monkeypatch.undo()  # the real scan again: one dying worker per run
         _in_child_only(monkeypatch, die, victim)
         assert _everything(logs, 3) == one
         assert marker.exists(), "a worker should have reached the file it dies on"
