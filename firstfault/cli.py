@@ -98,7 +98,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     except ImportError as exc:  # only when asked for by name: auto falls back
         raise UsageError(f"--engine {args.engine} cannot load here ({exc}); --engine auto uses what can") from exc
     no_collections()  # after start-up, so that what it built is frozen; pool workers inherit it too
-    total = sum(s.path.stat().st_size for s in sources if s.path is not None)
+    total = sum(s.length() for s in sources)
     show_progress = args.format == "text" and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     if show_progress:
         from rich.console import Console

@@ -96,7 +96,7 @@ def pool_size(sources: list[Source], jobs: int | None) -> int:
     if len(sources) < 2 or any(s.path is None for s in sources):
         return 1
     if jobs is None:
-        if sum(s.path.stat().st_size for s in sources if s.path is not None) < POOL_MIN_BYTES:
+        if sum(s.length() for s in sources) < POOL_MIN_BYTES:
             return 1
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(jobs, len(sources)))

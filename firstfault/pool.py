@@ -138,7 +138,7 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
     # Largest files first, so that no process is left with a big file at the end while the others idle.
-    sizes = [s.path.stat().st_size if s.path is not None else 0 for s in sources]
+    sizes = [s.length() for s in sources]
     order = sorted(range(len(sources)), key=lambda i: -sizes[i])
     tasks = [(i, sources[i], year, order_base(i)) for i in order]
     # Batches, not single files: a message per file cost ~1.5 ms of CPU each (5,120 rank logs of 200 kB).

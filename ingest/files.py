@@ -20,6 +20,13 @@ _SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
 class Source:
     name: str  # what evidence cites: the path as given, relative inside a directory
     path: Path | None  # None for stdin
+    size: int | None = None  # bytes on disk when expand listed it: progress, the pool's choice and its order
+
+    def length(self) -> int:
+        """Its size in bytes as listed, else as on disk now; 0 for stdin or a file that cannot be read."""
+        if self.size is not None:
+            return self.size
+        return (_size(self.path) or 0) if self.path is not None else 0
 
 
 def _open(path: Path) -> BinaryIO:
@@ -32,6 +39,14 @@ def _open(path: Path) -> BinaryIO:
             raise UsageError(f"{path}: reading .zst needs the 'zstandard' package") from exc
         return zstandard.ZstdDecompressor().stream_reader(path.open("rb"))  # type: ignore[no-any-return,unused-ignore]
     return path.open("rb", buffering=0)  # chunks reads whole blocks: a buffer in between only copies them
+
+
+def _size(path: Path) -> int | None:
+    """None where it cannot be read (a dangling link, a file gone since it was listed): reading it reports that."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def expand(paths: list[str]) -> list[Source]:
@@ -50,11 +65,12 @@ def expand(paths: list[str]) -> list[Source]:
                     found.append(Path(root) / name)
             if not found:
                 raise UsageError(f"{raw}: directory holds no files")
-            sources.extend(Source(str(p.relative_to(path)) if len(paths) == 1 else str(p), p) for p in found)
+            sources.extend(Source(str(p.relative_to(path)) if len(paths) == 1 else str(p), p, _size(p))
+                           for p in found)
         elif path.is_file():
             if not os.access(path, os.R_OK):
                 raise UsageError(f"{raw}: permission denied")
-            sources.append(Source(path.name if len(paths) == 1 else str(path), path))
+            sources.append(Source(path.name if len(paths) == 1 else str(path), path, _size(path)))
         else:
             raise UsageError(f"{raw}: no such file or directory")
     return sources

@@ -90,7 +90,7 @@ def ship_logs(transport: Transport, job_id: str, paths: list[str], given: Overri
             transport.send_shard(shard)
             shipped.shards += 1
             shipped.sent_bytes += len(shard.model_dump_json())
-        shipped.file_bytes += sum(s.path.stat().st_size for s in sources if s.path is not None)
+        shipped.file_bytes += sum(s.length() for s in sources)
     transport.close()
     return shipped
 

@@ -202,3 +202,15 @@ def test_progress_counts_every_byte_once_whoever_scans_it(tmp_path: Path, jobs: 
     scan_sources(default_matcher(), sources, 2026, progress=reported.append, jobs=jobs)
     assert sum(reported) == sum(s.path.stat().st_size for s in sources if s.path is not None)
     assert len(reported) > 1
+
+
+def test_a_dangling_link_in_a_directory_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    """Sizes are read once, when the directory is listed (progress, the pool's choice and order): a link to a file
+    that is gone must still fail as reading it does, in one process and in the pool."""
+    (tmp_path / "rank0.log").write_text("step 1 loss 2.0\n")
+    (tmp_path / "rank1.log").symlink_to(tmp_path / "gone.log")
+    for jobs in ("1", "2"):
+        p = subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(tmp_path), "--jobs", jobs],
+                           capture_output=True, timeout=60)
+        assert p.returncode == 2
+        assert p.stderr == b"firstfault: error: rank1.log: No such file or directory\n"
