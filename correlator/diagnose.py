@@ -10,8 +10,7 @@ from catalog.loader import Catalog
 from catalog.model import Scope, Signature
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
-from correlator.identity import IdentityMap, build_identity
-from correlator.kept import ContextRecord
+from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
@@ -47,16 +46,13 @@ def diagnose(
     if job is not None:
         exit_codes = exit_codes if exit_codes is not None else job.exit_codes
         rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
-    ids = build_identity(context, rank_hosts, exit_codes)
+    of_kind = records_by_kind(context)  # each step below reads records of one or two kinds: those alone
+    ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     if not failures:
         return _unknown(results, ids)
-    # Each step below reads records of one or two kinds: each gets those alone, not another pass over all of them.
-    of_kind: dict[str, list[ContextRecord]] = defaultdict(list)
-    for rec in context:
-        of_kind[rec.kind].append(rec)
-    progress, comms, errors = of_kind["pg_status"], of_kind["nccl_comm"], of_kind["errorish"]
+    progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
     failures += lag_events(collective_lags(progress, results, failures, ids), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, comms)

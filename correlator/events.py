@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from operator import attrgetter
+from typing import Any
 
 from catalog.loader import Catalog
 from catalog.model import Implicates, Scope, Signature
@@ -16,6 +18,9 @@ from correlator.reading import event_rank
 from schemas.findings import Finding, Role, Speaker
 
 NOT_JOINED = "pytorch.c10d.desync_not_joined"
+_UNRANKED: Any = object()  # a (signature, generic, role) not looked up yet
+_ORDER = attrgetter("order")
+_BEST_ORDER = attrgetter("best.order")
 
 
 @dataclass(frozen=True)
@@ -118,26 +123,38 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
     groups: dict[tuple[str, int], list[Finding]] = defaultdict(list)
     for f in findings:
         groups[(f.source, f.event)].append(f)
+    # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once.
+    ranked: dict[tuple[str, bool, Role], tuple[tuple[int, int, int, int], Signature] | None] = {}
     events = []
     for members in groups.values():
-        scored = []
+        best: Finding | None = None
+        best_key: tuple[tuple[int, int, int, int], int] | None = None
+        sig: Signature | None = None
+        waiting: Finding | None = None  # the earliest line of the event that waits on the main process
         for f in members:
-            sig = catalog.get(f.signature)
-            if sig is not None:
-                scored.append((event_rank(f, sig), -f.order, f, sig))
-        if not scored:
+            facts = ranked.get((f.signature, f.generic, f.role), _UNRANKED)
+            if facts is _UNRANKED:
+                found = catalog.get(f.signature)
+                facts = ranked[(f.signature, f.generic, f.role)] = (
+                    None if found is None else (event_rank(f, found), found))
+            if facts is None:
+                continue
+            key = (facts[0], -f.order)
+            if best_key is None or key > best_key:
+                best, best_key, sig = f, key, facts[1]
+            if facts[1].implicates is Implicates.MAIN and (waiting is None or f.order < waiting.order):
+                waiting = f
+        if best is None or sig is None:
             continue
-        _, _, best, sig = max(scored, key=lambda t: (t[0], t[1]))
         reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
-        ev = Event(best, sig, sorted(members, key=lambda x: x.order), reporter)
+        ordered = members if len(members) == 1 else sorted(members, key=_ORDER)
+        ev = Event(best, sig, ordered, reporter)
         _implicated(ev, ids)
         # A traceback through such a frame usually ends in the timeout it led to, which is the event's best line.
-        waiting = next((f for _, _, f, s in sorted(scored, key=lambda t: t[2].order)
-                        if s.implicates is Implicates.MAIN), None)
         if waiting is not None and reporter.rank != 0:
             ev.waits_on = (_target(0, None, ids), waiting)
         events.append(ev)
-    events.sort(key=lambda e: e.best.order)
+    events.sort(key=_BEST_ORDER)
     return events
 
 
