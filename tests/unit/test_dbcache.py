@@ -3,15 +3,17 @@ unwritable cache only costs the compile, never a different finding."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from catalog.dbcache import BlobCache, cache_key
-from catalog.engine import HyperscanEngine
+from catalog.engine import HyperscanEngine, expressions
 from catalog.loader import default_catalog, load_catalog
 from catalog.matcher import LineMatch, Matcher
+from catalog.rewrite import hyperscan_expression
 from firstfault.engine import build_matcher, cache_dir, cached_catalog
 from schemas.errors import CatalogError
 from tests.unit.hs_engines import HS_ENGINES, require
@@ -59,12 +61,14 @@ def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pyte
                                                ) -> None:
     cache = BlobCache(tmp_path / "firstfault")
     cold = build_matcher(default_catalog(), engine, cache)
-    assert len(_entries(cache.directory)) == 3  # the database, the self-check verdict, the database with literals
+    # the rewritten expressions, the database, the self-check verdict, the database with literals
+    assert len(_entries(cache.directory)) == 4
 
     def no_compiling(*args: object) -> None:
         raise AssertionError("compiled although the cache holds the database")
 
     monkeypatch.setattr(HyperscanEngine, "_compile", no_compiling)
+    monkeypatch.setattr("catalog.engine.hyperscan_expression", no_compiling)
     monkeypatch.setattr("catalog.matcher.ReEngine", no_compiling)  # the self-check's reference scan
     warm = build_matcher(default_catalog(), engine, cache)
     assert warm.rescued == cold.rescued == rescued > 0
@@ -99,6 +103,21 @@ def test_a_valid_entry_that_hyperscan_rejects_is_compiled_again(
     assert _matches(build_matcher(default_catalog(), engine, cache)) == uncached
     payload = cache.get(key)
     assert payload is not None and len(payload) > 1000
+
+
+@pytest.mark.parametrize("stored", [b'["not hex"]', b'["00"]', b"{}", b"\xff"])
+def test_valid_entries_of_wrong_expressions_are_rewritten(tmp_path: Path, stored: bytes) -> None:
+    """A checksum-valid expressions entry that is not one hex expression per pattern is ignored and replaced."""
+    patterns = [r"NCCL WARN (?P<what>.+)", r"^Killed process (\d+)"]
+    expected = [hyperscan_expression(p) for p in patterns]
+    cache = BlobCache(tmp_path)
+    assert expressions(patterns, cache) == expected
+    [entry] = _entries(tmp_path)
+    cache.put(entry.stem, stored)
+    assert expressions(patterns, cache) == expected
+    assert expressions(patterns, cache) == expected
+    assert json.loads(cache.get(entry.stem) or b"") == [e.hex() for e in expected]
+    assert expressions(patterns[:1], cache) == expected[:1]  # other patterns, another entry
 
 
 def test_an_unwritable_cache_directory_is_ignored(
