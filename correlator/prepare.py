@@ -14,6 +14,7 @@ from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE
 from schemas.findings import Role
 
+_NO_OFFSET = timedelta(0)
 STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
 
 
@@ -65,7 +66,7 @@ def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
         if rec.kind != "errorish" or (rec.source, rec.line_no) in known:
             continue
         if rec.time is not None and start is not None:
-            if rec.time - offsets.get(rec.who.host, timedelta(0)) <= start:
+            if rec.time - offsets.get(rec.who.host, _NO_OFFSET) <= start:
                 out.append(rec)
         elif rec.line_no < first_line.get(rec.source, 1 << 62):
             out.append(rec)
@@ -73,6 +74,7 @@ def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
 
 
 def when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
-    if ev.best.time is None or ev.best.clock != "wall":
+    best = ev.best
+    if best.time is None or best.clock != "wall":
         return None
-    return ev.best.time - offsets.get(ev.reporter.host, timedelta(0))
+    return best.time - offsets.get(ev.reporter.host, _NO_OFFSET)
