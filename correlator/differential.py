@@ -69,8 +69,9 @@ def differential(records: list[ContextRecord], named_only: bool = False,
         return None
     shapes = _Shapes([*errors, *(early or [])])
     # Each record's speaker and (template, gravity), read once: 22,000 error records at 4,096 ranks.
-    spoken = [((w.rank, None) if w.rank is not None else (None, w.host), shapes[rec.text], rec)
-              for rec in errors for w in (rec.who,)]
+    spoken: list[tuple[tuple[int | None, str | None], tuple[str, int], ContextRecord]] = [
+        ((w.rank, None) if w.rank is not None else (None, w.host), shapes[rec.text], rec)
+        for rec in errors for w in (rec.who,)]
     seen_on: dict[str, set[tuple[int | None, str | None]]] = defaultdict(set)
     for key, row, _ in spoken:
         seen_on[row[0]].add(key)
