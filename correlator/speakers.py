@@ -90,7 +90,7 @@ def read_speaker(line: str, base: Who) -> Who:
 
 def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     """Who printed ``line`` (read_speaker), and the line without its launcher prefixes (read_prefixes)."""
-    if m := _NCCL.match(line[:200]):
+    if m := _NCCL.match(line, 0, 200):  # endpos, not line[:200]: matched as the slice would be, without copying
         # Most distinct lines of a big job start with NCCL's header, and no launcher prefix can match a line that
         # does (each needs "(", "[", "N: " or "host: " first): read_prefixes would return the line as it is.
         who = Who(base.rank, m["host"], int(m["pid"]), int(m["dev"]))
@@ -98,8 +98,7 @@ def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
             who = Who(int(r["rank"]), who.host, who.pid, who.device)
         return who, line
     who, rest = read_prefixes(line, base)
-    head = rest[:200]
-    if _NCCL_HINT.search(head) and (m := _NCCL.search(head)):
+    if _NCCL_HINT.search(rest, 0, 200) and (m := _NCCL.search(rest, 0, 200)):
         who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]))
     elif m := _SYSLOG_HOST.match(rest):
         who = Who(who.rank, m["host"], who.pid, who.device)

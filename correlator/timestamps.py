@@ -60,6 +60,7 @@ def _tz(text: str | None) -> timedelta:
     return sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4]))
 
 
+HEAD = 160  # a stamp is looked for in a line's first 160 characters: each search's endpos (no copy of them)
 STAMP_MEMO = 4096
 # glog stamps already read: the lines of one failure on one rank share theirs (seven per rank at 4,096 ranks),
 # and then share one datetime too, which the pool's workers pickle once.
@@ -71,15 +72,14 @@ def parse_timestamp(line: str, year: int) -> Stamp | None:
 
     ``year`` fills formats that print none (glog, syslog, vLLM's MM-DD).
     """
-    head = line[:160]
-    if m := _BOOT.match(head):
+    if m := _BOOT.match(line, 0, HEAD):
         return Stamp(BOOT_EPOCH + timedelta(seconds=float(m["sec"])), "boot")
-    if not _CLOCK_HINT.search(head) or not _CLOCK.search(head):
+    if not _CLOCK_HINT.search(line, 0, HEAD) or not _CLOCK.search(line, 0, HEAD):
         return None
-    if m := _ISO.search(head):
+    if m := _ISO.search(line, 0, HEAD):
         t = _safe(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), _frac(m["f"]))
         return Stamp(t - _tz(m["tz"]), "wall") if t else None
-    if m := _GLOG.search(head):  # PyTorch's C++ lines: the commonest stamp among distinct lines
+    if m := _GLOG.search(line, 0, HEAD):  # PyTorch's C++ lines: the commonest stamp among distinct lines
         key = (m.group(0), year)  # the stamp is read from these characters alone
         if key in _glog_stamps:
             return _glog_stamps[key]
@@ -89,14 +89,14 @@ def parse_timestamp(line: str, year: int) -> Stamp | None:
             _glog_stamps.clear()
         stamp = _glog_stamps[key] = Stamp(t, "wall") if t else None
         return stamp
-    if m := _CTIME.search(head):
+    if m := _CTIME.search(line, 0, HEAD):
         t = _safe(int(m["y"]), MONTHS.get(m["mon"], 0), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), 0)
         return Stamp(t, "wall") if t else None
-    if m := _SYSLOG.match(head):
+    if m := _SYSLOG.match(line, 0, HEAD):
         month = MONTHS.get(m["mon"])
         t = _safe(year, month, int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), 0) if month else None
         return Stamp(t, "wall") if t else None
-    if m := _MMDD.match(head):
+    if m := _MMDD.match(line, 0, HEAD):
         t = _safe(year, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), 0)
         return Stamp(t, "wall") if t else None
     return None
