@@ -104,6 +104,7 @@ class SourceScanner:
         self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
         self._buffer_no = 0
         self._speakers: dict[Who, Speaker] = {}  # frozen models: shared by the findings of one speaker
+        self._whos: dict[Who, Who] = {}  # each speaker's one Who
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
@@ -272,6 +273,8 @@ class SourceScanner:
         if plan is None:
             line = line_text(raw) if self._matcher.may_be_sibling(lm) else lm.text  # decoded once, in spans
             who, stamp = _read_who_and_stamp(line, self._base, owner, self._year)
+            # One Who per speaker: the records of a rank's thousands of lines share it, and the pool pickles it once
+            who = self._whos.setdefault(who, who) if len(self._whos) < SAID_MEMO else who
             text = line.strip()[:500]
             catalogued = lm.signature is not None and not lm.signature.generic
             contexts = [self._context_of(kind, captures, who, text, catalogued)

@@ -20,12 +20,12 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 
 
 def _everything(path: Path, jobs: int) -> tuple[list[object], list[dict[str, object]], list[tuple[object, ...]]]:
-    """Every source (its lines and bytes), every finding (with its order and event) and every context record,
-    source by source."""
+    """Every source (its lines and bytes), every finding (with its order and event) and every context record
+    (with its type and its speaker's: workers send records as plain tuples), source by source."""
     scan = scan_sources(default_matcher(), expand([str(path)]), 2026, jobs=jobs)
     sources: list[object] = [(r.source, r.lines, r.bytes) for r in scan.results]
     findings = [f.model_dump() for r in scan.results for f in r.findings]
-    context = [(c.source, c.kind, c.line_no, c.text, repr(c.fields), c.who, c.time)
+    context = [(type(c), type(c.who), c.source, c.kind, c.line_no, c.text, repr(c.fields), c.who, c.time)
                for r in scan.results for c in r.context]
     return sources, findings, context
 
