@@ -6,6 +6,8 @@ The parent scans too (``workers - 1`` children): what it scans itself is never p
 results back cost a third of the scan phase when every core ran a child, and the parent's unpickling competed
 with them for the cores. Batches are claimed, not dealt: a process slowed by receiving takes fewer.
 
+Workers send each batch's results at once, their context records as plain tuples (see _packed).
+
 Workers are forked: they inherit the compiled matcher (Hyperscan database, scratch, compiled regexes) instead of
 building their own or receiving it pickled. Where fork does not exist, the caller scans in-process.
 """
@@ -81,7 +83,7 @@ def _packed(results: list[tuple[int, SourceResult]]) -> list[Packed]:
     return out
 
 
-def _unpacked(index: int, result: SourceResult, records: list[tuple[Any, ...]]) -> SourceResult:
+def _unpacked(result: SourceResult, records: list[tuple[Any, ...]]) -> SourceResult:
     result.context = [_new_tuple(ContextRecord, rec) for rec in records]
     return result
 
@@ -126,6 +128,8 @@ class _Receiver(threading.Thread):
                 assert isinstance(reader, Connection)
                 try:
                     kind, payload = reader.recv()
+                    if kind == "batch":
+                        payload = [(index, _unpacked(result, records)) for index, result, records in payload]
                 except (EOFError, OSError):  # the worker ended, done or not (killed: the parent rescans)
                     open_readers.remove(reader)
                     continue
@@ -136,10 +140,10 @@ class _Receiver(threading.Thread):
                     open_readers.remove(reader)
                     continue
                 if kind == "batch":
-                    for packed in payload:
-                        self._results[packed[0]] = _unpacked(*packed)
+                    for index, result in payload:
+                        self._results[index] = result
                     with self._lock:
-                        self.received += sum(packed[1].bytes for packed in payload)
+                        self.received += sum(result.bytes for _, result in payload)
                 elif kind == "error":
                     self.errors.append(payload)
                     self._stop()
