@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,23 @@ def test_markdown_report() -> None:
     p = run("diagnose", str(EXAMPLE), "--format", "markdown")
     assert p.returncode == 0
     assert p.stdout.decode().startswith("## ")
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "markdown"])
+def test_a_short_report_is_written_whole_through_a_pipe(tmp_path: Path, fmt: str) -> None:
+    """The console script ends a diagnosis with os._exit (it skips freeing what it read): whatever is still in
+    stdout's buffer must be flushed first. Buffered as a pipe is by default, not as PYTHONUNBUFFERED leaves it."""
+    log = tmp_path / "rank0.log"
+    log.write_text("step 1 loss 2.5\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    p = subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(log), "--format", fmt],
+                       capture_output=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert 0 < len(p.stdout) < 8192, "a report shorter than the buffer, which nothing else would flush"
+    if fmt == "json":
+        assert json.loads(p.stdout)["verdict"] == "no_failure_found"
+    else:
+        assert p.stdout.endswith(b"\n")
 
 
 def test_stdin_is_read_with_dash() -> None:
