@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.child import run_child
+from bench.child import compiled_bytecode, run_child
 from bench.generate import generate, human, parse_size
 from bench.inprocess import (
     hs_scan_only,
@@ -212,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    compiled_bytecode()
     import hyperscan
 
     from catalog.loader import default_catalog
