@@ -216,9 +216,10 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
 
 
 def _hosts(ids: IdentityMap, records: Sequence[ContextRecord], init_hosts: dict[int, str]) -> None:
-    """host_of_rank as a pass over the records would leave it: each rank's host from the last init line of its
-    largest communicator, else from the first record whose speaker names both (both speak for every record of
-    a rank's file: a rank's distinct speakers are read once, in the order they first speak)."""
+    """host_of_rank as one pass over the records in order would leave it: a rank's host from the last init line
+    of its largest communicator where one was printed, else from the first record whose speaker names both rank
+    and host. Speakers are taken once each, in the order they first speak: a rank's thousands of records share
+    a few."""
     for who in dict.fromkeys(map(_WHO, records)):
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
@@ -237,9 +238,9 @@ def _metadata_exits(ids: IdentityMap, exit_codes: Mapping[str, int]) -> None:
 
 
 def _ring_ranks(ids: IdentityMap, records: list[ContextRecord]) -> None:
-    """Older logs print no init line, only rings: `Ring 00 : 2[3d000] -> 3[3e000]` says the printer is rank 2.
-    A ring's numbering is its communicator's, so it names only processes nothing else maps, and only when every
-    ring line of that process agrees."""
+    """``records``: the nccl_ring ones. Older logs print no init line, only rings: `Ring 00 : 2[3d000] ->
+    3[3e000]` says the printer is rank 2. A ring's numbering is its communicator's, so it names only processes
+    nothing else maps, and only when every ring line of that process agrees."""
     seen: dict[tuple[str, int], set[int]] = defaultdict(set)
     mapped = ids.by_host_pid  # a process mapped already is never numbered by its rings: its lines are not read
     for rec in records:
@@ -255,6 +256,7 @@ def _ring_ranks(ids: IdentityMap, records: list[ContextRecord]) -> None:
 
 
 def _device_offsets(ids: IdentityMap, records: list[ContextRecord]) -> None:
+    """``records``: the nccl_comm ones. A host's rank - cudaDev, where every mapped init line agrees on it."""
     offsets: dict[str, set[int]] = defaultdict(set)
     for rec in records:
         who = rec.who
