@@ -41,10 +41,10 @@ def _open(path: Path) -> BinaryIO:
     return path.open("rb", buffering=0)  # chunks reads whole blocks: a buffer in between only copies them
 
 
-def _size(path: Path) -> int | None:
+def _size(path: str | Path) -> int | None:
     """None where it cannot be read (a dangling link, a file gone since it was listed): reading it reports that."""
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size
     except OSError:
         return None
 
@@ -60,15 +60,8 @@ def _walk(top: Path, relative: bool) -> list[Source]:
         folder, prefix = Path(root), os.path.join(root, "")  # "" ends it with one separator
         shown_prefix = (os.path.join(within, "") if within != os.curdir else "") if relative else prefix
         for name in sorted(files):
-            found.append(Source(shown_prefix + name, folder / name, _stat_size(prefix + name)))
+            found.append(Source(shown_prefix + name, folder / name, _size(prefix + name)))
     return found
-
-
-def _stat_size(path: str) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:  # as _size
-        return None
 
 
 def expand(paths: list[str]) -> list[Source]:
