@@ -196,6 +196,17 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     # _table_rows reads each kind's cells in their order, never one kind's order against another's
     tables = [rec for kind in ("table_rank", "table_host", "table_exit") for rec in of_kind.get(kind, ())]
     _ring_ranks(ids, rings)
+    _table_exits(ids, tables)
+    _device_offsets(ids, comms)
+    for rank, host in (rank_hosts or {}).items():
+        ids.host_of_rank[int(rank)] = host
+    _fill_exit_ranks(ids)
+    _metadata_exits(ids, exit_codes or {})
+    return ids
+
+
+def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:
+    """The exits torchrun's failure tables report, and the ranks their rows map (none overriding the logs')."""
     for row in _table_rows(tables):
         ids.exits.append(row)
         if row.rank is not None:
@@ -207,12 +218,6 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
                 ids.by_pid.setdefault(row.pid, row.rank)
             if row.local_rank is not None:
                 ids.by_host_local.setdefault((row.host, row.local_rank), row.rank)
-    _device_offsets(ids, comms)
-    for rank, host in (rank_hosts or {}).items():
-        ids.host_of_rank[int(rank)] = host
-    _fill_exit_ranks(ids)
-    _metadata_exits(ids, exit_codes or {})
-    return ids
 
 
 def _hosts(ids: IdentityMap, records: Sequence[ContextRecord], init_hosts: dict[int, str]) -> None:

@@ -16,7 +16,8 @@ from correlator.speakers import Who
 
 
 def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
-    """The record-by-record loop build_identity replaced, then the same steps after it."""
+    """The record-by-record loop build_identity replaced, then the same steps after it (the table cells in
+    record order, where build_identity gives them kind by kind)."""
     ids = IdentityMap()
     comm_size: dict[tuple[str | None, int], int] = {}
     rings, comms, tables = [], [], []
@@ -60,17 +61,7 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
     identity._ring_ranks(ids, rings)
-    for row in identity._table_rows(tables):
-        ids.exits.append(row)
-        if row.rank is not None:
-            if row.host:
-                ids.host_of_rank.setdefault(row.rank, row.host)
-                if row.pid is not None:
-                    ids.by_host_pid.setdefault((row.host, row.pid), row.rank)
-            if row.pid is not None:
-                ids.by_pid.setdefault(row.pid, row.rank)
-            if row.local_rank is not None:
-                ids.by_host_local.setdefault((row.host, row.local_rank), row.rank)
+    identity._table_exits(ids, tables)  # unchanged: build_identity calls it with the tables of each kind
     identity._device_offsets(ids, comms)
     identity._fill_exit_ranks(ids)
     return ids
