@@ -7,7 +7,8 @@
 
 Prints a Markdown report to stdout and writes ``bench/out/results.json``. Data sets are generated on first use
 under ``bench/out/data`` (gitignored) and reused. Every figure is the median of ``--runs`` runs, page cache warm.
-MB = 10**6 bytes. See bench/README.md for what each column and ratio means.
+The targets' measurements (rg, Matcher.match, diagnose on the main set) are timed in the same rounds, and their
+ratios are also taken round by round (the paired_* ratios: see bench/timing.py). MB = 10**6 bytes. See bench/README.md for what each column and ratio means.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,14 @@ from bench.inprocess import (
 )
 from bench.report import fit, report
 from bench.rg import export_patterns, rg_path, rg_version, run_rg
+from bench.timing import Timing, log, paired, repeat, rounds
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
+# Ratios taken round by round: (measurement, baseline) timed in the same rounds.
+PAIRED = {"paired_matcher_over_rg_j1": ("hs_matcher", "rg_j1"),
+          "paired_diagnose_over_rg": ("diagnose", "rg"),
+          "paired_diagnose_j1_over_rg_j1": ("diagnose_j1", "rg_j1")}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -89,63 +95,6 @@ def warm(files: Iterable[Path]) -> None:
         with p.open("rb") as fh:
             while fh.read(8 << 20):
                 pass
-
-
-def log(msg: str) -> None:
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Timing helpers
-
-
-@dataclass
-class Timing:
-    name: str
-    nbytes: int
-    runs: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.runs)
-
-    @property
-    def mb_s(self) -> float:
-        return self.nbytes / 1e6 / self.median if self.runs else 0.0
-
-    @property
-    def cpu_mb_s(self) -> float:
-        """Per CPU-second: steadier than wall clock on a shared machine (for rg -j2, CPU > wall)."""
-        cpu = statistics.median(self.cpu) if self.cpu else 0.0
-        return self.nbytes / 1e6 / cpu if cpu else 0.0
-
-    def json(self) -> dict[str, Any]:
-        return {"bytes": self.nbytes, "runs_s": [round(x, 4) for x in self.runs],
-                "cpu_s": [round(x, 4) for x in self.cpu], "median_s": round(self.median, 4),
-                "mb_per_s": round(self.mb_s, 2),
-                "mb_per_cpu_s": round(self.cpu_mb_s, 2), **self.extra}
-
-
-def repeat(name: str, nbytes: int, runs: int, fn: Callable[[], dict[str, Any]]) -> Timing:
-    t = Timing(name, nbytes)
-    for i in range(runs):
-        c0, w0 = time.process_time(), time.perf_counter()
-        extra = fn()
-        w1, c1 = time.perf_counter(), time.process_time()
-        t.runs.append(w1 - w0)
-        t.cpu.append(c1 - c0 + extra.pop("_child_cpu", 0.0))
-        for k, v in extra.items():
-            if "rss" in k or "pss" in k or k == "processes":
-                t.extra[k] = max(v, t.extra.get(k, v))
-            elif i == 0:
-                t.extra[k] = v
-            elif t.extra.get(k) != v:
-                t.extra.setdefault("warning", f"run {i} gave {k}={v}, run 0 {t.extra.get(k)}")
-    log(f"  {name}: {t.mb_s:,.1f} MB/s (median {t.median:.3f} s of {runs})")
-    return t
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -264,7 +213,6 @@ def main(argv: list[str] | None = None) -> int:
                                     lambda: libhs_lines_only(hs, files))
         res["pyhs_matcher"] = repeat("python-hyperscan Matcher.match", nbytes, R, lambda: run_matcher(pyhs, files))
     res["hs_engine"] = repeat(f"{engine} engine.candidates", nbytes, R, lambda: run_engine(hs, files))
-    res["hs_matcher"] = repeat(f"{engine} Matcher.match", nbytes, R, lambda: run_matcher(hs, files))
     res["hs_scan"] = repeat(f"{engine} scan_sources (SourceScanner)", nbytes, R,
                             lambda: run_scan(hs, files, main_set.logs))
     re_files = _subset(files, a.re_mb)
@@ -275,9 +223,6 @@ def main(argv: list[str] | None = None) -> int:
                                       lambda: run_matcher(hs, re_files))
     if rg:
         log("[ripgrep, same files]")
-        res["rg"] = repeat(f"rg -c -f (default threads, {os.cpu_count()} cores)", nbytes, R,
-                           lambda: run_rg(rg, pattern_file, [main_set.logs], None))
-        res["rg_j1"] = repeat("rg -c -f -j1", nbytes, R, lambda: run_rg(rg, pattern_file, [main_set.logs], 1))
         res["rg_subset_j1"] = repeat("rg -c -f -j1 (re subset)", re_bytes, R,
                                      lambda: run_rg(rg, pattern_file, re_files, 1))
     log("[end to end]")
@@ -287,11 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     res["diagnose_tiny"] = repeat("firstfault diagnose, tiny input, warm cache (start-up)", 1, R,
                                   lambda: run_diagnose(tiny, OUT / "diagnosis-tiny.json", cache_home))
     diag_json = OUT / f"diagnosis-{main_set.root.name}.json"
-    res["diagnose"] = repeat(f"firstfault diagnose --format json (pool of {os.cpu_count()})", nbytes, R,
-                             lambda: run_diagnose(main_set.logs, diag_json, cache_home))
     j1_json = OUT / f"diagnosis-{main_set.root.name}-j1.json"
-    res["diagnose_j1"] = repeat("firstfault diagnose --format json --jobs 1", nbytes, R,
-                                lambda: run_diagnose(main_set.logs, j1_json, cache_home, "--jobs", "1"))
+    # What the targets compare is timed in the same rounds, so that each ratio is also taken round by round.
+    steps: list[tuple[str, str, int, Any]] = [
+        ("hs_matcher", f"{engine} Matcher.match", nbytes, lambda: run_matcher(hs, files)),
+        ("diagnose_j1", "firstfault diagnose --format json --jobs 1", nbytes,
+         lambda: run_diagnose(main_set.logs, j1_json, cache_home, "--jobs", "1")),
+        ("diagnose", f"firstfault diagnose --format json (pool of {os.cpu_count()})", nbytes,
+         lambda: run_diagnose(main_set.logs, diag_json, cache_home)),
+    ]
+    if rg:
+        steps.insert(0, ("rg_j1", "rg -c -f -j1", nbytes, lambda: run_rg(rg, pattern_file, [main_set.logs], 1)))
+        steps.insert(3, ("rg", f"rg -c -f (default threads, {os.cpu_count()} cores)", nbytes,
+                         lambda: run_rg(rg, pattern_file, [main_set.logs], None)))
+    log(f"[{R} rounds of: {'; '.join(name for _, name, _, _ in steps)}]")
+    res.update(rounds(steps, R))
     main_verdict = verdict(diag_json, main_set.truth)
     main_verdict["same_as_jobs_1"] = diag_json.read_text() == j1_json.read_text()
 
@@ -337,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     def cpu_ratio(x: str, y: str) -> float | None:
         return round(res[x].cpu_mb_s / res[y].cpu_mb_s, 3) if x in res and y in res and res[y].cpu_mb_s else None
 
-    ratios = {
+    ratios: dict[str, Any] = {
         "matcher_hyperscan_over_re": ratio("hs_matcher_subset", "re_matcher"),
         "matcher_hyperscan_over_rg": ratio("hs_matcher", "rg"),
         "matcher_hyperscan_over_rg_j1": ratio("hs_matcher", "rg_j1"),
@@ -349,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_diagnose_j1_over_rg_j1": cpu_ratio("diagnose_j1", "rg_j1"),
         "cpu_diagnose_over_rg": cpu_ratio("diagnose", "rg"),
     }
+    for name, (x, y) in PAIRED.items():  # the same ratios taken round by round (see bench/timing.py)
+        ratios[name] = paired(res[x], res[y]) if x in res and y in res else None
     fits = {"matcher": fit([(p["bytes"], p["matcher_s"]) for p in curve]),
             "diagnose": fit([(p["bytes"], p["diagnose_s"]) for p in curve]),
             "matcher CPU": fit([(p["bytes"], p["matcher_cpu_s"]) for p in curve]),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bench.generate import human
 
 if TYPE_CHECKING:
-    from bench.matcher import Timing
+    from bench.timing import Timing
 
 
 def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> str:
@@ -60,9 +60,12 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
         "cpu_matcher_over_rg_j1": "the same per CPU-second (steadier than wall clock on a shared machine)",
         "cpu_diagnose_j1_over_rg_j1": "MB per CPU-second, `diagnose --jobs 1` / `rg -j1`",
         "cpu_diagnose_over_rg": "MB per CPU-second, `diagnose` (pool, workers' CPU included) / `rg` (all threads)",
+        "paired_matcher_over_rg_j1": "matcher_hyperscan_over_rg_j1 taken round by round: median (range)",
+        "paired_diagnose_over_rg": "diagnose_over_rg taken round by round: median (range)",
+        "paired_diagnose_j1_over_rg_j1": "diagnose_j1_over_rg_j1 taken round by round: median (range)",
     }
     for k, val in m["ratios"].items():
-        w(f"| {k} | {'n/a' if val is None else f'{val:.3f}'} | {meanings[k]} |\n")
+        w(f"| {k} | {_ratio_text(val)} | {meanings[k]} |\n")
     w("\n### cost curve (median of runs; seconds = fixed + MB / marginal rate)\n\n")
     w("| size | files | Matcher.match MB/s | diagnose MB/s | diagnose s | diagnose CPU s | tree RSS MB | tree PSS MB "
       "| rg MB/s | correct |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
@@ -79,6 +82,14 @@ def report(results: dict[str, Any], res: dict[str, Timing], have_rg: bool) -> st
     for name, text in results.get("profiles", {}).items():
         w(f"\n<details><summary>cProfile: scan_sources with {name}</summary>\n\n```\n{text.strip()}\n```\n</details>\n")
     return out.getvalue()
+
+
+def _ratio_text(val: float | dict[str, float] | None) -> str:
+    if val is None:
+        return "n/a"
+    if isinstance(val, dict):  # a paired ratio: the median of the rounds' ratios, and their range
+        return f"{val['median']:.3f} ({val['min']:.3f}-{val['max']:.3f})"
+    return f"{val:.3f}"
 
 
 def fit(points: list[tuple[int, float]]) -> dict[str, float]:
