@@ -8,7 +8,8 @@
 Prints a Markdown report to stdout and writes ``bench/out/results.json``. Data sets are generated on first use
 under ``bench/out/data`` (gitignored) and reused. Every figure is the median of ``--runs`` runs, page cache warm.
 The targets' measurements (rg, Matcher.match, diagnose on the main set) are timed in the same rounds, and their
-ratios are also taken round by round (the paired_* ratios: see bench/timing.py). MB = 10**6 bytes. See bench/README.md for what each column and ratio means.
+ratios are also taken round by round (the paired_* ratios: see bench/timing.py). MB = 10**6 bytes. See
+bench/README.md for what each column and ratio means.
 """
 
 from __future__ import annotations

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from correlator.kept import ContextRecord
 from correlator.reading import MAX_EVENT_GAP, SourceResult
 from correlator.speakers import Who, who_from_path
-from schemas.findings import Finding
+from schemas.findings import Finding, finding_from_json, finding_json
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def result_to_json(result: SourceResult) -> dict[str, Any]:
     return {
         "lines": result.lines,
         "bytes": result.bytes,
-        "findings": [f.model_dump(mode="json") for f in result.findings],
+        "findings": [finding_json(f) for f in result.findings],
         "context": [_context_json(c) for c in result.context],
     }
 
@@ -106,13 +106,12 @@ def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int
         joined = _joined_event(merged.findings, scanned, offset)
         for row in scanned["findings"]:
             order += 1
-            finding = Finding.model_validate(row)
+            finding = finding_from_json(row)
             event = finding.event + offset
             if joined is not None and finding.event == joined[0]:
                 event = joined[1]
-            merged.findings.append(finding.model_copy(update={
-                "source": key.name, "line_no": finding.line_no + offset, "event": event, "order": order,
-            }))
+            merged.findings.append(replace(finding, source=key.name, line_no=finding.line_no + offset, event=event,
+                                           order=order))
         for row in scanned["context"]:
             record = _context_from(row)
             merged.context.append(record._replace(source=key.name, line_no=record.line_no + offset))
@@ -128,7 +127,7 @@ def _joined_event(before: Sequence[Finding], scanned: Mapping[str, Any], offset:
     the shard's first event continues that one. Returns (local event id, merged event id)."""
     if not before or not scanned["findings"]:
         return None
-    first = Finding.model_validate(scanned["findings"][0])
+    first = finding_from_json(scanned["findings"][0])
     last = before[-1]
     near = (offset - last.line_no) + first.line_no <= MAX_EVENT_GAP
     if near and first.event == first.line_no and first.speaker == last.speaker:

@@ -15,6 +15,7 @@ import pytest
 from bench.generate import generate
 from firstfault.engine import POOL_MIN_BYTES, default_matcher, pool_size, scan_sources
 from ingest.files import Source, expand
+from schemas.findings import finding_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 
@@ -24,7 +25,7 @@ def _everything(path: Path, jobs: int) -> tuple[list[object], list[dict[str, obj
     (with its type and its speaker's: workers send records as plain tuples), source by source."""
     scan = scan_sources(default_matcher(), expand([str(path)]), 2026, jobs=jobs)
     sources: list[object] = [(r.source, r.lines, r.bytes) for r in scan.results]
-    findings = [f.model_dump() for r in scan.results for f in r.findings]
+    findings = [finding_json(f) for r in scan.results for f in r.findings]
     context = [(type(c), type(c.who), c.source, c.kind, c.line_no, c.text, repr(c.fields), c.who, c.time)
                for r in scan.results for c in r.context]
     return sources, findings, context

@@ -107,12 +107,13 @@ def test_empty_input_finds_nothing(matcher: Matcher) -> None:
 def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
     """Findings are made without validation (schemas.findings.constructed_finding): each must validate back to
     itself, field types and all, and own its fields dict."""
+    from dataclasses import fields
     from pathlib import Path
 
     from bench.generate import generate
     from firstfault.engine import default_matcher, scan_sources
     from ingest.files import expand
-    from schemas.findings import Finding
+    from schemas.findings import Finding, finding_from_json, finding_json
 
     assert isinstance(tmp_path, Path)
     generate(tmp_path, ranks=16, size=10**6, seed=2, failure="cuda_oom", quiet=True)
@@ -122,9 +123,11 @@ def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
     found = [f for path in (tmp_path / "logs", example)
              for r in scan_sources(default_matcher(), expand([str(path)]), 2026).results for f in r.findings]
     assert len(found) > 50 and any(f.fields for f in found) and any(f.time for f in found)
+    names = [field.name for field in fields(Finding)]
     for f in found:
-        again = Finding.model_validate(f.model_dump())
-        assert again == f and again.model_dump_json() == f.model_dump_json()
-        assert f.model_fields_set == set(Finding.model_fields)
+        again = finding_from_json(finding_json(f))  # validated: of every field's declared type
+        assert again == f
+        assert [type(getattr(again, name)) for name in names] == [type(getattr(f, name)) for name in names]
+        assert type(again.speaker.rank) is type(f.speaker.rank) and type(again.speaker.pid) is type(f.speaker.pid)
     # each its own dict: a repeated line's findings share one LineMatch, whose fields a reader must not change
     assert len({id(f.fields) for f in found}) == len(found)
