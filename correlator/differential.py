@@ -22,33 +22,42 @@ class Suspect:
 
 
 class _Shapes(dict[str, tuple[str, int]]):
-    """Each error text's (template, gravity), computed once per diagnosis: every text is asked for three or four
-    times below, and at 4,096 ranks masking them was half the differential's time. A folded scan's records
-    carry theirs in their fields (SourceScanner): those are taken as they are."""
-
-    def __init__(self, records: list[ContextRecord]) -> None:
-        super().__init__()
-        for rec in records:
-            masked, grave = rec.fields.get("template"), rec.fields.get("gravity")
-            if isinstance(masked, str) and isinstance(grave, int):
-                self.setdefault(rec.text, (masked, grave))
+    """Each error text's (template, gravity), masked once per diagnosis, for records that do not carry theirs (an
+    unfolded scan's: see rows)."""
 
     def __missing__(self, text: str) -> tuple[str, int]:
         found = self[text] = shape(text)
         return found
 
 
-def _distinct(records: list[ContextRecord], shapes: _Shapes) -> list[ContextRecord]:
+Spoken = tuple[tuple[int | None, str | None], tuple[str, int], ContextRecord]  # (speaker key, row, record)
+
+
+def _spoken(records: list[ContextRecord]) -> list[Spoken]:
+    """Each error record's speaker key and (template, gravity) row, read once: 22,000 records at 4,096 ranks. A
+    folded scan's records carry their row in their fields (SourceScanner masks each distinct text once, in the
+    pool's workers); the others' texts are masked here, each distinct text once."""
+    shapes = _Shapes()
+    out: list[Spoken] = []
+    append = out.append
+    for rec in records:
+        fields, who = rec.fields, rec.who
+        masked, grave = fields.get("template"), fields.get("gravity")
+        row = (masked, grave) if type(masked) is str and type(grave) is int else shapes[rec.text]
+        append(((who.rank, None) if who.rank is not None else (None, who.host), row, rec))
+    return out
+
+
+def _distinct(spoken: list[Spoken]) -> list[Spoken]:
     """The first record of each (template, gravity) a speaker printed. A line repeated every step counts once:
     what points at a speaker is how many different error lines it alone printed and how grave they read, not
     how chatty one of them is (the scanner already keeps one record per such row, with its repeat count)."""
     seen: set[tuple[str, int]] = set()
     out = []
-    for rec in records:
-        row = shapes[rec.text]
-        if row not in seen:
-            seen.add(row)
-            out.append(rec)
+    for item in spoken:
+        if item[1] not in seen:
+            seen.add(item[1])
+            out.append(item)
     return out
 
 
@@ -67,29 +76,27 @@ def differential(records: list[ContextRecord], named_only: bool = False,
               and not (named_only and r.who.rank is None and r.who.host is None)]
     if not errors:
         return None
-    shapes = _Shapes([*errors, *(early or [])])
-    # Each record's speaker and (template, gravity), read once: 22,000 error records at 4,096 ranks.
-    spoken: list[tuple[tuple[int | None, str | None], tuple[str, int], ContextRecord]] = [
-        ((w.rank, None) if w.rank is not None else (None, w.host), shapes[rec.text], rec)
-        for rec in errors for w in (rec.who,)]
+    spoken = _spoken(errors)
     seen_on: dict[str, set[tuple[int | None, str | None]]] = defaultdict(set)
     for key, row, _ in spoken:
         seen_on[row[0]].add(key)
     allowed = None if early is None else {id(r) for r in early if r.who.rank is not None}
-    speakers: dict[tuple[int | None, str | None], list[ContextRecord]] = defaultdict(list)
-    for key, _, rec in spoken:
-        if allowed is None or id(rec) in allowed:
-            speakers[key].append(rec)
-    best: tuple[tuple[int, int, int], tuple[int | None, str | None], list[ContextRecord]] | None = None
-    for key, recs in speakers.items():
-        recs = _distinct(recs, shapes)
-        unique = [r for r in recs if len(seen_on[shapes[r.text][0]]) == 1]
-        rank_key = (sum(shapes[r.text][1] for r in unique), 0 if key[0] is None else 1, -min(r.line_no for r in recs))
+    speakers: dict[tuple[int | None, str | None], list[Spoken]] = defaultdict(list)
+    for item in spoken:
+        if allowed is None or id(item[2]) in allowed:
+            speakers[item[0]].append(item)
+    best: tuple[tuple[int, int, int], tuple[int | None, str | None], list[Spoken]] | None = None
+    for key, items in speakers.items():
+        items = _distinct(items)
+        unique = [item for item in items if len(seen_on[item[1][0]]) == 1]
+        rank_key = (sum(row[1] for _, row, _ in unique), 0 if key[0] is None else 1,
+                    -min(rec.line_no for _, _, rec in items))
         if best is None or rank_key > best[0]:
-            best = (rank_key, key, unique or recs)
+            best = (rank_key, key, unique or items)
     if best is None:
         return None
-    (weight, _, _), (rank, host), lines = best
+    (weight, _, _), (rank, host), chosen = best
+    lines = [rec for _, _, rec in chosen]
     alone = len({key for key, _, _ in spoken} | (failing or set())) == 1
-    grave = any(shapes[r.text][1] >= 2 for r in lines)  # a skipped sample or a retry alone does not kill a job
+    grave = any(row[1] >= 2 for _, row, _ in chosen)  # a skipped sample or a retry alone does not kill a job
     return Suspect(rank, host or lines[0].who.host, lines[:5], unique=weight > 0 and grave and not alone)

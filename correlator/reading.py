@@ -342,4 +342,4 @@ class _Plan:
 def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
     """Order findings inside one event: specific over generic, causes over wrappers and victims, severe first."""
     return (0 if finding.generic else 1, 0 if sig.wrapper else 1, _ROLE_RANK[finding.role],
-            _SEVERITY_RANK.get(sig.severity.value, 0))
+            _SEVERITY_RANK.get(sig.severity, 0))

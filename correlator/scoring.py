@@ -7,13 +7,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from catalog.model import Category, Scope
+from catalog.model import Category, Implicates, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target
 from correlator.identity import IdentityMap
 from schemas.findings import Role
 
 W_ROLE = {Role.INITIATING: 3.0, Role.EITHER: 1.5, Role.COLLATERAL: 0.1, Role.CONTEXT: 0.0}
+# By value: a Severity (a StrEnum) looks its own up, without the enum's `.value` (a Python-level property).
 W_SEVERITY = {"critical": 1.3, "error": 1.0, "warning": 0.45, "info": 0.15}
 W_GENERIC = 0.3  # a catch-all match says little about the cause
 W_WRAPPER = 0.4  # a result code wrapping a cause printed elsewhere
@@ -61,7 +62,7 @@ class Candidate:
     def best_event(self) -> Event | None:
         def key(ev: Event) -> tuple[int, int, float, int]:
             return (0 if exit_report(ev) else 1, 0 if ev.best.generic else 1,
-                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value], -ev.best.order)
+                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], -ev.best.order)
         if self.own_events:
             return max(self.own_events, key=key)
         return min(self.support_events, key=lambda ev: ev.best.order) if self.support_events else None
@@ -92,24 +93,24 @@ def exit_report(ev: Event) -> bool:
 
 
 def _own_fault(board: Board, events: list[Event]) -> None:
-    seen: Counter[tuple[int, str]] = Counter()
+    seen: set[tuple[int, str]] = set()
     for ev in events:
-        if ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.signature.implicates.value != "self":
+        if ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.signature.implicates is not Implicates.SELF:
             continue
         for target in ev.implicated:
             cand = board.get(target)
             cand.own_events.append(ev)
             key = (id(cand), ev.signature.id)
-            seen[key] += 1
-            if seen[key] > 1:
+            if key in seen:
                 continue  # the same fault printed again on the same rank is not new evidence
+            seen.add(key)
             if exit_report(ev) or ev.weight == 0:
                 continue
-            weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity.value]
+            weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity]
             weight *= W_GENERIC if ev.best.generic else 1.0
             weight *= W_WRAPPER if ev.signature.wrapper else 1.0
             if weight > 0:
-                cand.add(weight, f"{ev.role.value} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}",
+                cand.add(weight, f"{ev.role} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}",
                          own=ev.role is not Role.COLLATERAL)
 
 
@@ -119,7 +120,7 @@ def _blame(board: Board, events: list[Event]) -> None:
     for ev in events:
         if ev.stale:
             continue
-        implicates = ev.signature.implicates.value
+        implicates = ev.signature.implicates  # a StrEnum: compared with its value's string
         if ev.waits_on is not None:
             target, line = ev.waits_on
             board.get(target).support_events.append(ev)
