@@ -19,7 +19,7 @@ from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_bo
 from correlator.structured import Sniffer, Structured
 from correlator.templates import shape
 from correlator.timestamps import Stamp, parse_timestamp
-from schemas.findings import Finding, Role, Speaker, constructed_finding
+from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
 _new_tuple = tuple.__new__
@@ -241,20 +241,20 @@ class SourceScanner:
                  event: int | None = None) -> Finding:
         assert lm.signature is not None
         sig = lm.signature
-        return constructed_finding({
-            "signature": sig.id,
-            "generic": sig.generic,
-            "role": sig.role,
-            "source": self.result.source,
-            "line_no": line_no,
-            "text": lm.text.strip(),
-            "speaker": self._speaker(who),
-            "time": stamp.time if stamp else None,
-            "clock": stamp.clock if stamp else None,
-            "fields": dict(lm.fields),  # its own: the memo's LineMatch keeps the other
-            "order": order,
-            "event": line_no if event is None else event,
-        })
+        return Finding(  # not validated: a test checks that the scanner's findings validate back to themselves
+            signature=sig.id,
+            generic=sig.generic,
+            role=sig.role,
+            source=self.result.source,
+            line_no=line_no,
+            text=lm.text.strip(),
+            speaker=self._speaker(who),
+            time=stamp.time if stamp else None,
+            clock=stamp.clock if stamp else None,
+            fields=dict(lm.fields),  # its own: the memo's LineMatch keeps the other
+            order=order,
+            event=line_no if event is None else event,
+        )
 
     def _speaker(self, who: Who) -> Speaker:
         """One Speaker per speaker of the source: a rank's findings share it, and the pool pickles it once."""

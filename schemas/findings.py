@@ -60,12 +60,6 @@ class Finding:
     event: int = 0  # line number of the first line of the event (traceback, multi-line message) it belongs to
 
 
-def constructed_finding(values: dict[str, Any]) -> Finding:
-    """The Finding of ``values`` (every field, each already of its type; ``fields`` a dict of the caller's own),
-    made without validation. A test checks that the scanner's findings validate back to themselves."""
-    return Finding(**values)
-
-
 @cache
 def _adapter() -> TypeAdapter[Finding]:
     from pydantic import TypeAdapter  # built on first use: `firstfault diagnose` never needs it

@@ -105,7 +105,7 @@ def test_empty_input_finds_nothing(matcher: Matcher) -> None:
 
 
 def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
-    """Findings are made without validation (schemas.findings.constructed_finding): each must validate back to
+    """Findings are made without validation (SourceScanner._finding): each must validate back to
     itself, field types and all, and own its fields dict."""
     from dataclasses import fields
     from pathlib import Path
