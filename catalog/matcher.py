@@ -118,6 +118,21 @@ def _native_captures() -> Callable[[re.Match[str]], dict[str, Any]]:
 _captures = _native_captures()
 
 
+def _native_match_line() -> Callable[..., LineMatch | None] | None:
+    """Matcher.match_line's loop in C where catalog._linescan was built: the regex searches stay `re`'s, the loop
+    around them (a microsecond a line) goes. Equal to the Python loop (tests/unit/test_native_match.py)."""
+    if _captures is _python_captures:  # the C loop takes the C captures
+        return None
+    try:
+        from catalog._linescan import match_line
+    except ImportError:
+        return None
+    return match_line  # type: ignore[no-any-return]
+
+
+_NATIVE_MATCH_LINE = _native_match_line()
+
+
 def folded(pattern: str) -> str | None:
     """For a case-insensitive ``(?i)`` pattern without captures or other flags whose letters are all lowercase:
     the same pattern without ``(?i)``, which matches the lowercased line exactly when the pattern matches the line
@@ -284,6 +299,8 @@ class Matcher:
         volatile = self._sibling_masks if memo is not None else {}  # no memo, no siblings
         remembered: Memo = memo if memo is not None else {}  # where sibling keys are looked up
         match_line = self.match_line
+        native = _NATIVE_MATCH_LINE
+        confirms, confirmer, caseless = self._confirms, self._confirmer, self._caseless_search
 
         def resolve(raw: bytes, start: int, end: int, indexes: Collection[int],
                     key: bytes | tuple[int, bytes] | None) -> LineMatch | None:
@@ -296,7 +313,12 @@ class Matcher:
                         key = sibling_key(only, volatile[only], raw)
                         lm = remembered.get(key, _UNSEEN)
             if lm is _UNSEEN:
-                lm = match_line(raw.decode("utf-8", "replace").rstrip("\r"), indexes, start, end)
+                text = raw.decode("utf-8", "replace").rstrip("\r")
+                if native is not None:  # match_line's loop in C, called here without a Python frame between
+                    lm = native(text, indexes, confirms, confirmer, caseless, start, end, LineMatch, MAX_LINE_CHARS,
+                                _kept_text)
+                else:
+                    lm = match_line(text, indexes, start, end)
             if memo is not None:
                 if len(memo) >= LINE_MEMO:
                     memo.clear()
@@ -311,6 +333,11 @@ class Matcher:
         confirm = self._confirms[index] = (self._regex(index).search, self._folded[index] is not None, sig,
                                            ctx_name, rank)
         return confirm
+
+    def _caseless_search(self, index: int, text: str) -> re.Match[str] | None:
+        """A folded pattern on a line that is not ASCII: its own case-insensitive form (lowercasing is not
+        enough beyond ASCII)."""
+        return re.compile(self._patterns[index], re.ASCII).search(text)
 
     def match_line(
         self, text: str, indexes: Collection[int], start: int = 0, end: int = 0
@@ -333,7 +360,7 @@ class Matcher:
                     lowered = text.lower()
                 m = search(lowered)
             else:
-                m = re.compile(self._patterns[index], re.ASCII).search(text)
+                m = self._caseless_search(index, text)
             if m is None:
                 continue  # the engine was a prefilter here
             if owner is None:
