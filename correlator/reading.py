@@ -103,7 +103,7 @@ class SourceScanner:
         self._lines: Memo = {}  # the matcher's memo of this source's repeated lines
         self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
         self._buffer_no = 0
-        self._speakers: dict[Who, Speaker] = {}  # frozen models: shared by the findings of one speaker
+        self._speakers: dict[Who, Speaker] = {}  # frozen: shared by the findings of one speaker
         self._whos: dict[Who, Who] = {}  # each speaker's one Who
 
     def feed(self, chunk: bytes) -> None:

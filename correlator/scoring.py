@@ -120,7 +120,7 @@ def _blame(board: Board, events: list[Event]) -> None:
     for ev in events:
         if ev.stale:
             continue
-        implicates = ev.signature.implicates  # a StrEnum: compared with its value's string
+        implicates = ev.signature.implicates
         if ev.waits_on is not None:
             target, line = ev.waits_on
             board.get(target).support_events.append(ev)
@@ -128,7 +128,7 @@ def _blame(board: Board, events: list[Event]) -> None:
                 waited_on.add((target, line.signature))
                 board.get(target).add(W_MAIN, f"the main process the `{line.signature}` lines wait on (first at "
                                               f"{line.source}:{line.line_no})", own=False)
-        if implicates == "named":
+        if implicates is Implicates.NAMED:
             for target in ev.implicated:
                 cand = board.get(target)
                 cand.own_events.append(ev)
@@ -137,7 +137,7 @@ def _blame(board: Board, events: list[Event]) -> None:
                     cand.add(ev.weight, f"{ev.reason} ({where})")
                 else:
                     cand.add(W_NAMED, f"named by `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
-        elif implicates == "peer":
+        elif implicates is Implicates.PEER:
             if ev.unmapped_peer is not None:
                 cand = board.get(ev.reporter)
                 cand.own_events.append(ev)
