@@ -199,6 +199,7 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 #include "_linescan_lines.h"
 #include "_linescan_captures.h"
 #include "_linescan_match.h"
+#include "_linescan_who.h"
 
 /* count_newlines(data, start=0, end=len(data)): data.count(b"\n", start, end), at memory speed. The scanner
  * numbers every line of its input; CPython's count compares one byte at a time, this loop is vectorised (-O3). */
@@ -234,6 +235,9 @@ static PyMethodDef module_methods[] = {
     {"count_newlines", count_newlines, METH_VARARGS, "data.count(b'\\n', start, end), vectorised"},
     {"captures", captures, METH_O, "a match's named groups that took part, decimal ones as ints"},
     {"match_line", (PyCFunction)(void (*)(void))match_line, METH_FASTCALL, "Matcher.match_line's loop"},
+    {"configure_who", configure_who, METH_VARARGS, "the types and memo who_and_stamp makes and reads"},
+    {"who_and_stamp", (PyCFunction)(void (*)(void))who_and_stamp, METH_FASTCALL,
+     "_read_who_and_stamp for common ASCII lines, else None"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "catalog._linescan", NULL, -1, module_methods};

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from catalog.model import Signature
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
-from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_body
+from correlator.speakers import PDSH_NOT_HOST, Who, read_prefixes, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
 from correlator.templates import shape
-from correlator.timestamps import Stamp, parse_timestamp
+from correlator.timestamps import STAMP_MEMO, Stamp, glog_stamps, parse_timestamp
 from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
@@ -43,7 +45,7 @@ class SourceResult:
     structured: list[Structured] = field(default_factory=list)  # a Flight Recorder dump or job metadata
 
 
-def _read_who_and_stamp(line: str, base: Who, owner: str | None, year: int) -> tuple[Who, Stamp | None]:
+def _python_who_and_stamp(line: str, base: Who, owner: str | None, year: int) -> tuple[Who, Stamp | None]:
     """Who said ``line`` (else the line that began its message, ``owner``) and its time stamp, read after the
     launcher prefixes (else anywhere in its head)."""
     who, body = speaker_and_body(line, base)
@@ -53,6 +55,28 @@ def _read_who_and_stamp(line: str, base: Who, owner: str | None, year: int) -> t
     if stamp is None and body is not line and len(body) != len(line):
         stamp = parse_timestamp(line, year)
     return who, stamp
+
+
+def _native_who_and_stamp() -> Callable[[str, Who, str | None, int], tuple[Who, Stamp | None]]:
+    """_python_who_and_stamp with the common shapes of line read in C, where catalog._linescan was built: ASCII,
+    an NCCL header or a torchrun, srun or pdsh prefix, an ISO or glog stamp or none (at 4,096 ranks 2.5-5 us a
+    distinct line in Python, an eighth of the scan). The C function returns None for any other shape, and for a
+    continuation line (``owner``), which Python reads. Equal to the Python one: tests/unit/test_native_who.py."""
+    try:
+        from catalog._linescan import configure_who, who_and_stamp  # type: ignore[import-not-found]
+    except ImportError:
+        return _python_who_and_stamp
+    configure_who(Who, Stamp, UTC, PDSH_NOT_HOST, glog_stamps, STAMP_MEMO)
+
+    def read(line: str, base: Who, owner: str | None, year: int) -> tuple[Who, Stamp | None]:
+        if owner is None and (found := who_and_stamp(line, base, year)) is not None:
+            return found  # type: ignore[no-any-return]
+        return _python_who_and_stamp(line, base, owner, year)
+
+    return read
+
+
+_read_who_and_stamp = _native_who_and_stamp()
 
 
 def _owner_line(buffer: bytes, start: int) -> str | None:

@@ -28,7 +28,7 @@ _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 _NCCL_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\]")
 _SYSLOG_HOST = re.compile(r"^[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ")
-_PDSH_NOT_HOST = frozenset(
+PDSH_NOT_HOST = frozenset(
     {"ERROR", "WARNING", "INFO", "DEBUG", "CRITICAL", "Traceback", "RuntimeError", "Error", "error", "warning",
      "File", "NCCL", "E", "W", "I", "srun", "slurmstepd", "torch", "Exception", "ValueError", "KeyError",
      "Note", "Hint", "See", "Reason", "Status", "State", "Message", "Exit Code", "http", "https"}
@@ -52,7 +52,7 @@ class Who(NamedTuple):  # a tuple: made, hashed and compared for every distinct 
 
 
 def _looks_like_host(word: str) -> bool:
-    if word in _PDSH_NOT_HOST or word.endswith(("Error", "Exception", "Warning")):
+    if word in PDSH_NOT_HOST or word.endswith(("Error", "Exception", "Warning")):
         return False
     # A dotted word without digits or hyphens is a logger's name (trainer.integrity: ...), not a host.
     return any(c.isdigit() for c in word) or "-" in word

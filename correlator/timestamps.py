@@ -64,7 +64,7 @@ HEAD = 160  # a stamp is looked for in a line's first 160 characters: each searc
 STAMP_MEMO = 4096
 # glog stamps already read: the lines of one failure on one rank share theirs (seven per rank at 4,096 ranks),
 # and then share one datetime too, which the pool's workers pickle once.
-_glog_stamps: dict[tuple[str, int], Stamp | None] = {}
+glog_stamps: dict[tuple[str, int], Stamp | None] = {}
 
 
 def parse_timestamp(line: str, year: int) -> Stamp | None:
@@ -81,13 +81,13 @@ def parse_timestamp(line: str, year: int) -> Stamp | None:
         return Stamp(t - _tz(m["tz"]), "wall") if t else None
     if m := _GLOG.search(line, 0, HEAD):  # PyTorch's C++ lines: the commonest stamp among distinct lines
         key = (m.group(0), year)  # the stamp is read from these characters alone
-        if key in _glog_stamps:
-            return _glog_stamps[key]
+        if key in glog_stamps:
+            return glog_stamps[key]
         mo, d, h, mi, sec, frac = m.group("mo", "d", "h", "mi", "s", "f")
         t = _safe(year, int(mo), int(d), int(h), int(mi), int(sec), int(frac[:6].ljust(6, "0")))
-        if len(_glog_stamps) >= STAMP_MEMO:
-            _glog_stamps.clear()
-        stamp = _glog_stamps[key] = Stamp(t, "wall") if t else None
+        if len(glog_stamps) >= STAMP_MEMO:
+            glog_stamps.clear()
+        stamp = glog_stamps[key] = Stamp(t, "wall") if t else None
         return stamp
     if m := _CTIME.search(line, 0, HEAD):
         t = _safe(int(m["y"]), MONTHS.get(m["mon"], 0), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), 0)

@@ -1,0 +1,135 @@
+"""Who said a line and when, read in C (catalog._linescan.who_and_stamp) for the shapes most lines have, equals
+what correlator.speakers and correlator.timestamps read in Python, on generated job logs, the bundled examples,
+catalog examples and lines built piece by piece from every prefix, header and stamp those modules know, with the
+characters that end each of their regexes' runs. Where the C function declines a shape (None), the scanner reads
+the line in Python; the test also checks that it declines only the shapes it says it leaves."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.generate import generate
+from correlator import reading, timestamps
+from correlator.reading import _python_who_and_stamp
+from correlator.speakers import Who
+from correlator.timestamps import Stamp
+from firstfault.engine import default_matcher
+
+ROOT = Path(__file__).resolve().parents[2]
+BASES = [Who(), Who(rank=5), Who(host="node017"), Who(rank=3, host="gpu-2", pid=77, device=1)]
+YEARS = [2026, 2028, 2027]
+
+
+def _native() -> Any:
+    linescan = pytest.importorskip("catalog._linescan", reason="the C functions are built only where libhs is")
+    return linescan.who_and_stamp
+
+
+def _agree(native: Any, line: str, base: Who, year: int) -> bool:
+    """Whether C read the line (else it declined); where it did, its answer is Python's, of the same types."""
+    found = native(line, base, year)
+    if found is None:
+        return False
+    expected = _python_who_and_stamp(line, base, None, year)
+    assert found == expected, line
+    who, stamp = found
+    assert type(who) is Who and (stamp is None or type(stamp) is Stamp), line
+    assert [type(v) for v in who] == [type(v) for v in expected[0]], line
+    return True
+
+
+# Pieces of lines: the prefixes read_prefixes peels, NCCL headers, syslog heads, rank mentions and stamps of each
+# format, near misses of each (a digit too many, a missing space, a tab for a space), and filler.
+PREFIXES = ["[rank3]:", "[default12]: ", "[trainer0]:\t", "[worker7]:", "[rank]:", "[rank3]", "[ranks3]:",
+            "[12]: ", "12: ", "[12: ", "12]: ", "123456: ", "[123456]: ", "1: x", "node017: ", "gpu-2: ",
+            "login.example: ", "trainer.integrity: ", "RuntimeError: ", "node17-: ", "a1:  ", "nodeError1: ",
+            "(RayWorker pid=42, ip=10.0.0.1) ", "(VllmWorker rank=3 pid=9) ", "x: ", "N0DE: ", "n1:"]
+HEADERS = ["node001:4242:4300 [3] ", "n:1:2 [0] ", "node001:4242:4300 [3]", "node001:4242 [3] ", "-x:1:2 [0] ",
+           "gpu_3.a-b:77:78 [12] ", "node1:42:x [3] ", "h:1:2 [] "]
+SEPARATORS = ["", " ", "]", "\t", "\x1c", "x", ":", "["]
+SYSLOG = ["Nov 29 10:02:03 node017 kernel: ", "Nov  9 10:02:03 node017 kernel[12]: ", "Nov 129 10:02:03 h k: ",
+          "Nov 29 10:02:03 node017 kernel[12] ", "Nov 29 10:02:03 node017 a/b-c.d: ", "nov 29 10:02:03 h k: "]
+RANKS = ["[Rank 5] ", "[PG ID 0 PG GUID 0(default_pg) Rank 12] ", "[PG ID 1 PG GUID x\tRank 3] ", "[Rank x] ",
+         "[Rank 7", "[PG ID 2 PG GUID 2 Rank 9] "]
+STAMPS = ["2026-11-29 10:02:03", "2026-11-29T10:02:03.123", "2026-11-29 10:02:03,963", "2026-11-29 10:02:03Z",
+          "2026-11-29 10:02:03+02:00", "2026-11-29 10:02:03-0530", "2026-11-29 10:02:03+05:", "2026-02-30 10:02:03",
+          "2026-11-29 10:02:03.1234567890", "1926-11-29 10:02:03", "E1129 10:02:03.123456789", "W0229 10:02:03.5",
+          "I1329 10:02:03.5", "F1199 23:59:59.000001", "E1129 10:02:03.", "[E1129 10:02:03.123", ":I0101 00:00:00.1",
+          "xE1129 10:02:03.1", "[12345.678901]", "[  1.000]", "[1234567890.123]", "[1.12]", "[1.1234567890]",
+          "[\t5.000]", "[ 12.345", "[Sun Aug 23 17:58:44 2026]", "Nov 29 10:02:03 ",
+          "ERROR 04-15 00:31:11 ", "10:02:03", "99:99:99"]
+FILLER = ["NCCL INFO comm 0x5581 rank 12 nranks 16 cudaDev 3 busId 1c000 - Init COMPLETE",
+          "Watchdog caught collective operation timeout", "Connection reset by peer", "step 1200 loss 2.31",
+          "  File \"train.py\", line 12", "", "x" * 170, " " * 150, "10:02", "é", "ünïcode text 10:02:03"]
+
+
+def _built(rng: random.Random) -> str:
+    parts: list[str] = []
+    if rng.random() < 0.5:
+        parts += rng.sample(PREFIXES, rng.randint(1, 3))
+    if rng.random() < 0.2:
+        parts.append(rng.choice(SYSLOG))
+    if rng.random() < 0.5:
+        parts.append(rng.choice(SEPARATORS) + rng.choice(HEADERS))
+    for pool, chance in ((STAMPS, 0.6), (RANKS, 0.4), (FILLER, 0.8), (STAMPS, 0.2)):
+        if rng.random() < chance:
+            parts.append(rng.choice(pool) + rng.choice(["", " ", "] ", "\t"]))
+    line = "".join(parts)
+    if rng.random() < 0.2:  # move the pieces across the 160 and 200 character heads the regexes search
+        line = rng.choice(["x", " ", "a: "]) * rng.randint(140, 200) + line
+    return line
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_c_reads_built_lines_as_python_does(seed: int) -> None:
+    native = _native()
+    rng = random.Random(seed)
+    read = declined = 0
+    for _ in range(2500):
+        line = _built(rng)
+        if _agree(native, line, rng.choice(BASES), rng.choice(YEARS)):
+            read += 1
+        else:
+            declined += 1
+    assert read > 1000 and declined > 100  # both paths taken: the comparison covers what C reads
+
+
+def test_c_reads_job_logs_and_examples_as_python_does(tmp_path: Path) -> None:
+    native = _native()
+    generate(tmp_path, ranks=8, size=400_000, seed=4, failure="oom_kill", quiet=True)
+    lines = [text for sig in default_matcher().catalog.signatures
+             for text in (*sig.examples.positive, *sig.examples.negative)]
+    for path in sorted([*(tmp_path / "logs").rglob("*.log"), *(ROOT / "examples").rglob("*.log")]):
+        lines += path.read_text(errors="replace").splitlines()
+    read = sum(_agree(native, line, Who(rank=rank), 2026) for rank in (None, 4) for line in lines)
+    assert read > 0.8 * 2 * len(lines)  # the shapes of real logs are read in C, not left to Python
+
+
+@pytest.mark.parametrize(("line", "why"), [
+    ("(RayWorker pid=42, ip=10.0.0.1) hello 10:02:03", "a Ray prefix"),
+    ("[12345.678901] NVRM: Xid", "a boot stamp"),
+    ("2026-11-29 10:02:03+02:00 oom", "a zoned stamp"),
+    ("[Sun Aug 23 17:58:44 2026] oom", "a ctime stamp"),
+    ("naïve 10:02:03", "text beyond ASCII"),
+])
+def test_c_leaves_the_rare_shapes_to_python(line: str, why: str) -> None:
+    assert _native()(line, Who(), 2026) is None, why
+
+
+def test_glog_stamps_are_remembered_and_shared_as_in_python() -> None:
+    native = _native()
+    timestamps.glog_stamps.clear()
+    line = "[rank3]:[E1129 10:02:03.123456789 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught"
+    first = native(line, Who(), 2026)[1]
+    assert first is not None and timestamps.glog_stamps
+    assert native(line, Who(rank=9), 2026)[1] is first  # one datetime for the lines of one failure
+    assert timestamps.parse_timestamp(line[8:], 2026) is first  # the memo Python reads too
+
+
+def test_the_scanner_reads_through_c_where_it_is_built() -> None:
+    _native()
+    assert reading._read_who_and_stamp is not _python_who_and_stamp
