@@ -119,30 +119,39 @@ def _implicated(ev: Event, ids: IdentityMap) -> None:
             ev.implicated = [Target(on_host[0] if len(on_host) == 1 else None, host)]
 
 
+def _ranked(f: Finding, catalog: Catalog) -> tuple[int, Signature, bool] | None:
+    """event_rank(f, its signature) as one int that orders as the tuple does, the signature, and whether it
+    implicates the main process; None for a signature the catalog does not hold."""
+    sig = catalog.get(f.signature)
+    if sig is None:
+        return None
+    generic, wrapper, role, severity = event_rank(f, sig)
+    return ((generic * 4 + wrapper) * 4 + role) * 4 + severity, sig, sig.implicates is Implicates.MAIN
+
+
 def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap) -> list[Event]:
     groups: dict[tuple[str, int], list[Finding]] = defaultdict(list)
     for f in findings:
         groups[(f.source, f.event)].append(f)
-    # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once.
-    ranked: dict[tuple[str, bool, Role], tuple[tuple[int, int, int, int], Signature] | None] = {}
+    # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
+    # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
+    ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
     events = []
     for members in groups.values():
         best: Finding | None = None
-        best_key: tuple[tuple[int, int, int, int], int] | None = None
+        best_key: tuple[int, int] | None = None
         sig: Signature | None = None
         waiting: Finding | None = None  # the earliest line of the event that waits on the main process
         for f in members:
             facts = ranked.get((f.signature, f.generic, f.role), _UNRANKED)
             if facts is _UNRANKED:
-                found = catalog.get(f.signature)
-                facts = ranked[(f.signature, f.generic, f.role)] = (
-                    None if found is None else (event_rank(f, found), found))
+                facts = ranked[(f.signature, f.generic, f.role)] = _ranked(f, catalog)
             if facts is None:
                 continue
             key = (facts[0], -f.order)
             if best_key is None or key > best_key:
                 best, best_key, sig = f, key, facts[1]
-            if facts[1].implicates is Implicates.MAIN and (waiting is None or f.order < waiting.order):
+            if facts[2] and (waiting is None or f.order < waiting.order):
                 waiting = f
         if best is None or sig is None:
             continue

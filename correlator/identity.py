@@ -154,6 +154,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     # written by two kinds but host_of_rank, which the loop below and every record's speaker write (see _hosts).
     comm_size: dict[tuple[str | None, int], int] = {}
     init_hosts: dict[int, str] = {}  # rank -> host of its largest communicator's init line, the last one
+    world: int | None = None  # the largest communicator's size
     for rec in of_kind.get("nccl_comm", ()):
         who = rec.who
         if who.pid is None:
@@ -168,12 +169,20 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
                 ids.by_host_pid[(who.host, who.pid)] = rank
                 init_hosts[rank] = who.host
             ids.by_pid[who.pid] = rank
-        ids.world_size = max(ids.world_size or 0, nranks)
+        world = nranks if world is None or nranks > world else world
+    if world is not None:
+        ids.world_size = max(0, world)
+    # Every rank of a node prints the same 'Using' lines, and a line read again changes nothing (the first
+    # host of an address stays, interfaces are a set): each (host, line) is read once, 1,024 of 8,192 at 4,096 ranks.
+    using_read: set[tuple[str, str]] = set()
     for rec in of_kind.get("nccl_using", ()):
         host = rec.who.host
         if host is None:
             continue
         detail = str(rec.fields.get("detail", ""))
+        if (host, detail) in using_read:
+            continue
+        using_read.add((host, detail))
         for m in _ADDR.finditer(detail):
             ids.host_of_ip.setdefault(m["ip"], host)
         if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
