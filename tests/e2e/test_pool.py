@@ -25,7 +25,12 @@ def _everything(path: Path, jobs: int) -> tuple[list[object], list[dict[str, obj
     (with its type and its speaker's: workers send records as plain tuples), source by source."""
     scan = scan_sources(default_matcher(), expand([str(path)]), 2026, jobs=jobs)
     sources: list[object] = [(r.source, r.lines, r.bytes) for r in scan.results]
-    findings = [finding_json(f) for r in scan.results for f in r.findings]
+    findings = [{**finding_json(f), "types": (type(f), type(f.speaker), type(f.role))}
+                for r in scan.results for f in r.findings]
+    # A source's findings of one speaker share its Speaker, whichever process read them (workers send tuples).
+    for r in scan.results:
+        speakers = {f.speaker: f.speaker for f in r.findings}
+        assert all(f.speaker is speakers[f.speaker] for f in r.findings)
     context = [(type(c), type(c.who), c.source, c.kind, c.line_no, c.text, repr(c.fields), c.who, c.time)
                for r in scan.results for c in r.context]
     return sources, findings, context
@@ -36,6 +41,16 @@ def _diagnose(path: Path, *flags: str) -> dict[str, object]:
                         "--year", "2026", *flags], capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return dict(json.loads(p.stdout))
+
+
+def test_workers_send_every_field_of_a_finding() -> None:
+    from dataclasses import fields
+
+    from firstfault.pool import FINDING_FIELDS, SPEAKER_FIELDS
+    from schemas.findings import Finding, Speaker
+
+    assert tuple(f.name for f in fields(Finding)) == FINDING_FIELDS
+    assert tuple(f.name for f in fields(Speaker)) == SPEAKER_FIELDS
 
 
 def test_the_bundled_example_reads_the_same_in_a_pool() -> None:
