@@ -300,28 +300,33 @@ class SourceScanner:
             # One Who per speaker: the records of a rank's thousands of lines share it, and the pool pickles it once
             who = self._whos.setdefault(who, who) if len(self._whos) < SAID_MEMO else who
             text = line.strip()[:500]
-            catalogued = lm.signature is not None and not lm.signature.generic
-            contexts = [self._context_of(kind, captures, who, text, catalogued)
-                        for kind, captures in lm.context.items()]
-            plan = _Plan(who, stamp, text, raw, contexts, all(row is not None for _, _, row in contexts))
+            contexts = []
+            folded_only = True
+            for kind, captures in lm.context.items():
+                if kind == "errorish":
+                    catalogued = lm.signature is not None and not lm.signature.generic
+                    item = self._errorish(captures, who, text, catalogued)
+                else:
+                    item = (kind, captures, fold_row(kind, captures, who))
+                folded_only = folded_only and item[2] is not None
+                contexts.append(item)
+            plan = _Plan(who, stamp, text, raw, contexts, folded_only)
             if len(lm.text) <= MAX_LINE_CHARS:  # a truncated text may stand for lines that differ further on
                 if len(self._plans) >= SAID_MEMO:
                     self._plans.clear()
                 self._plans[key] = plan
         return plan
 
-    def _context_of(self, kind: str, captures: dict[str, Any], who: Who, text: str, catalogued: bool
-                    ) -> tuple[str, dict[str, Any], Row | None]:
-        """A context record's (kind, fields, fold row). A folded error line's fields carry its template and
+    def _errorish(self, captures: dict[str, Any], who: Who, text: str, catalogued: bool
+                  ) -> tuple[str, dict[str, Any], Row | None]:
+        """An error line's context record (kind, fields, fold row). Folded, its fields carry its template and
         gravity, which its row needs anyway: the differential view then reads them instead of masking the text
         again (in the pool's workers, not in the parent)."""
-        if kind != "errorish":
-            return kind, captures, fold_row(kind, captures, who)
         if not self._fold_context:
-            return kind, captures, None
+            return "errorish", captures, None
         masked, grave = shape(text)
         fields = {**captures, "template": masked, "gravity": grave}
-        return kind, fields, ("errorish", who, masked, grave, catalogued)
+        return "errorish", fields, ("errorish", who, masked, grave, catalogued)
 
     def _continues_event(self, buffer: bytes, start: int, line_no: int, who: Who) -> bool:
         if self._last_event is None:
