@@ -247,7 +247,8 @@ PyMODINIT_FUNC PyInit__linescan(void) {
         PyErr_SetString(PyExc_ImportError, "libhs does not run on this CPU");
         return NULL;
     }
-    if (PyType_Ready(&DatabaseType) < 0 || PyType_Ready(&ScratchType) < 0 || PyType_Ready(&LinesType) < 0)
+    if (PyType_Ready(&DatabaseType) < 0 || PyType_Ready(&ScratchType) < 0 || PyType_Ready(&LinesType) < 0 ||
+        PyType_Ready(&SpanIterType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

@@ -230,73 +230,13 @@ static PyObject *unseen(Lines *self, Line *line, PyObject *other, PyObject *raw,
     return match;
 }
 
-/* spans(memo, resolve, extra_lines=None, siblings=None, limit=2**30, own=None): [(start, end, match)] for every
- * line whose match is not None, in order. A line's match is memo[line bytes]; else, for a line only one pattern
- * of siblings may match, memo[its sibling key]; else resolve(line bytes, start, end, pattern ids, the key looked
- * up). extra_lines: [(start, ids)] sorted by start, lines another scan found (their ids join the line's).
- * With own (see _linescan_own.h), each line's own LineMatch instead of (start, end, match). */
-static PyObject *Lines_spans(Lines *self, PyObject *args) {
-    PyObject *memo, *resolve, *extra = Py_None, *siblings = Py_None, *own_spec = Py_None;
-    Py_ssize_t limit = (Py_ssize_t)1 << 30;
-    Own own;
-    if (!PyArg_ParseTuple(args, "O!O|OOnO", &PyDict_Type, &memo, &resolve, &extra, &siblings, &limit, &own_spec))
-        return NULL;
-    if (own_spec != Py_None && !own_parse(own_spec, &own)) return NULL;
-    if (extra != Py_None && !PyList_Check(extra)) {
-        PyErr_SetString(PyExc_TypeError, "extra_lines must be a list or None");
-        return NULL;
-    }
-    Py_ssize_t extra_n = extra == Py_None ? 0 : PyList_GET_SIZE(extra);
-    if (siblings != Py_None && !PyDict_Check(siblings)) {
-        PyErr_SetString(PyExc_TypeError, "siblings must be a dict or None");
-        return NULL;
-    }
-    PyObject *sib = siblings == Py_None || !PyDict_GET_SIZE(siblings) ? NULL : siblings;
-    const char *data = self->view.buf;
-    Py_ssize_t size = self->view.len, i = 0, j = 0;
-    PyObject *out = PyList_New(0);
-    while (out && (i < self->line_count || j < extra_n)) {
-        Line *line = i < self->line_count ? &self->lines[i] : NULL;
-        PyObject *other = j < extra_n ? PyList_GET_ITEM(extra, j) : NULL;
-        Py_ssize_t other_start = -1;
-        if (other && (!PyTuple_Check(other) || PyTuple_GET_SIZE(other) != 2 ||
-                      (other_start = PyLong_AsSsize_t(PyTuple_GET_ITEM(other, 0))) < 0 || other_start > size)) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "extra_lines: (start, ids) within the data");
-            Py_CLEAR(out);
-            break;
-        }
-        int take_line = line && (!other || line->start <= other_start);
-        int take_other = other && (!line || other_start <= line->start);
-        Py_ssize_t start = take_line ? line->start : other_start, end;
-        if (take_line) end = line->end;
-        else {
-            const char *eol = memchr(data + start, '\n', (size_t)(size - start));
-            end = eol ? eol - data : size;
-        }
-        i += take_line, j += take_other;
-        PyObject *raw = PyBytes_FromStringAndSize(data + start, end - start);
-        PyObject *match = raw ? PyDict_GetItemWithError(memo, raw) : NULL;
-        if (match) Py_INCREF(match);
-        else if (raw && !PyErr_Occurred())
-            match = unseen(self, take_line ? line : NULL, take_other ? other : NULL, raw, start, end, memo, resolve,
-                           sib, limit);
-        Py_XDECREF(raw);
-        if (!match) { Py_CLEAR(out); break; }
-        if (match != Py_None) {
-            PyObject *span = own_spec == Py_None ? Py_BuildValue("(nnN)", start, end, match)
-                                                 : own_match(&own, match, start, end, data);
-            if (own_spec != Py_None) Py_DECREF(match);
-            if (!span || PyList_Append(out, span) < 0) Py_CLEAR(out);
-            Py_XDECREF(span);
-        } else Py_DECREF(match);
-    }
-    return out;
-}
+#include "_linescan_walk.h"
 
 static PyMethodDef Lines_methods[] = {
     {"candidates", (PyCFunction)Lines_candidates, METH_NOARGS, "{line start: {pattern ids}}"},
     {"extra_hits", (PyCFunction)Lines_extra_hits, METH_NOARGS, "{extra id: [line starts]}"},
     {"spans", (PyCFunction)Lines_spans, METH_VARARGS, "[(start, end, match)]: see the C source"},
+    {"iter_spans", (PyCFunction)Lines_iter_spans, METH_VARARGS, "spans, one at a time, skipping as it goes"},
     {NULL}};
 
 static PyTypeObject LinesType = {

@@ -15,7 +15,7 @@ import importlib
 import json
 import platform
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -280,13 +280,16 @@ class LibhsEngine(HyperscanEngine):
 
     def spans(self, buffer: bytes, memo: dict[Any, Any], resolve: Callable[..., Any],
               siblings: Mapping[int, tuple[tuple[bytes, ...], bytes]] | None = None, limit: int = 1 << 30,
-              own: tuple[Any, ...] | None = None) -> list[Any] | None:
+              own: tuple[Any, ...] | None = None, skip: tuple[dict[int, list[Any]], dict[int, list[Any]]] | None = None
+              ) -> Iterable[Any] | None:
         """(start, end, match) for each candidate line whose match is not None, in order; None when the database
         cannot scan (every pattern is scanned with `re`). A line's match is memo[line], else, for a line only a
         pattern of ``siblings`` (index -> Volatile.literals) may match, memo[its sibling key], else
         resolve(line, start, end, pattern indexes, the key looked up). A sibling found is remembered under its
         line's bytes too, the memo cleared first once it holds ``limit`` keys. With ``own`` (LineMatch, sibling
-        kinds, MAX_LINE_CHARS, truncation suffix), each line's own LineMatch instead, as Matcher.match gives."""
+        kinds, MAX_LINE_CHARS, truncation suffix), each line's own LineMatch instead, as Matcher.match gives. With
+        ``skip`` (counts, touched), an iterator that leaves out the lines whose match has an entry in counts
+        ({id(match): [match, _, count, start, end]}), counting them there instead (see Matcher.spans)."""
         if self._db is None:
             return None
         lines = self._lines(buffer)
@@ -295,6 +298,9 @@ class LibhsEngine(HyperscanEngine):
             found: dict[int, set[int]] = {}
             scan_filtered(self._leftover, buffer, found, self._literal_hits(lines))
             extra = sorted(found.items())
+        if skip is not None:  # one at a time, skipping the lines of skip's matches (see _linescan_walk.h)
+            walk: Iterable[Any] = lines.iter_spans(memo, resolve, extra, siblings, limit, *skip)
+            return walk
         spans: list[Any] = lines.spans(memo, resolve, extra, siblings, limit, own)
         return spans
 

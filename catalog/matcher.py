@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from catalog.dbcache import BlobCache, cache_key
@@ -23,6 +23,7 @@ LINE_MEMO = 4096  # distinct lines a caller's memo holds before it starts again
 _UNSEEN: Any = object()
 # A caller's memo of matched lines: by a line's bytes, or by (pattern index, its bytes with the volatile digits
 # zeroed) for a sibling; a tuple never equals bytes, so a line and a sibling key never collide.
+Skip = tuple[dict[int, list[Any]], dict[int, list[Any]]]  # (counts, touched): see Matcher.spans
 Memo = dict[bytes | tuple[int, bytes], "LineMatch | None"]
 # What spans calls for a line its memo lacks: (line, start, end, pattern indexes, the key already looked up or None)
 Resolve = Callable[[bytes, int, int, Collection[int], "bytes | tuple[int, bytes] | None"], "LineMatch | None"]
@@ -229,7 +230,7 @@ class Matcher:
         """Each matched line of ``buffer`` in order, with its own offsets and its own text."""
         native = self._native(buffer, memo, own=True)
         if native is not None:
-            own: list[LineMatch] = native
+            own: list[LineMatch] = native  # type: ignore[assignment]  # a list: without skip, spans makes one
             return own
         new = tuple.__new__  # a LineMatch from a shared one's fields: skips the NamedTuple constructor's frame
         out: list[LineMatch] = []
@@ -242,15 +243,16 @@ class Matcher:
                 out.append(new(LineMatch, (start, end, *lm[2:])))
         return out
 
-    def _native(self, buffer: bytes, memo: Memo | None, own: bool) -> list[Any] | None:
+    def _native(self, buffer: bytes, memo: Memo | None, own: bool, skip: Skip | None = None
+                ) -> Iterable[Any] | None:
         """spans, or with ``own`` match, from the engine's C line loop; None where the engine has none."""
         native = getattr(self.engine, "spans", None)
         if native is None:
             return None
         siblings = self._sibling_literals if memo is not None else None
         own_spec = (LineMatch, self._sibling_kinds, MAX_LINE_CHARS, _TRUNCATED) if own else None
-        found: list[Any] | None = native(buffer, {} if memo is None else memo, self._resolver(memo), siblings,
-                                         LINE_MEMO, own_spec)
+        found: Iterable[Any] | None = native(buffer, {} if memo is None else memo, self._resolver(memo), siblings,
+                                             LINE_MEMO, own_spec, skip if memo is not None else None)
         return found
 
     def may_be_sibling(self, lm: LineMatch) -> bool:
@@ -258,8 +260,8 @@ class Matcher:
         be theirs."""
         return lm[3] is None and bool(self._sibling_kinds) and not self._sibling_kinds.isdisjoint(lm[5])
 
-    def spans(self, buffer: bytes, memo: Memo | None = None
-              ) -> list[tuple[int, int, LineMatch]]:
+    def spans(self, buffer: bytes, memo: Memo | None = None, skip: Skip | None = None
+              ) -> Iterable[tuple[int, int, LineMatch]]:
         """(start, end, match) for each matched line of ``buffer``, in order.
 
         ``memo``, kept by the caller across the buffers of one source: logs repeat lines verbatim (NCCL's
@@ -271,10 +273,15 @@ class Matcher:
         With a memo, siblings share one too: lines that only one volatile context pattern can match (the engine's
         candidates) and that differ only in the digits of its volatile group, which no capture, speaker or time
         stamp reads (NCCL prints one line per channel that differ only in the channel's number). A shared match's
-        text is its first line's: a reader that keeps a line's own text reads it from the buffer (line_text)."""
-        native = self._native(buffer, memo, own=False)
+        text is its first line's: a reader that keeps a line's own text reads it from the buffer (line_text).
+
+        ``skip`` (counts, touched), with a memo: where the engine's C line loop runs, the lines whose match has an
+        entry [match, _, count, start, end] in counts ({id(match): entry}), even one added while the caller walks,
+        are left out and counted in it instead (count + 1, start and end the line's, touched[id(entry)] = entry).
+        Elsewhere every line is given: the caller treats the skipped ones as the C loop would."""
+        native = self._native(buffer, memo, own=False, skip=skip)
         if native is not None:
-            spans: list[tuple[int, int, LineMatch]] = native
+            spans: Iterable[tuple[int, int, LineMatch]] = native
             return spans
         seen: Memo = {} if memo is None else memo
         resolve = self._resolver(memo)

@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
+from operator import itemgetter
 from typing import Any
 
 from catalog.lines import count_newlines
@@ -24,6 +25,7 @@ from correlator.timestamps import STAMP_MEMO, Stamp, glog_stamps, parse_timestam
 from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
+_latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
 _new_tuple = tuple.__new__
 SAID_MEMO = 4096  # distinct lines remembered per source
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
@@ -125,7 +127,9 @@ class SourceScanner:
         # finding joins its event.
         self._pending: tuple[LineMatch, int, Stamp | None, Who, int] | None = None
         self._lines: Memo = {}  # the matcher's memo of this source's repeated lines
-        self._inert: dict[int, tuple[LineMatch, _Plan]] = {}  # id of a memo's LineMatch -> it and its plan
+        # id of a memo's LineMatch -> [it, its plan, repeats in this buffer not yet counted, the latest one's start
+        # and end]: filled in by the matcher's C loop, which leaves those lines out (see Matcher.spans), else here.
+        self._inert: dict[int, list[Any]] = {}
         self._buffer_no = 0
         self._speakers: dict[Who, Speaker] = {}  # frozen: shared by the findings of one speaker
         self._whos: dict[Who, Who] = {}  # each speaker's one Who
@@ -161,17 +165,17 @@ class SourceScanner:
         line_no = self._line_no
         self._buffer_no += 1
         inert = self._inert
-        touched: dict[int, _Plan] = {}  # plans of the inert lines seen in this buffer (see _Plan.seen)
+        touched: dict[int, list[Any]] = {}  # the inert entries seen in this buffer
         marks: list[int] = []  # offsets of the lines numbered below, and their numbers: where _settle counts from
         numbers: list[int] = []
-        for start, end, lm in self._matcher.spans(buffer, self._lines):
+        for start, end, lm in self._matcher.spans(buffer, self._lines, (inert, touched)):
             known = inert.get(id(lm))
             if known is not None and known[0] is lm:
-                # A line seen before that yields only rows kept already: note it, numbered once per buffer.
-                plan = known[1]
-                plan.seen += 1
-                plan.last_start, plan.last_end = start, end
-                touched[id(plan)] = plan
+                # A line seen before that yields only rows kept already: note it, numbered once per buffer (what
+                # the matcher's C loop does itself, where it runs).
+                known[2] += 1
+                known[3], known[4] = start, end
+                touched[id(known)] = known
                 continue
             line_no += count_newlines(buffer, counted_to, start)
             counted_to = start
@@ -192,22 +196,22 @@ class SourceScanner:
         records are kept in, whichever path kept them."""
         return ((self._buffer_no << 40 | start) << 4) + k
 
-    def _settle(self, buffer: bytes, touched: dict[int, _Plan], marks: list[int], numbers: list[int]
+    def _settle(self, buffer: bytes, touched: dict[int, list[Any]], marks: list[int], numbers: list[int]
                 ) -> tuple[int, int]:
         """Count the inert lines' error rows, and give their folded rows their latest occurrence, numbering it by
         counting newlines from the nearest line numbered before it. Returns the last offset numbered, and its
         line number."""
         line_no, counted_to = self._line_no, 0
-        for plan in sorted(touched.values(), key=lambda p: p.last_start):
-            start, seen = plan.last_start, plan.seen
-            plan.seen = 0
+        for entry in sorted(touched.values(), key=_latest_start):
+            _, plan, seen, start, end = entry
+            entry[2] = 0
             nearest = bisect_right(marks, start) - 1
             if nearest >= 0 and marks[nearest] > counted_to:
                 line_no, counted_to = numbers[nearest], marks[nearest]
             line_no += count_newlines(buffer, counted_to, start)
             counted_to = start
             time = plan.stamp.time if plan.stamp else None
-            text = plan.own_text(buffer[start : plan.last_end])
+            text = plan.own_text(buffer[start:end])
             for k, (kind, _captures, row) in enumerate(plan.contexts):
                 if row is None:
                     continue
@@ -238,7 +242,7 @@ class SourceScanner:
                 # From now on this exact line only repeats rows kept already: the cheap path takes it.
                 if len(self._inert) >= SAID_MEMO:
                     self._inert.clear()
-                self._inert[id(lm)] = (lm, plan)
+                self._inert[id(lm)] = [lm, plan, 0, 0, 0]
         if lm.signature is None:
             return
         sig = lm.signature
@@ -359,9 +363,6 @@ class _Plan:
     raw: bytes  # the line it was read from: its siblings' text is their own
     contexts: list[tuple[str, dict[str, Any], Row | None]]  # (kind, captures, fold row) per context record
     folded_only: bool  # every record of it is folded: its repeats only count rows kept already
-    seen: int = 0  # inert repeats in the current buffer, not yet counted
-    last_start: int = 0  # offset of the latest of them
-    last_end: int = 0  # and of its end (its newline, or the buffer's end)
 
     def own_text(self, raw: bytes) -> str:
         """The text a record of the line ``raw`` keeps: this plan's, unless ``raw`` is a sibling's."""
