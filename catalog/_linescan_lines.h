@@ -202,8 +202,30 @@ static PyObject *merged_ids(PyObject *mine, PyObject *theirs) {
 #include "_linescan_own.h"
 
 /* A line the memo lacks under its bytes: its sibling key's match, else resolve's. New reference or NULL. */
+static PyObject *match_line(PyObject *mod, PyObject *const *args, Py_ssize_t nargs); /* _linescan_match.h */
+
+/* resolve's own work where direct is (confirms, confirmer, caseless, LineMatch, max_chars, kept_text), the rest
+ * of match_line's arguments: the line decoded as resolve decodes it (UTF-8, errors replaced, trailing CRs
+ * stripped), matched, and remembered under both keys; without a Python frame between. New reference or NULL. */
+static PyObject *resolved(PyObject *direct, PyObject *raw, PyObject *ids, PyObject *from, PyObject *to,
+                          PyObject *key, PyObject *memo, Py_ssize_t limit) {
+    static PyObject *cr = NULL;
+    if (!cr && !(cr = PyUnicode_InternFromString("\r"))) return NULL;
+    PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), "replace");
+    Py_ssize_t n = text ? PyUnicode_GET_LENGTH(text) : 0;
+    if (text && n && PyUnicode_READ_CHAR(text, n - 1) == '\r') Py_SETREF(text, PyObject_CallMethod(text, "rstrip", "O", cr));
+    if (!text) return NULL;
+    PyObject *args[10] = {text, ids, PyTuple_GET_ITEM(direct, 0), PyTuple_GET_ITEM(direct, 1),
+                          PyTuple_GET_ITEM(direct, 2), from, to, PyTuple_GET_ITEM(direct, 3),
+                          PyTuple_GET_ITEM(direct, 4), PyTuple_GET_ITEM(direct, 5)};
+    PyObject *match = match_line(NULL, args, 10);
+    Py_DECREF(text);
+    if (match && remember(memo, limit, raw, key, match) < 0) Py_CLEAR(match);
+    return match;
+}
+
 static PyObject *unseen(Lines *self, Line *line, PyObject *other, PyObject *raw, Py_ssize_t start, Py_ssize_t end,
-                        PyObject *memo, PyObject *resolve, PyObject *siblings, Py_ssize_t limit) {
+                        PyObject *memo, PyObject *resolve, PyObject *siblings, Py_ssize_t limit, PyObject *direct) {
     PyObject *key = NULL, *match = NULL, *spec, *after, *before;
     if (line && !other && line->count == 1 && (spec = sibling_spec(siblings, self->ids[line->first]))) {
         if (!literals_ok(spec, &after, &before) || !(key = masked_key(self->ids[line->first], raw, after, before)))
@@ -221,7 +243,8 @@ static PyObject *unseen(Lines *self, Line *line, PyObject *other, PyObject *raw,
     if (!line || mine) ids = other ? merged_ids(mine, PyTuple_GET_ITEM(other, 1)) : Py_NewRef(mine);
     Py_XDECREF(mine);
     PyObject *from = ids ? PyLong_FromSsize_t(start) : NULL, *to = from ? PyLong_FromSsize_t(end) : NULL;
-    if (to) {
+    if (to && direct) match = resolved(direct, raw, ids, from, to, key, memo, limit);
+    else if (to) {
         PyObject *call[] = {raw, from, to, ids, key};
         match = PyObject_Vectorcall(resolve, call, 5, NULL);
     }

@@ -4,10 +4,11 @@
  * line whose match is not None, in order. A line's match is memo[line bytes]; else, for a line only one pattern
  * of siblings may match, memo[its sibling key]; else resolve(line bytes, start, end, pattern ids, the key looked
  * up). extra_lines: [(start, ids)] sorted by start, lines another scan found (their ids join the line's).
- * With own (see _linescan_own.h), each line's own LineMatch instead of (start, end, match).
+ * With own (see _linescan_own.h), each line's own LineMatch instead of (start, end, match). With direct (the last
+ * arguments of match_line), a line resolve would match is matched in C instead: see resolved.
  *
- * iter_spans(memo, resolve, extra_lines, siblings, limit, skip, touched): the same spans one at a time, where
- * skip is a dict {id(match): [match, ...]}: a line whose match has such an entry is not returned but counted in
+ * iter_spans(memo, resolve, extra_lines, siblings, limit, skip, touched, direct=None): the same spans one at a
+ * time, where skip is a dict {id(match): [match, ...]}: a line whose match has such an entry is not returned but counted in
  * it (item 2 goes up by one, items 3 and 4 become the line's start and end, touched[id(entry)] = entry). The
  * scanner adds entries while it walks (a line that will only repeat rows it kept: see correlator.reading), so
  * the lines after it in the same buffer are skipped too: most of a rank log's matched lines are such repeats. */
@@ -15,7 +16,7 @@
 static PyObject *one_int = NULL;
 
 typedef struct {
-    PyObject *memo, *resolve, *extra, *sib, *skip, *touched; /* skip NULL: none */
+    PyObject *memo, *resolve, *extra, *sib, *skip, *touched, *direct; /* skip, direct NULL: none */
     Py_ssize_t limit, extra_n, i, j;
     int has_own;
     Own own;
@@ -23,12 +24,19 @@ typedef struct {
 
 static int walk_parse(PyObject *args, Walk *w, int with_skip) {
     PyObject *extra = Py_None, *siblings = Py_None, *own_spec = Py_None, *skip = Py_None, *touched = Py_None;
+    PyObject *direct = Py_None;
     w->limit = (Py_ssize_t)1 << 30;
-    int parsed = with_skip ? PyArg_ParseTuple(args, "O!OOOnO!O!", &PyDict_Type, &w->memo, &w->resolve, &extra,
-                                              &siblings, &w->limit, &PyDict_Type, &skip, &PyDict_Type, &touched)
-                           : PyArg_ParseTuple(args, "O!O|OOnO", &PyDict_Type, &w->memo, &w->resolve, &extra,
-                                              &siblings, &w->limit, &own_spec);
+    int parsed = with_skip ? PyArg_ParseTuple(args, "O!OOOnO!O!|O", &PyDict_Type, &w->memo, &w->resolve, &extra,
+                                              &siblings, &w->limit, &PyDict_Type, &skip, &PyDict_Type, &touched,
+                                              &direct)
+                           : PyArg_ParseTuple(args, "O!O|OOnOO", &PyDict_Type, &w->memo, &w->resolve, &extra,
+                                              &siblings, &w->limit, &own_spec, &direct);
     if (!parsed) return 0;
+    if (direct != Py_None && (!PyTuple_Check(direct) || PyTuple_GET_SIZE(direct) != 6)) {
+        PyErr_SetString(PyExc_TypeError, "direct must be match_line's 6 last arguments but the span, or None");
+        return 0;
+    }
+    w->direct = direct == Py_None ? NULL : direct;
     w->has_own = own_spec != Py_None;
     if (w->has_own && !own_parse(own_spec, &w->own)) return 0;
     if (extra != Py_None && !PyList_Check(extra)) {
@@ -96,7 +104,7 @@ static PyObject *walk_next(Lines *self, Walk *w) {
         if (match) Py_INCREF(match);
         else if (raw && !PyErr_Occurred())
             match = unseen(self, take_line ? line : NULL, take_other ? other : NULL, raw, start, end, w->memo,
-                           w->resolve, w->sib, w->limit);
+                           w->resolve, w->sib, w->limit, w->direct);
         Py_XDECREF(raw);
         if (!match) return NULL;
         if (match == Py_None) { Py_DECREF(match); continue; }
@@ -138,7 +146,7 @@ static void SpanIter_dealloc(SpanIter *self) {
     Walk *w = &self->walk;
     Py_XDECREF(self->lines);
     Py_XDECREF(w->memo), Py_XDECREF(w->resolve), Py_XDECREF(w->extra), Py_XDECREF(w->sib);
-    Py_XDECREF(w->skip), Py_XDECREF(w->touched);
+    Py_XDECREF(w->skip), Py_XDECREF(w->touched), Py_XDECREF(w->direct);
     PyObject_Free(self);
 }
 
@@ -161,6 +169,6 @@ static PyObject *Lines_iter_spans(Lines *self, PyObject *args) {
     it->lines = (Lines *)Py_NewRef(self);
     it->walk = w;
     Py_INCREF(w.memo), Py_INCREF(w.resolve), Py_XINCREF(w.extra), Py_XINCREF(w.sib);
-    Py_INCREF(w.skip), Py_INCREF(w.touched);
+    Py_INCREF(w.skip), Py_INCREF(w.touched), Py_XINCREF(w.direct);
     return (PyObject *)it;
 }

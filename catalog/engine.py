@@ -280,8 +280,8 @@ class LibhsEngine(HyperscanEngine):
 
     def spans(self, buffer: bytes, memo: dict[Any, Any], resolve: Callable[..., Any],
               siblings: Mapping[int, tuple[tuple[bytes, ...], bytes]] | None = None, limit: int = 1 << 30,
-              own: tuple[Any, ...] | None = None, skip: tuple[dict[int, list[Any]], dict[int, list[Any]]] | None = None
-              ) -> Iterable[Any] | None:
+              own: tuple[Any, ...] | None = None, skip: tuple[dict[int, list[Any]], dict[int, list[Any]]] | None = None,
+              direct: tuple[Any, ...] | None = None) -> Iterable[Any] | None:
         """(start, end, match) for each candidate line whose match is not None, in order; None when the database
         cannot scan (every pattern is scanned with `re`). A line's match is memo[line], else, for a line only a
         pattern of ``siblings`` (index -> Volatile.literals) may match, memo[its sibling key], else
@@ -289,7 +289,9 @@ class LibhsEngine(HyperscanEngine):
         line's bytes too, the memo cleared first once it holds ``limit`` keys. With ``own`` (LineMatch, sibling
         kinds, MAX_LINE_CHARS, truncation suffix), each line's own LineMatch instead, as Matcher.match gives. With
         ``skip`` (counts, touched), an iterator that leaves out the lines whose match has an entry in counts
-        ({id(match): [match, _, count, start, end]}), counting them there instead (see Matcher.spans)."""
+        ({id(match): [match, _, count, start, end]}), counting them there instead (see Matcher.spans). With
+        ``direct``, match_line's last arguments (see catalog.matcher), the C loop matches a new line itself as
+        ``resolve`` would, without calling it."""
         if self._db is None:
             return None
         lines = self._lines(buffer)
@@ -299,9 +301,9 @@ class LibhsEngine(HyperscanEngine):
             scan_filtered(self._leftover, buffer, found, self._literal_hits(lines))
             extra = sorted(found.items())
         if skip is not None:  # one at a time, skipping the lines of skip's matches (see _linescan_walk.h)
-            walk: Iterable[Any] = lines.iter_spans(memo, resolve, extra, siblings, limit, *skip)
+            walk: Iterable[Any] = lines.iter_spans(memo, resolve, extra, siblings, limit, *skip, direct)
             return walk
-        spans: list[Any] = lines.spans(memo, resolve, extra, siblings, limit, own)
+        spans: list[Any] = lines.spans(memo, resolve, extra, siblings, limit, own, direct)
         return spans
 
 

@@ -251,8 +251,11 @@ class Matcher:
             return None
         siblings = self._sibling_literals if memo is not None else None
         own_spec = (LineMatch, self._sibling_kinds, MAX_LINE_CHARS, _TRUNCATED) if own else None
+        # With the C match_line, the C line loop calls it itself for a new line, as the resolver would.
+        direct = None if _NATIVE_MATCH_LINE is None else (self._confirms, self._confirmer, self._caseless_search,
+                                                           LineMatch, MAX_LINE_CHARS, _kept_text)
         found: Iterable[Any] | None = native(buffer, {} if memo is None else memo, self._resolver(memo), siblings,
-                                             LINE_MEMO, own_spec, skip if memo is not None else None)
+                                             LINE_MEMO, own_spec, skip if memo is not None else None, direct)
         return found
 
     def may_be_sibling(self, lm: LineMatch) -> bool:
