@@ -59,26 +59,20 @@ def _python_who_and_stamp(line: str, base: Who, owner: str | None, year: int) ->
     return who, stamp
 
 
-def _native_who_and_stamp() -> Callable[[str, Who, str | None, int], tuple[Who, Stamp | None]]:
-    """_python_who_and_stamp with the common shapes of line read in C, where catalog._linescan was built: ASCII,
-    an NCCL header or a torchrun, srun or pdsh prefix, an ISO or glog stamp or none (at 4,096 ranks 2.5-5 us a
-    distinct line in Python, an eighth of the scan). The C function returns None for any other shape, and for a
-    continuation line (``owner``), which Python reads. Equal to the Python one: tests/unit/test_native_who.py."""
+def _native_who_and_stamp() -> Callable[[str, Who, int], tuple[Who, Stamp | None] | None] | None:
+    """_python_who_and_stamp for the common shapes of line, in C where catalog._linescan was built: ASCII, an NCCL
+    header or a torchrun, srun or pdsh prefix, an ISO or glog stamp or none (at 4,096 ranks 2.5-5 us a distinct
+    line in Python, an eighth of the scan). It returns None for any other shape, which Python reads; so does a
+    continuation line (it has an owner). Equal to the Python one: tests/unit/test_native_who.py."""
     try:
         from catalog._linescan import configure_who, who_and_stamp  # type: ignore[import-not-found]
     except ImportError:
-        return _python_who_and_stamp
+        return None
     configure_who(Who, Stamp, UTC, PDSH_NOT_HOST, glog_stamps, STAMP_MEMO)
-
-    def read(line: str, base: Who, owner: str | None, year: int) -> tuple[Who, Stamp | None]:
-        if owner is None and (found := who_and_stamp(line, base, year)) is not None:
-            return found  # type: ignore[no-any-return]
-        return _python_who_and_stamp(line, base, owner, year)
-
-    return read
+    return who_and_stamp  # type: ignore[no-any-return]
 
 
-_read_who_and_stamp = _native_who_and_stamp()
+_NATIVE_WHO_AND_STAMP = _native_who_and_stamp()
 
 
 def _owner_line(buffer: bytes, start: int) -> str | None:
@@ -300,7 +294,10 @@ class SourceScanner:
         plan = self._plans.get(key)
         if plan is None:
             line = line_text(raw) if self._matcher.may_be_sibling(lm) else lm.text  # decoded once, in spans
-            who, stamp = _read_who_and_stamp(line, self._base, owner, self._year)
+            # C first, called here without a Python frame between (this runs for every distinct line)
+            native = _NATIVE_WHO_AND_STAMP
+            found = native(line, self._base, self._year) if native is not None and owner is None else None
+            who, stamp = found or _python_who_and_stamp(line, self._base, owner, self._year)
             # One Who per speaker: the records of a rank's thousands of lines share it, and the pool pickles it once
             who = self._whos.setdefault(who, who) if len(self._whos) < SAID_MEMO else who
             text = line.strip()[:500]

@@ -131,5 +131,4 @@ def test_glog_stamps_are_remembered_and_shared_as_in_python() -> None:
 
 
 def test_the_scanner_reads_through_c_where_it_is_built() -> None:
-    _native()
-    assert reading._read_who_and_stamp is not _python_who_and_stamp
+    assert reading._NATIVE_WHO_AND_STAMP is _native()
