@@ -80,6 +80,7 @@ FINDING_FIELDS = ("signature", "generic", "role", "source", "line_no", "text", "
 SPEAKER_FIELDS = ("rank", "local_rank", "host", "pid", "device")
 _finding_values = attrgetter(*FINDING_FIELDS)
 _speaker_values = attrgetter(*SPEAKER_FIELDS)
+_SPEAKER_AT = FINDING_FIELDS.index("speaker")
 
 
 def _packed(results: list[tuple[int, SourceResult]]) -> list[Packed]:
@@ -100,7 +101,7 @@ def _packed(results: list[tuple[int, SourceResult]]) -> list[Packed]:
             speaker = speakers.get(id(finding.speaker))
             if speaker is None:
                 speaker = speakers[id(finding.speaker)] = _speaker_values(finding.speaker)
-            packed_findings.append((*values[:6], speaker, *values[7:]))
+            packed_findings.append((*values[:_SPEAKER_AT], speaker, *values[_SPEAKER_AT + 1 :]))
         out.append((index, result, [tuple(rec) for rec in records], packed_findings))
     return out
 
