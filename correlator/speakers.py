@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from functools import lru_cache
 from pathlib import PurePath
 from typing import NamedTuple
 
@@ -118,27 +120,41 @@ _NOT_HOST_DIRS = re.compile(
 
 def who_from_path(path: str) -> Who:
     """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg."""
-    pure = PurePath(path)  # once: it is made for each of a job's thousands of files
-    parts = pure.parts
+    head, name = os.path.split(path)
+    if name in ("", ".", ".."):  # not a plain file name: let pathlib say what the name and folders are
+        pure = PurePath(path)
+        head, name = str(pure.parent) if len(pure.parts) > 1 else "", pure.name
     rank = None
     host = None
-    stem = pure.name
-    if m := _FILE_RANK.search(stem):
+    if m := _FILE_RANK.search(name):
         rank = int(m["rank"])
-    for part in reversed(parts[:-1]):
-        m = _FILE_RANK.search(part)
-        if rank is None and m and m.start() == 0:
-            rank = int(m["rank"])
+    for leading_rank, hostish, part in _folders(head):
+        if rank is None and leading_rank is not None:
+            rank = leading_rank
             continue
-        if _HOSTISH.match(part) and not _NOT_HOST_DIRS.match(part) and not _FILE_RANK.match(part):
+        if hostish:
             host = part
             break
     if host is None and rank is None:
-        base = stem.split(".")[0]
+        base = name.split(".")[0]
         # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3), not a001.
         if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
             host = base
     return Who(rank=rank, host=host)
+
+
+@lru_cache(maxsize=4096)
+def _folders(head: str) -> tuple[tuple[int | None, bool, str], ...]:
+    """The folders of a path's head, innermost first: the rank a folder's name starts with, whether it reads as a
+    host's name, and the name. Once per folder: a 4,096-rank job's 5,120 files sit in 512 of them, and reading
+    each file's folders again took a twentieth of its scan."""
+    facts = []
+    for part in reversed(PurePath(head).parts if head else ()):
+        m = _FILE_RANK.search(part)
+        leading_rank = int(m["rank"]) if m and m.start() == 0 else None
+        hostish = bool(_HOSTISH.match(part)) and not _NOT_HOST_DIRS.match(part) and not _FILE_RANK.match(part)
+        facts.append((leading_rank, hostish, part))
+    return tuple(facts)
 
 
 def stream_from_path(path: str) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
@@ -126,3 +129,42 @@ def test_a_line_that_starts_with_an_nccl_header_reads_as_when_its_prefixes_were_
         line = rng.choice(heads) + rng.choice(heads[-3:]) + rng.choice(tails)
         for base in (Who(), Who(5, "fromfile")):
             assert speaker_and_body(line, base) == reference(line, base), line
+
+
+def _who_from_path_by_pathlib(path: str) -> Who:
+    """who_from_path as it was before it remembered folders: every part read by pathlib, for every file."""
+    from pathlib import PurePath
+
+    from correlator.speakers import _FILE_RANK, _HOSTISH, _NOT_HOST_DIRS
+
+    pure = PurePath(path)
+    rank = host = None
+    if m := _FILE_RANK.search(pure.name):
+        rank = int(m["rank"])
+    for part in reversed(pure.parts[:-1]):
+        m = _FILE_RANK.search(part)
+        if rank is None and m and m.start() == 0:
+            rank = int(m["rank"])
+            continue
+        if _HOSTISH.match(part) and not _NOT_HOST_DIRS.match(part) and not _FILE_RANK.match(part):
+            host = part
+            break
+    if host is None and rank is None:
+        base = pure.name.split(".")[0]
+        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
+            host = base
+    return Who(rank=rank, host=host)
+
+
+def test_file_names_read_with_remembered_folders_as_pathlib_reads_them() -> None:
+    folders = ["", "/", ".", "..", "logs", "node017", "rank3", "worker_2", "job-88", "gpu-a12.cluster.local",
+               "slurm-5", "a001", "run_1", "n1", "proc7x", ".hidden", "tmp"]
+    names = ["rank3.log", "dmesg.log", "node017.dmesg", "stdout", "a001.log", "worker-4.out", "gpu12", "", ".", "..",
+             "x.log/", "rank1.log/.", "slurm-123.out", "trainer.log"]
+    rng = random.Random(7)
+    paths = {f"{d}/{n}" if d else n for d in folders for n in names}
+    for _ in range(3000):
+        depth = rng.randint(0, 4)
+        paths.add("/".join([*rng.choices(folders, k=depth), rng.choice(names)]).replace("///", "/"))
+    for path in sorted(paths):
+        assert who_from_path(path) == _who_from_path_by_pathlib(path), path
