@@ -258,6 +258,11 @@ class Matcher:
                                              LINE_MEMO, own_spec, skip if memo is not None else None, direct)
         return found
 
+    @property
+    def sibling_kinds(self) -> frozenset[str]:
+        """The context kinds whose lines may share one LineMatch (see may_be_sibling)."""
+        return self._sibling_kinds
+
     def may_be_sibling(self, lm: LineMatch) -> bool:
         """Whether ``lm`` may stand for lines other than its own (siblings: see spans), so that its text may not
         be theirs."""

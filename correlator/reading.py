@@ -17,6 +17,7 @@ from typing import Any
 from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from catalog.model import Signature
+from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row
 from correlator.speakers import PDSH_NOT_HOST, Who, read_prefixes, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
@@ -75,6 +76,35 @@ def _native_who_and_stamp() -> Callable[[str, Who, int], tuple[Who, Stamp | None
 _NATIVE_WHO_AND_STAMP = _native_who_and_stamp()
 
 
+def _native_plan_for() -> Callable[[tuple[Any, ...], LineMatch, bytes], Any] | None:
+    """SourceScanner._plan_for in C for a line with no owner line, where catalog._linescan was built (see
+    catalog/_linescan_plan.h); None elsewhere. Equal to the method: tests/unit/test_native_plan.py."""
+    if _NATIVE_WHO_AND_STAMP is None:
+        return None
+    from catalog._linescan import plan_for  # type: ignore[import-not-found,unused-ignore]
+
+    return plan_for  # type: ignore[no-any-return]
+
+
+_NATIVE_PLAN_FOR = _native_plan_for()
+
+
+def _errorish_folded(captures: dict[str, Any], who: Who, text: str, catalogued: bool
+                     ) -> tuple[str, dict[str, Any], Row | None]:
+    """An error line's context record (kind, fields, fold row) in a folding scan. Folded, its fields carry its
+    template and gravity, which its row needs anyway: the differential view then reads them instead of masking
+    the text again (in the pool's workers, not in the parent)."""
+    masked, grave = shape(text)
+    fields = {**captures, "template": masked, "gravity": grave}
+    return "errorish", fields, ("errorish", who, masked, grave, catalogued)
+
+
+def _errorish_whole(captures: dict[str, Any], who: Who, text: str, catalogued: bool
+                    ) -> tuple[str, dict[str, Any], Row | None]:
+    """An error line's context record in a scan that keeps every record: no row."""
+    return "errorish", captures, None
+
+
 def _owner_line(buffer: bytes, start: int) -> str | None:
     """For an indented continuation line, the nearest earlier line that starts a message (within 64 lines)."""
     pos = start
@@ -127,6 +157,11 @@ class SourceScanner:
         self._buffer_no = 0
         self._speakers: dict[Who, Speaker] = {}  # frozen: shared by the findings of one speaker
         self._whos: dict[Who, Who] = {}  # each speaker's one Who
+        self._errorish = _errorish_folded if fold_context else _errorish_whole  # a function: no cycle to self
+        # What the C plan_for reads and fills in (see catalog/_linescan_plan.h for the order), once per source.
+        # Nothing in it refers back to the scanner: the CLI runs without the cyclic collector.
+        self._plan_state = (self._plans, base, year, self._whos, self._errorish, matcher.sibling_kinds, _Plan,
+                            MAX_LINE_CHARS, SAID_MEMO, kept_module.FOLDED_KINDS, _python_who_and_stamp, line_text)
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
@@ -219,7 +254,9 @@ class SourceScanner:
         # An indented line may be a continuation: who said it may be on the line that started the message.
         owner = _owner_line(buffer, start) if lm.text[:1].isspace() else None
         raw = buffer[start:end]
-        plan = self._plan_for(lm, owner, raw)
+        native = _NATIVE_PLAN_FOR
+        plan = native(self._plan_state, lm, raw) if native is not None and owner is None else \
+            self._plan_for(lm, owner, raw)
         who, stamp = plan.who, plan.stamp
         if plan.contexts:
             time = stamp.time if stamp else None
@@ -318,17 +355,6 @@ class SourceScanner:
                 self._plans[key] = plan
         return plan
 
-    def _errorish(self, captures: dict[str, Any], who: Who, text: str, catalogued: bool
-                  ) -> tuple[str, dict[str, Any], Row | None]:
-        """An error line's context record (kind, fields, fold row). Folded, its fields carry its template and
-        gravity, which its row needs anyway: the differential view then reads them instead of masking the text
-        again (in the pool's workers, not in the parent)."""
-        if not self._fold_context:
-            return "errorish", captures, None
-        masked, grave = shape(text)
-        fields = {**captures, "template": masked, "gravity": grave}
-        return "errorish", fields, ("errorish", who, masked, grave, catalogued)
-
     def _continues_event(self, buffer: bytes, start: int, line_no: int, who: Who) -> bool:
         if self._last_event is None:
             return False
@@ -353,7 +379,7 @@ class SourceScanner:
 
 
 @dataclass(slots=True)
-class _Plan:
+class _Plan:  # slots: the scanner reads its fields for every line, and a slot is the fastest attribute to read
     who: Who
     stamp: Stamp | None
     text: str
