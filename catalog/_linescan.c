@@ -201,6 +201,7 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 #include "_linescan_match.h"
 #include "_linescan_who.h"
 #include "_linescan_plan.h"
+#include "_linescan_kept.h"
 
 /* count_newlines(data, start=0, end=len(data)): data.count(b"\n", start, end), at memory speed. The scanner
  * numbers every line of its input; CPython's count compares one byte at a time, this loop is vectorised (-O3). */
@@ -240,6 +241,8 @@ static PyMethodDef module_methods[] = {
     {"who_and_stamp", (PyCFunction)(void (*)(void))who_and_stamp, METH_FASTCALL,
      "_read_who_and_stamp for common ASCII lines, else None"},
     {"plan_for", (PyCFunction)(void (*)(void))plan_for, METH_FASTCALL, "SourceScanner._plan_for, no owner line"},
+    {"configure_kept", configure_kept, METH_VARARGS, "the record type, first-only kinds and error rows keep_line uses"},
+    {"keep_line", (PyCFunction)(void (*)(void))keep_line, METH_FASTCALL, "KeptContext.keep_line"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "catalog._linescan", NULL, -1, module_methods};

@@ -17,7 +17,9 @@ Pure: no I/O here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from correlator.speakers import Who
@@ -29,6 +31,8 @@ FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", 
 FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker_sigterm", "k8s_node"})
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
+_new_tuple = tuple.__new__
+_position = itemgetter(0)  # of a kept (position, record): C, where a lambda was a Python call per record
 
 
 class ContextRecord(NamedTuple):  # a tuple: faster to make and to pickle (the pool sends them by the thousand)
@@ -93,6 +97,17 @@ class KeptContext:
         else:
             self._first[row] = record
 
+    def keep_line(self, contexts: list[tuple[str, dict[str, Any], Row | None]], source: str, line_no: int, who: Who,
+                  time: datetime | None, text: str, at: int) -> None:
+        """The records of one line: for each (kind, captures, row) of the scanner's plan, the k-th at position
+        ``at + k``, a repeat of its row (see repeat) or a new record (see add). The scanner calls keep_line, which
+        is this method where the C one (catalog/_linescan_kept.h, equal to this) is not built."""
+        for k, (kind, captures, row) in enumerate(contexts):
+            if row is None or not self.repeat(kind, row, line_no, time, text, at + k):
+                # tuple.__new__: a NamedTuple's own __new__ is a Python function (0.2 us more per record)
+                self.add(_new_tuple(ContextRecord, (kind, captures, source, line_no, who, time, text, 1)), row,
+                         at + k)
+
     def records(self) -> list[ContextRecord]:
         counted = {id(first): seen for first, seen in self._errors.values() if seen > 1}
         kept = [(pos, rec if id(rec) not in counted else rec._replace(repeats=counted[id(rec)]))
@@ -101,8 +116,24 @@ class KeptContext:
             first = self._first
             kept += [(pos, _moved(first[row], line_no, time, text)) for row, (pos, line_no, time, text) in
                      self._last.items()]
-        kept.sort(key=lambda item: item[0])  # stable: a line's records stay in the order they were kept
+        kept.sort(key=_position)  # stable: a line's records stay in the order they were kept
         return [rec for _, rec in kept]
+
+
+def _native_keep_line() -> Callable[..., None] | None:
+    """KeptContext.keep_line in C where catalog._linescan was built: at 4,096 ranks 60,000 records a gigabyte,
+    two Python method calls each. None elsewhere."""
+    try:
+        from catalog._linescan import configure_kept  # type: ignore[import-not-found]
+        from catalog._linescan import keep_line as native  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS)
+    return native  # type: ignore[no-any-return]
+
+
+# keep_line(kept, contexts, source, line_no, who, time, text, at): KeptContext.keep_line, in C where it is built
+keep_line: Callable[..., None] = _native_keep_line() or KeptContext.keep_line
 
 
 def _moved(rec: ContextRecord, line_no: int, time: datetime | None, text: str) -> ContextRecord:

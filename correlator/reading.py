@@ -18,7 +18,7 @@ from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from catalog.model import Signature
 from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
-from correlator.kept import ContextRecord, KeptContext, Row, fold_row
+from correlator.kept import ContextRecord, KeptContext, Row, fold_row, keep_line
 from correlator.speakers import PDSH_NOT_HOST, Who, read_prefixes, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
 from correlator.templates import shape
@@ -27,7 +27,6 @@ from schemas.findings import Finding, Role, Speaker
 
 MAX_CARRY = 1 << 20
 _latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
-_new_tuple = tuple.__new__
 SAID_MEMO = 4096  # distinct lines remembered per source
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
@@ -260,15 +259,8 @@ class SourceScanner:
         who, stamp = plan.who, plan.stamp
         if plan.contexts:
             time = stamp.time if stamp else None
-            kept = self._context
-            text = plan.own_text(raw)
-            source = self.result.source
             at = (self._buffer_no << 40 | start) << 4  # _position(start, 0): the line's records follow it
-            for k, (kind, captures, row) in enumerate(plan.contexts):
-                if row is None or not kept.repeat(kind, row, line_no, time, text, at + k):
-                    # tuple.__new__: a NamedTuple's own __new__ is a Python function (0.2 us more per record)
-                    kept.add(_new_tuple(ContextRecord, (kind, captures, source, line_no, who, time, text, 1)), row,
-                             at + k)
+            keep_line(self._context, plan.contexts, self.result.source, line_no, who, time, plan.own_text(raw), at)
             if owner is None and lm.signature is None and plan.folded_only:
                 # From now on this exact line only repeats rows kept already: the cheap path takes it.
                 if len(self._inert) >= SAID_MEMO:
