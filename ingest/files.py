@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +42,21 @@ def _open(path: Path) -> BinaryIO:
             import zstandard
         except ImportError as exc:
             raise UsageError(f"{path}: reading .zst needs the 'zstandard' package") from exc
-        return zstandard.ZstdDecompressor().stream_reader(open(where, "rb"))  # type: ignore[no-any-return,unused-ignore]
+        from ingest.zstdfile import ZstdFile
+
+        return ZstdFile(where, zstandard)  # type: ignore[return-value]  # read and close: what chunks calls
     # Unbuffered: chunks reads whole blocks, and a buffer in between only copies them. FileIO itself, not
     # Path.open: at 4,096 ranks going through io.open for each file cost a fortieth of the scan.
     return io.FileIO(where)
+
+
+def _read_errors() -> tuple[type[Exception], ...]:
+    """What reading a source raises for input that cannot be read: the file system's errors, and corrupt or truncated
+    compressed data (zlib's and zstandard's own errors are no OSError). zstandard is imported only where a .zst
+    was opened, so its error joins only then."""
+    zstd = sys.modules.get("zstandard")
+    found: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError
+    return (*found, zstd.ZstdError) if zstd is not None else found
 
 
 def _size(path: str | Path) -> int | None:
@@ -107,7 +119,7 @@ def chunks(source: Source, size: int = CHUNK) -> Iterator[bytes]:
             try:
                 block = handle.read(ask)
                 ask = size if not plain or len(block) >= ask else min(size, _PROBE)
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            except _read_errors() as exc:
                 raise UsageError(f"{source.name}: cannot read: {exc}") from exc
             if not block:
                 return

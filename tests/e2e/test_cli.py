@@ -83,6 +83,29 @@ def test_bad_usage_exits_2_with_one_line(args: tuple[str, ...]) -> None:
     assert err.startswith("firstfault: ") and "\n" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_cut_compressed_log_in_a_job_exits_2_naming_it(tmp_path: Path, jobs: str) -> None:
+    """A job whose rank37 log was copied half-way: the diagnosis must not go on without the end of that log."""
+    import gzip
+    import shutil
+
+    import zstandard
+
+    job = tmp_path / "job"
+    shutil.copytree(EXAMPLE, job)
+    rank37 = job / "node004" / "rank37.log"
+    packed = zstandard.ZstdCompressor().compress(rank37.read_bytes())
+    (job / "node004" / "rank37.log.zst").write_bytes(packed[: len(packed) // 2])
+    rank37.unlink()
+    (job / "node004" / "rank36.log.gz").write_bytes(gzip.compress((job / "node004" / "rank36.log").read_bytes()))
+    (job / "node004" / "rank36.log").unlink()
+    p = run("diagnose", str(job), "--format", "json", "--jobs", jobs)
+    assert p.returncode == 2, p.stdout
+    err = p.stderr.decode().strip()
+    assert err.startswith("firstfault: error: node004/rank37.log.zst: cannot read") and "truncated" in err
+    assert "\n" not in err and "Traceback" not in err
+
+
 def test_empty_and_binary_files_do_not_crash(tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_bytes(b"")
     (tmp_path / "junk.bin").write_bytes(bytes(range(256)) * 4000)
