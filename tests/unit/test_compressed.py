@@ -39,8 +39,14 @@ def _zstd_frames(data: bytes) -> bytes:
     return b"".join(c.compress(data[a:b]) for a, b in itertools.pairwise(cuts))
 
 
+def _gzip_members(data: bytes) -> bytes:
+    """Two members, as `cat a.gz b.gz` (or a rotated log appended to) makes."""
+    return gzip.compress(data[: len(data) // 2 + 5]) + gzip.compress(data[len(data) // 2 + 5 :])
+
+
 COMPRESSORS: dict[str, tuple[str, Callable[[bytes], bytes]]] = {
     "gzip": (".gz", gzip.compress),
+    "gzip members": (".gz", _gzip_members),
     "zstd": (".zst", zstandard.ZstdCompressor().compress),
     "zstd frames": (".zst", _zstd_frames),
 }
