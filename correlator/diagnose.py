@@ -68,13 +68,20 @@ def diagnose(
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
+    """The first MAX_EVIDENCE distinct lines. Stops there: a rank that printed its failure 100,000 times (a retry
+    loop) has events of as many findings, and comparing each with every line kept was quadratic."""
     out: list[Evidence] = []
+    seen: set[tuple[str, int, str]] = set()
     for ev in events:
         for f in [ev.best, *ev.findings]:  # the line that decided first, then the rest of its event
-            item = Evidence(source=f.source, line=f.line_no, text=f.text[:1000])
-            if item not in out:
-                out.append(item)
-    return out[:MAX_EVIDENCE]
+            key = (f.source, f.line_no, f.text[:1000])
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Evidence(source=key[0], line=key[1], text=key[2]))
+            if len(out) == MAX_EVIDENCE:
+                return out
+    return out
 
 
 def _spread(root: Event, failures: Sequence[Event]) -> tuple[set[Target], set[str | None]]:
@@ -142,6 +149,7 @@ def _ranks_anywhere(ids: IdentityMap, failures: Sequence[Event]) -> bool:
 
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
     groups: dict[str, dict[str, set[object]]] = defaultdict(lambda: {"ranks": set(), "hosts": set(), "n": set()})
+    repeats: dict[str, int] = defaultdict(int)
     for ev in failures:
         if id(ev) in root_events or ev.stale:
             continue
@@ -151,9 +159,10 @@ def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list
         if ev.reporter.host is not None:
             g["hosts"].add(ev.reporter.host)
         g["n"].add(id(ev))
+        repeats[ev.signature.id] += sum(f.repeats for f in ev.findings)  # lines a flood's scan left out
     out = [
         CollateralGroup(signature=sig, ranks=sorted(int(r) for r in g["ranks"]),  # type: ignore[call-overload]
-                        hosts=sorted(str(h) for h in g["hosts"]), count=len(g["n"]))
+                        hosts=sorted(str(h) for h in g["hosts"]), count=len(g["n"]) + repeats[sig])
         for sig, g in groups.items()
     ]
     return sorted(out, key=lambda g: -g.count)

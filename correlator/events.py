@@ -14,13 +14,14 @@ from catalog.model import Implicates, Scope, Signature
 from correlator.collectives import Lag
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
-from correlator.reading import event_rank
 from schemas.findings import Finding, Role, Speaker
 
 NOT_JOINED = "pytorch.c10d.desync_not_joined"
 _UNRANKED: Any = object()  # a (signature, generic, role) not looked up yet
 _ORDER = attrgetter("order")
 _BEST_ORDER = attrgetter("best.order")
+_ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
+_SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,12 @@ def _implicated(ev: Event, ids: IdentityMap) -> None:
         else:
             on_host = ids.ranks_on(host)
             ev.implicated = [Target(on_host[0] if len(on_host) == 1 else None, host)]
+
+
+def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
+    """Order findings inside one event: specific over generic, causes over wrappers and victims, severe first."""
+    return (0 if finding.generic else 1, 0 if sig.wrapper else 1, _ROLE_RANK[finding.role],
+            _SEVERITY_RANK.get(sig.severity, 0))
 
 
 def _ranked(f: Finding, catalog: Catalog) -> tuple[int, Signature, bool] | None:

@@ -16,8 +16,8 @@ from typing import Any
 
 from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
-from catalog.model import Signature
 from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
+from correlator.floods import Fate, Floods
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row, keep_line
 from correlator.speakers import PDSH_NOT_HOST, Who, read_prefixes, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
@@ -29,8 +29,6 @@ MAX_CARRY = 1 << 20
 _latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
 SAID_MEMO = 4096  # distinct lines remembered per source
 MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
-_ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
-_SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 _TRACEBACKISH = re.compile(
     r"^(?:\s|$|Traceback|File \"|During handling|The above exception|Last error|Exception raised from|"
     r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
@@ -146,6 +144,7 @@ class SourceScanner:
         self._structured = Sniffer(source, base.rank)
         self._fold_context = fold_context
         self._context_rows: set[tuple[Any, ...]] = set()  # context-role rows seen in this source
+        self._floods = Floods()  # the bound on a failure line printed thousands of times (see floods.py)
         # A repeated context-role finding's facts (LineMatch, line_no, stamp, who, order): kept if the next
         # finding joins its event.
         self._pending: tuple[LineMatch, int, Stamp | None, Who, int] | None = None
@@ -278,6 +277,9 @@ class SourceScanner:
         pending, self._pending = self._pending, None
         if pending is not None and event == pending[1]:
             self.result.findings.append(self._finding(*pending))  # it began a traceback or message after all
+            self._floods.held_kept()
+        elif pending is not None:
+            self._floods.held_dropped()
         facts = (lm, line_no, stamp, who, self._order)
         if self._fold_context and sig.role is Role.CONTEXT and event == line_no:
             row = (sig.id, who, shape(plan.text)[0])
@@ -286,7 +288,13 @@ class SourceScanner:
                 return
             if len(self._context_rows) < SAID_MEMO:
                 self._context_rows.add(row)
-        self.result.findings.append(self._finding(*facts, event))
+        elif self._fold_context and (fate := self._floods.fate(sig.id, event, line_no, who, plan.text,
+                                                               lm.fields)) is not Fate.KEEP:
+            if fate is Fate.HOLD:
+                self._pending = facts
+            return
+        self.result.findings.append(finding := self._finding(*facts, event))
+        self._floods.kept(finding)
 
     def _finding(self, lm: LineMatch, line_no: int, stamp: Stamp | None, who: Who, order: int,
                  event: int | None = None) -> Finding:
@@ -382,9 +390,3 @@ class _Plan:  # slots: the scanner reads its fields for every line, and a slot i
     def own_text(self, raw: bytes) -> str:
         """The text a record of the line ``raw`` keeps: this plan's, unless ``raw`` is a sibling's."""
         return self.text if raw == self.raw else line_text(raw).strip()[:500]
-
-
-def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
-    """Order findings inside one event: specific over generic, causes over wrappers and victims, severe first."""
-    return (0 if finding.generic else 1, 0 if sig.wrapper else 1, _ROLE_RANK[finding.role],
-            _SEVERITY_RANK.get(sig.severity, 0))

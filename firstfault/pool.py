@@ -76,7 +76,7 @@ Packed = tuple[int, SourceResult, list[tuple[Any, ...]], list[tuple[Any, ...]]]
 
 # A Finding's fields in its dataclass order (tests/e2e/test_pool.py checks it), as plain values: see _packed.
 FINDING_FIELDS = ("signature", "generic", "role", "source", "line_no", "text", "speaker", "time", "clock", "fields",
-                  "order", "event")
+                  "order", "event", "repeats")
 SPEAKER_FIELDS = ("rank", "local_rank", "host", "pid", "device")
 _finding_values = attrgetter(*FINDING_FIELDS)
 _speaker_values = attrgetter(*SPEAKER_FIELDS)
@@ -110,13 +110,13 @@ def _unpacked(result: SourceResult, records: list[tuple[Any, ...]], found: list[
               speakers: dict[tuple[Any, ...], Speaker]) -> SourceResult:
     result.context = [_new_tuple(ContextRecord, rec) for rec in records]
     findings = []
-    for (signature, generic, role, source, line_no, text, who, time, clock, fields, order, event) in found:
+    for (signature, generic, role, source, line_no, text, who, time, clock, fields, order, event, repeats) in found:
         speaker = speakers.get(who)
         if speaker is None:
             speaker = speakers[who] = Speaker(*who)
         findings.append(Finding(signature=signature, generic=generic, role=role, source=source, line_no=line_no,
                                 text=text, speaker=speaker, time=time, clock=clock, fields=fields, order=order,
-                                event=event))
+                                event=event, repeats=repeats))
     result.findings = findings
     return result
 

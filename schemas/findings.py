@@ -58,6 +58,7 @@ class Finding:
     fields: dict[str, Any] = field(default_factory=dict)
     order: int = 0  # global read order, a stable tie-break
     event: int = 0  # line number of the first line of the event (traceback, multi-line message) it belongs to
+    repeats: int = 0  # later events of its row that a diagnosis's scan left out (a flood: correlator/floods.py)
 
 
 @cache
