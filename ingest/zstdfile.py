@@ -22,14 +22,15 @@ class ZstdFile:
         self._raw = open(path, "rb")  # noqa: SIM115 -- closed by close()
         self._reader = zstandard.ZstdDecompressor().stream_reader(self._raw, read_across_frames=True,
                                                                   closefd=False)
-        self._path = path
+        self._walked = False
 
     def read(self, size: int) -> bytes:
         block: bytes = self._reader.read(size)
-        if not block:
-            with open(self._path, "rb") as fh:
-                if (problem := unended_frame(fh)) is not None:
-                    raise EOFError(problem)
+        if not block and not self._walked:  # the reader is done with the file: walk it from its start
+            self._walked = True
+            self._raw.seek(0)
+            if (problem := unended_frame(self._raw)) is not None:
+                raise EOFError(problem)
         return block
 
     def close(self) -> None:
