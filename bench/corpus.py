@@ -1,0 +1,78 @@
+"""The labelled real corpus, split by source into a tuning half and a checking half, and scored per half.
+
+    .venv/bin/python -m bench.corpus --half tuning -v      # the half we read and tune on
+    .venv/bin/python -m bench.corpus --half checking       # measured last, never read while tuning
+    .venv/bin/python -m bench.corpus --half all --diagnoser baseline
+
+The split is by the repository a log came from (its label's `source`), never by log, so that two logs of the
+same project (the same launcher, the same cluster's naming) never sit on both sides: a log's half is bit 0 of
+the SHA-1 of `owner/name`. The rule was fixed before any log was read; it gives 34 tuning and 36 checking logs.
+Scoring is the corpus's own score.py, run on a labels file of one half (each label pointing at its log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HALVES = ("tuning", "checking")
+_REPO = re.compile(r"https://github\.com/([^/]+/[^/#?]+)")
+
+
+def corpus_dir() -> Path | None:
+    """Where ../shared/corpus is on this machine (FIRSTFAULT_CORPUS overrides)."""
+    here = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    for cand in (os.environ.get("FIRSTFAULT_CORPUS", ""), str(here), "/work/shared/corpus"):
+        if cand and (Path(cand) / "real" / "labels.jsonl").is_file():
+            return Path(cand)
+    return None
+
+
+def source_repo(source: str) -> str:
+    """The repository a label's source names (`owner/name`), or the source itself when it is not GitHub."""
+    found = _REPO.match(source)
+    return found.group(1) if found else source
+
+
+def half_of(label: dict[str, object]) -> str:
+    digest = hashlib.sha1(source_repo(str(label.get("source") or "")).encode()).hexdigest()
+    return HALVES[int(digest, 16) % 2]
+
+
+def labels(corpus: Path, half: str = "all") -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in (corpus / "real" / "labels.jsonl").read_text().splitlines() if line.strip()]
+    return [row for row in rows if half == "all" or half_of(row) == half]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.corpus")
+    ap.add_argument("--half", choices=(*HALVES, "all"), default="tuning")
+    ap.add_argument("--diagnoser", default="firstfault")
+    ap.add_argument("--exe", default=shutil.which("firstfault") or str(Path(sys.executable).with_name("firstfault")))
+    ap.add_argument("-v", action="store_true")
+    a = ap.parse_args(argv)
+    corpus = corpus_dir()
+    if corpus is None:
+        print("bench.corpus: ../shared/corpus is not on this machine (set FIRSTFAULT_CORPUS)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{a.half}.jsonl"
+        with path.open("w") as out:
+            for row in labels(corpus, a.half):
+                row = {**row, "path": str(corpus / "real" / f"{row['id']}.log")}
+                out.write(json.dumps(row) + "\n")
+        cmd = [sys.executable, str(corpus / "score.py"), str(path), "--diagnoser", a.diagnoser, "--exe", a.exe]
+        print(f"half {a.half}: {len(labels(corpus, a.half))} logs", flush=True)
+        return subprocess.run(cmd + (["-v"] if a.v else [])).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
