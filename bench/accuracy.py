@@ -2,14 +2,24 @@
 
     .venv/bin/python -m bench.accuracy                 # 504 scenarios (36 per kind), 3 of them 1,024-4,096 ranks
     .venv/bin/python -m bench.accuracy --per-kind 4 --no-large    # a quick look
+    .venv/bin/python -m bench.accuracy --per-kind 4 --no-large --hostile --records out.jsonl
 
 For every scenario the simulator (firstfault.simulate) writes the job's files and its ground truth; both
 diagnosers read the same files in the same run:
 - **firstfault**: the matcher and correlator, given the job's exit codes (as a JobEvent carries them) in a third
   of the scenarios as diagnose()'s argument, in another third as a job.json beside the logs;
 - **baseline, torchrun's rule**: torchrun's "Root Cause (first observed failure)" is the earliest failure per
-  host; across hosts the earliest by the clocks printed wins; without a failure table, the first error-looking
-  line by printed clock wins (what a reader merging logs by timestamp does).
+  host; across hosts the earliest by the clocks printed wins; its ``rank`` is the global rank (the table's
+  ``local_rank`` is not), its ``host`` socket.getfqdn(), taken as the node it names. Without a failure table,
+  the first error-looking line by printed clock wins (what a reader merging logs by timestamp does), read as a
+  reader would: ``[rankN]:`` as rank N, ``[defaultN]:`` as the local rank N (so no global rank), srun's
+  ``N: `` labels skipped, the host from the file's directory.
+
+``--hostile`` turns on, at random per scenario (seeded, from a generator of its own so the plan and the other
+knobs are the same draws), issue 22's patterns 1-5 (firstfault/simulate/hostile.py): torchrun's local-rank
+prefixes and consoles, host aliases, srun's exit reports, survivors' transport errors, silent stragglers.
+``--records FILE`` writes one JSON line per scenario: the diagnosis's verdict, confidence, signature, named
+rank and host, its alternatives, and whether it was right, for fitting calibration.
 
 Initiating top-1 counts the rank where the truth names one, the host where it names only a host, and "nobody"
 for a job-wide fault. Collateral precision and recall are micro-averaged over the ranks the truth marks as
@@ -27,11 +37,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from correlator.diagnose import diagnose
-from correlator.speakers import read_prefixes, who_from_path
 from correlator.timestamps import parse_timestamp
 from firstfault.engine import default_matcher, scan_sources
 from firstfault.simulate import SCENARIOS, Knobs, Truth, generate
@@ -83,19 +92,70 @@ def knobs_for(rng: random.Random, world: int) -> tuple[Knobs, bool]:
     return knobs, metadata == "argument"
 
 
-def firstfault_call(truth: Truth, root: Path, metadata: bool) -> Call:
+HOSTILE_FIELDS = ("local_prefix", "failure_table", "aliases", "launcher_reports", "survivor_transport",
+                  "silent_straggler")
+
+
+def hostile_knobs(rng: random.Random, knobs: Knobs) -> Knobs:
+    """Issue 22's patterns 1-5, each on at random: torchrun's consoles (local-rank prefixes, a --role rank
+    prefix, a global-rank template, --log-dir files), sometimes without the failure table; one naming scheme
+    for the nodes; srun's exit lines; survivors' transport errors; a straggler that prints nothing."""
+    prefix = rng.choice([None, "default", "default", "role", "template", "logdir"])
+    return replace(knobs, local_prefix=prefix, failure_table=prefix is None or rng.random() > 0.3,
+                   aliases=rng.choice([None, "slurm", "aws", "k8s"]), launcher_reports=rng.random() < 0.6,
+                   survivor_transport=rng.random() < 0.6, silent_straggler=rng.random() < 0.7)
+
+
+def firstfault_call(truth: Truth, root: Path, metadata: bool) -> tuple[Call, Diagnosis]:
     scan = scan_sources(default_matcher(), expand([str(root)]), YEAR)
     codes = truth.exit_codes if metadata else None
     d: Diagnosis = diagnose(scan.results, default_matcher().catalog, None, exit_codes=codes)
     rc = d.root_cause
     if rc is None:
-        return Call(None, None)
+        return Call(None, None), d
     collateral = {r for g in d.collateral for r in g.ranks} - ({rc.rank} if rc.rank is not None else set())
-    return Call(rc.rank, rc.host, collateral, rc.signature or "")
+    return Call(rc.rank, rc.host, collateral, rc.signature or ""), d
+
+
+def scenario_record(kind: str, seed: int, knobs: Knobs, metadata: bool, truth: Truth, d: Diagnosis,
+                    calls: dict[str, Call]) -> dict[str, object]:
+    """One scenario for calibration: what the diagnosis JSON says, and whether it was right."""
+    rc = d.root_cause
+    alternatives = [[a.signature, a.rank, a.host, a.confidence] for a in d.alternatives]
+    confidence = rc.confidence if rc else 0.0
+    return {
+        "kind": kind, "seed": seed, "world": knobs.world_size, "metadata": metadata,
+        "knobs": {k: v for k, v in asdict(knobs).items() if k != "world_size"},
+        "verdict": d.verdict, "confidence": confidence, "signature": rc.signature if rc else None,
+        "category": rc.category if rc else None, "rank": rc.rank if rc else None, "host": rc.host if rc else None,
+        "evidence": len(rc.evidence) if rc else 0, "has_time": bool(rc and rc.time),
+        "explanation_steps": len(rc.explanation) if rc else 0, "alternatives": alternatives,
+        "margin": confidence - max((a.confidence for a in d.alternatives), default=0.0),
+        "collateral_ranks": len({r for g in d.collateral for r in g.ranks}),
+        "truth": {"rank": truth.rank, "host": truth.host, "job_wide": truth.job_wide, "hint": truth.signature_hint},
+        "right": correct(truth, calls["firstfault"]), "class_right": class_ok(truth, calls["firstfault"]),
+        "baseline_right": correct(truth, calls["baseline"], any_name=True),
+    }
 
 
 def _text_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and "trace_" not in p.name and p.name != "job.json")
+
+
+_SRUN_LABEL = re.compile(r"^\s*\d+: ")
+_PREFIX = re.compile(r"^\[(rank|[a-z_]+)(\d+)\]: ?")
+_RANK_FILE = re.compile(r"rank(\d+)\.log$")
+
+
+def _reader(line: str, path: Path) -> tuple[int | None, str]:
+    """Who printed a line, as a reader merging logs sees it: ``[rankN]:`` is rank N, ``[roleN]:`` a local rank
+    (no global rank), the file's own name rankN.log otherwise; srun's task label is skipped."""
+    line = _SRUN_LABEL.sub("", line, count=1)
+    m = _PREFIX.match(line)
+    if m:
+        return (int(m[2]) if m[1] == "rank" else None), line[m.end():]
+    named = _RANK_FILE.search(path.name)
+    return (int(named[1]) if named else None), line
 
 
 def baseline_call(root: Path) -> Call:
@@ -104,7 +164,8 @@ def baseline_call(root: Path) -> Call:
     first_lines: list[tuple[float, int, int | None, str | None]] = []
     errors: set[int] = set()
     for order, path in enumerate(_text_files(root)):
-        base = who_from_path(str(path.relative_to(root)))
+        parts = path.relative_to(root).parts
+        host = parts[0] if len(parts) > 1 else None
         text = path.read_text(errors="replace")
         for m in re.finditer(r"Root Cause \(first observed failure\):\n.*\n(.*)\n(.*)\n(.*)\n", text):
             t, h, r = _TABLE_TIME.search(m[1]), _TABLE_HOST.search(m[2]), _TABLE_RANK.search(m[3])
@@ -113,12 +174,12 @@ def baseline_call(root: Path) -> Call:
         for line in text.splitlines():
             if not ERRORISH.search(line):
                 continue
-            who, body = read_prefixes(line, base)
-            if who.rank is not None:
-                errors.add(who.rank)
+            rank, body = _reader(line, path)
+            if rank is not None:
+                errors.add(rank)
             stamp = parse_timestamp(body, YEAR)
             when = stamp.time.timestamp() if stamp and stamp.clock == "wall" else float("inf")
-            first_lines.append((when, order, who.rank, who.host or base.host))
+            first_lines.append((when, order, rank, host))
     if tables:
         _, table_host, table_rank = min(tables)
         return Call(table_rank, table_host, errors - {table_rank})
@@ -128,11 +189,15 @@ def baseline_call(root: Path) -> Call:
     return Call(rank, host, errors - ({rank} if rank is not None else set()))
 
 
-def correct(truth: Truth, call: Call) -> bool:
+def correct(truth: Truth, call: Call, any_name: bool = False) -> bool:
+    """Right rank, or right host where the truth names only a host. firstfault must name the node as the
+    scheduler does; ``any_name`` (the baseline) accepts any of its names, as a reader of torchrun's table
+    knows node003.cluster.internal is node003."""
     if truth.job_wide:
         return call.rank is None and call.host is None
     if truth.rank is None:
-        return call.host == truth.host
+        names = set(truth.aliases.get(truth.host or "", [])) if any_name else set()
+        return call.host == truth.host or call.host in names
     return call.rank == truth.rank
 
 
@@ -144,7 +209,7 @@ def class_ok(truth: Truth, call: Call) -> bool:
 
 
 def record(tally: Tally, name: str, truth: Truth, call: Call) -> None:
-    tally.hits[name] += correct(truth, call)
+    tally.hits[name] += correct(truth, call, any_name=name == "baseline")
     tally.classes[name] += class_ok(truth, call)
     if truth.job_wide:
         return  # nobody initiated: "collateral" has no meaning
@@ -163,21 +228,27 @@ def plan(per_kind: int, large: bool, seed: int) -> list[tuple[str, int, int]]:
     return runs
 
 
-def run(per_kind: int, large: bool, seed: int, verbose: bool = False) -> dict[str, Tally]:
+def run(per_kind: int, large: bool, seed: int, verbose: bool = False, hostile: bool = False,
+        records: list[dict[str, object]] | None = None) -> dict[str, Tally]:
     tallies: dict[str, Tally] = defaultdict(Tally)
     rng = random.Random(seed + 1)
+    hostile_rng = random.Random(seed + 22)  # its own draws: the plan and the other knobs stay the same
     for kind, world, s in plan(per_kind, large, seed):
         knobs, metadata = knobs_for(rng, world)
+        if hostile:
+            knobs = hostile_knobs(hostile_rng, knobs)
         root = Path(tempfile.mkdtemp(prefix=f"ff-acc-{kind}-"))
         try:
             truth = generate(kind, root, s, knobs)
-            calls = {"firstfault": firstfault_call(truth, root, metadata), "baseline": baseline_call(root)}
+            ff, d = firstfault_call(truth, root, metadata)
+            calls = {"firstfault": ff, "baseline": baseline_call(root)}
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        if verbose and not correct(truth, calls["firstfault"]):
-            got = calls["firstfault"]
+        if records is not None:
+            records.append(scenario_record(kind, s, knobs, metadata, truth, d, calls))
+        if verbose and not correct(truth, ff):
             sys.stderr.write(f"miss {kind} seed={s} {knobs} metadata={metadata}: want {truth.rank}/{truth.host} "
-                             f"got {got.rank}/{got.host}\n")
+                             f"got {ff.rank}/{ff.host} {ff.signature}\n")
         for key in (kind, "overall"):
             tallies[key].n += 1
             for name, call in calls.items():
@@ -210,13 +281,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--no-large", action="store_true", help="skip the 1,024- and 4,096-rank scenarios")
     p.add_argument("-v", "--verbose", action="store_true", help="print every scenario firstfault gets wrong")
+    p.add_argument("--hostile", "--knobs", action="store_true", dest="hostile",
+                   help="turn on issue 22's patterns 1-5 at random per scenario (firstfault/simulate/hostile.py)")
+    p.add_argument("--records", type=Path, help="write one JSON line per scenario (diagnosis features, right?)")
     args = p.parse_args(argv)
     began = time.perf_counter()
-    tallies = run(args.per_kind, not args.no_large, args.seed, args.verbose)
+    records: list[dict[str, object]] | None = [] if args.records else None
+    tallies = run(args.per_kind, not args.no_large, args.seed, args.verbose, args.hostile, records)
     text = report(tallies, time.perf_counter() - began)
-    sys.stdout.write(text)
+    sys.stdout.write(("hostile knobs on\n\n" if args.hostile else "") + text)
+    if args.records and records is not None:
+        args.records.write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
     OUT.mkdir(exist_ok=True)
-    (OUT / "accuracy.json").write_text(json.dumps(
+    (OUT / ("accuracy-hostile.json" if args.hostile else "accuracy.json")).write_text(json.dumps(
         {k: {"n": t.n, "hits": t.hits, "classes": t.classes, "tp": t.tp, "predicted": t.predicted, "actual": t.actual}
          for k, t in tallies.items()}, indent=1))
     return 0

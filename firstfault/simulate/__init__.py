@@ -51,5 +51,6 @@ def generate(scenario: str, out: Path, seed: int = 0, knobs: Knobs | None = None
         world = max(world, 2 * GPUS_PER_NODE)
     c = Cluster(world, seed, knobs.max_skew_s)
     job = Job(c)
+    job.knobs = knobs
     failure = SCENARIOS[scenario](job, knobs)
     return write(job, scenario, failure, knobs, out, random.Random(seed ^ 0x5EED))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from firstfault.simulate import hostile_events
 from firstfault.simulate import lines as L
 from firstfault.simulate.cluster import START, TIMEOUT, Cluster, Job, Kind
 
@@ -31,6 +32,14 @@ class Knobs:
     cascade: str = "auto"  # after a rank dies: "abort" (NCCL errors in seconds), "timeout" (watchdog), or either
     noise: float = 0.0  # share of ranks that print harmless failure-looking lines (store retries, bad samples)
     job_file: bool = False  # write the scheduler's JobEvent (exit codes, rank -> host) as job.json beside the logs
+    # Issue 22's patterns 1-5 (hostile.py). All off by default: an older scenario and seed writes the same bytes.
+    local_prefix: str | None = None  # torchrun's console: "default" [default<local>]:, "role" [rank<local>]: (--role
+    #   rank), "template" [rank<global>]: (TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), "logdir" attempt_0/<local>/stderr.log
+    failure_table: bool = True  # False: torchrun's ChildFailedError table never reached the collected logs
+    aliases: str | None = None  # "slurm" | "aws" | "k8s": each tool names a node its own way (names.py)
+    launcher_reports: bool = False  # srun's exit lines, node 0's first; torchrun's table lists the SIGTERMed siblings
+    survivor_transport: bool = False  # healthy ranks print IB status=12 / closed by peer / ncclRemoteError
+    silent_straggler: bool = False  # the straggler prints nothing; the others time out on a newer SeqNum
 
 
 @dataclass
@@ -80,6 +89,8 @@ def sockets_break(job: Job, dead: int, t: datetime) -> None:
     for r in neighbours(c, dead):
         line = (L.reset_by_peer if c.rng.random() < 0.5 else L.closed_by_peer)(c, r, c.ip(dead), 40000 + dead)
         job.rank(r).add(t + timedelta(seconds=1 + c.rng.uniform(0, 0.5)), line, Kind.COLLATERAL)
+    if job.knobs is not None and job.knobs.survivor_transport:
+        hostile_events.survivors_report(job, dead, t)
 
 
 def timeouts(job: Job, t_fail: datetime, seq: int, waiting: Iterable[int], knobs: Knobs,
@@ -126,7 +137,12 @@ def agents(job: Job, t_fail: datetime, causes: dict[int, int], times: dict[int, 
             code, t = others, times[first] + timedelta(seconds=1)
         else:
             continue
-        job.node(node, "torchrun.log", "agent").extend(t, L.agent(c, node, first, code, L.why_exit(c, first, code), t))
+        why = L.why_exit(c, first, code)
+        if job.knobs is not None and job.knobs.launcher_reports:
+            text = hostile_events.agent_table(job, node, first, code, why, t)
+        else:
+            text = L.agent(c, node, first, code, why, t)
+        job.node(node, "torchrun.log", "agent").extend(t, text)
         for r in ranks:
             codes[str(r)] = code if r == first else -15
     return codes

@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import Enum
+from typing import Any
 
 GPUS_PER_NODE = 8
 START = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
@@ -36,6 +37,8 @@ class Cluster:
         self.skew = {n: timedelta(seconds=self.rng.uniform(-self.max_skew_s, self.max_skew_s))
                      for n in range(self.nodes)}
         self.pids = {r: 20000 + self.rng.randrange(60000) for r in range(self.world_size)}
+        # The hostile knobs draw from their own generator: with them off, self.rng's sequence is untouched.
+        self.hrng = random.Random(self.seed ^ 0x4057113)
 
     def node(self, rank: int) -> int:
         return rank // self.gpus_per_node
@@ -104,6 +107,7 @@ class Shard:
     stream: str = "rank"  # rank | node | agent | scheduler | dump
     lines: list[Line] = field(default_factory=list)
     blob: bytes | None = None  # a binary or JSON Flight Recorder dump
+    node: int | None = None  # the node it came from (None: the scheduler's), whatever its path says
 
     def add(self, t: datetime, text: str, kind: Kind = Kind.INFO) -> None:
         self.lines.append(Line(t, text, kind))
@@ -120,18 +124,19 @@ class Job:
         self.c = c
         self.shards: dict[str, Shard] = {}
         self.victim: int | None = None  # a scenario's initiating rank, when the caller chooses it
+        self.knobs: Any = None  # the scenario's Knobs (cascade.py), for the helpers the hostile knobs change
 
     def rank(self, r: int) -> Shard:
         path = f"{self.c.host(r)}/rank{r}.log"
         if path not in self.shards:
-            self.shards[path] = Shard(path, rank=r, host=self.c.host(r))
+            self.shards[path] = Shard(path, rank=r, host=self.c.host(r), node=self.c.node(r))
         return self.shards[path]
 
     def node(self, node: int, name: str, stream: str = "node") -> Shard:
         host = self.c.host_name(node)
         path = f"{host}/{name}"
         if path not in self.shards:
-            self.shards[path] = Shard(path, host=host, stream=stream)
+            self.shards[path] = Shard(path, host=host, stream=stream, node=node)
         return self.shards[path]
 
     def scheduler(self, name: str) -> Shard:
@@ -141,7 +146,8 @@ class Job:
 
     def dump(self, r: int, name: str, blob: bytes) -> None:
         path = f"{self.c.host(r)}/{name}"
-        self.shards[path] = Shard(path, rank=r, host=self.c.host(r), stream="dump", blob=blob)
+        self.shards[path] = Shard(path, rank=r, host=self.c.host(r), stream="dump", blob=blob,
+                                  node=self.c.node(r))
 
     def drop_rank(self, r: int) -> None:
         self.shards.pop(f"{self.c.host(r)}/rank{r}.log", None)

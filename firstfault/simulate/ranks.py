@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from firstfault.simulate import hostile_lines as H
 from firstfault.simulate import lines as L
 from firstfault.simulate.cascade import (
     Failure,
@@ -113,19 +114,45 @@ def straggler(job: Job, knobs: Knobs) -> Failure:
     t_out = min(times.values())
     mismatch = c.rng.random() < 0.3
     stuck = job.rank(victim)
-    if mismatch:  # it called broadcast where the others called all_reduce: it times out too, on another op
+    if knobs.silent_straggler:
+        silent_straggler(job, victim, others, t, t_out)
+    elif mismatch:  # it called broadcast where the others called all_reduce: it times out too, on another op
         lines = L.watchdog(c, victim, t_out, SEQ)
         stuck.extend(t_out, [x.replace("OpType=ALLREDUCE", "OpType=BROADCAST") for x in lines], Kind.CAUSE)
     else:
         stuck.extend(t_out + timedelta(seconds=1), L.dump_signal(c, victim, t_out, SEQ - 1, SEQ - 1, others[0]),
                      Kind.CAUSE)
+    mismatch = mismatch and not knobs.silent_straggler
     if knobs.flight_recorder:
         flight_dump(job, victim, SEQ if mismatch else SEQ - 1, SEQ - 1, t_out, knobs.flight_recorder,
                     "nccl:broadcast" if mismatch else None)
-    if knobs.desync_debug and victim != 0:
+    if knobs.desync_debug and victim != 0 and not knobs.silent_straggler:
         job.rank(0).extend(t_out, L.desync_report(c, 0, t_out, [victim], SEQ), Kind.COLLATERAL)
     codes = agents(job, t, {}, times)
     return Failure(victim, c.host(victim), "desync|hang|watchdog|dump|mismatch", codes, protect={victim})
+
+
+def silent_straggler(job: Job, victim: int, others: list[int], t: datetime, t_out: datetime) -> None:
+    """Issue 22, pattern 5: the straggler prints nothing at all, its last step a step before everyone's. The
+    others' watchdogs name SeqNum SEQ, newer than anything it completed; they may have queued more behind it
+    (last enqueued > SEQ). Half the time the job runs with TORCH_CPP_LOG_LEVEL=INFO, and every rank's periodic
+    work update shows who is a collective behind."""
+    c, h = job.c, job.c.hrng
+    stuck = job.rank(victim)
+    steps = sorted((ln for ln in stuck.lines if "] step " in ln.text), key=lambda ln: ln.time)
+    if steps:
+        stuck.lines.remove(steps[-1])
+    ahead = h.randrange(3)
+    for r in others:  # the watchdog's PG status: enqueued past SEQ when the rank queued more work behind it
+        for ln in job.rank(r).lines:
+            if ln.kind is Kind.COLLATERAL and "last enqueued work: " in ln.text:
+                ln.text = ln.text.replace(f"last enqueued work: {SEQ},", f"last enqueued work: {SEQ + ahead},")
+    if h.random() < 0.5:
+        when = t_out - timedelta(seconds=h.uniform(30, 60))
+        for r in [victim, *others]:
+            enq, done = (SEQ - 1, SEQ - 1) if r == victim else (SEQ + ahead, SEQ - 1)
+            job.rank(r).add(when + timedelta(milliseconds=h.uniform(0, 900)), H.work_update(c, r, when, enq, done),
+                            Kind.CAUSE if r == victim else Kind.INFO)
 
 
 def bootstrap_exception(job: Job, knobs: Knobs) -> Failure:

@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from firstfault.simulate import hostile
 from firstfault.simulate.cascade import Failure, Knobs
 from firstfault.simulate.cluster import Job, Kind, Shard
 from schemas.wire import JobEvent
@@ -25,6 +26,7 @@ class Truth:
     exit_codes: dict[str, int] = field(default_factory=dict)  # as a JobEvent carries them: rank -> exit code
     rank_hosts: dict[int, str] = field(default_factory=dict)
     second: tuple[int | None, str | None] | None = None
+    aliases: dict[str, list[str]] = field(default_factory=dict)  # with the host-alias knob: node -> every name
 
     @property
     def job_wide(self) -> bool:
@@ -90,11 +92,19 @@ def write(job: Job, scenario: str, failure: Failure, knobs: Knobs, out: Path, rn
     collateral = _collateral(job) - ({failure.rank} if failure.rank is not None else set())
     if failure.second and failure.second[0] is not None:
         collateral.discard(failure.second[0])
-    if knobs.interleaved:
+    names = hostile.apply(job, failure, knobs)
+
+    def host(name: str | None) -> str | None:  # the truth names a node as its scheduler does
+        return names[name].scheduler if name in names else name
+
+    if knobs.interleaved and hostile.labelled(knobs):
+        hostile.interleave(job)
+    elif knobs.interleaved and knobs.local_prefix != "logdir":
         _interleave(job)
-    truth = Truth(scenario, failure.rank, failure.host, failure.hints, c.world_size, collateral=collateral,
-                  exit_codes=failure.exit_codes, rank_hosts={r: c.host(r) for r in range(c.world_size)},
-                  second=failure.second)
+    second = (failure.second[0], host(failure.second[1])) if failure.second else None
+    truth = Truth(scenario, failure.rank, host(failure.host), failure.hints, c.world_size, collateral=collateral,
+                  exit_codes=failure.exit_codes, rank_hosts={r: host(c.host(r)) or "" for r in range(c.world_size)},
+                  second=second, aliases={n.scheduler: sorted(n.all()) for n in names.values()})
     if knobs.job_file:
         event = JobEvent(job_id="881234", scheduler="slurm", state="failed", world_size=c.world_size,
                          hosts=sorted(set(truth.rank_hosts.values())), rank_hosts=truth.rank_hosts,
