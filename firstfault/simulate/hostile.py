@@ -5,8 +5,9 @@
 - local prefixes: the workers' output is torchrun's console, one file per node, each line behind
   ``[{role}{local_rank}]:`` (tail_log.py TailLog.start), a template's ``[rank{global}]: ``, or torchrun's
   --log-dir files ``attempt_0/{local_rank}/stderr.log``; optionally without torchrun's failure table;
-- launcher reports: srun's exit lines in the scheduler's output, node 0's (task 0's) first, then
-  slurmstepd's cancel notice; with one output file, srun -l's task labels.
+- launcher reports: srun's exit lines in the scheduler's output, task 0's first, then slurmstepd's cancel
+  notice; with one output file, srun -l's task labels. Under torchrun (a local-prefix mode) a task is a node's
+  torchrun; otherwise srun starts one task per GPU, the task id is the global rank, and there is no torchrun.
 
 The workers' own text is what PyTorch, NCCL and the user's code print; the ``[rankN]: `` the default simulator
 pastes before Python lines stands for a prefix a launcher adds, so these modes take it off and add theirs. The
@@ -43,9 +44,16 @@ def labelled(knobs: Knobs) -> bool:
     return knobs.interleaved and (knobs.local_prefix in ("default", "role", "template") or knobs.launcher_reports)
 
 
+def any_on(knobs: Knobs) -> bool:
+    return bool(knobs.local_prefix or not knobs.failure_table or knobs.aliases or knobs.launcher_reports
+                or knobs.survivor_transport or knobs.silent_straggler)
+
+
 def apply(job: Job, failure: Failure, knobs: Knobs) -> dict[str, NodeNames]:
     """Rewrites the job's shards in place; returns the nodes' names by the default simulator's host name."""
     names: dict[str, NodeNames] = {}
+    if any_on(knobs):
+        _one_nccl_version(job)
     if not knobs.failure_table:
         for shard in (s for s in job.shards.values() if s.stream == "agent"):
             shard.lines = [ln for ln in shard.lines if _GLOG.match(ln.text)]
@@ -54,8 +62,24 @@ def apply(job: Job, failure: Failure, knobs: Knobs) -> dict[str, NodeNames]:
     if knobs.local_prefix:
         _local_prefix(job, knobs.local_prefix)
     if knobs.launcher_reports and knobs.aliases != "k8s":  # Kubernetes has no srun; its Job status says it
+        if not knobs.local_prefix:  # srun starts one task per GPU itself: there is no torchrun to report
+            for path in [p for p, s in job.shards.items() if s.stream == "agent"]:
+                del job.shards[path]
         _srun_reports(job, failure, knobs, names)
     return names
+
+
+_NCCL_2215 = ((" NCCL INFO comm 0x", " NCCL INFO ncclCommInitRank comm 0x"),
+              (" misc/socket.cc:538 ", " misc/socket.cc:30 "), (" misc/socket.cc:49 ", " misc/socket.cc:50 "))
+
+
+def _one_nccl_version(job: Job) -> None:
+    """The default lines mix NCCL 2.18-2.21 (sources.py says which); a hostile job speaks 2.21.5 only."""
+    for shard in (s for s in job.shards.values() if s.blob is None):
+        for ln in shard.lines:
+            if " NCCL " in ln.text:
+                for old, new in _NCCL_2215:
+                    ln.text = ln.text.replace(old, new)
 
 
 def interleave(job: Job) -> None:

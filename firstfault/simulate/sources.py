@@ -1,7 +1,9 @@
 # ruff: noqa: E501  (the citation table is wider than a line)
 """Where every simulated line format comes from: the upstream repository, file and function that prints it.
 
-Read from the sources themselves (NVIDIA/nccl and SchedMD/slurm at the tags named, pytorch/pytorch and
+The default simulator's NCCL lines mix versions (noted per row: its init line is 2.18-2.20's, its "closed by
+remote peer" carries 2.18's line number, its "reset by peer" an older one); any hostile knob rewrites them to
+2.21.5's exact text (hostile._one_nccl_version). Read from the sources themselves (NVIDIA/nccl and SchedMD/slurm at the tags named, pytorch/pytorch and
 torvalds/linux at their main branch of late 2025), not from the correlator or the catalog, so that the
 simulator does not share the reader's assumptions. Each entry names the simulator function that writes the
 format, so tests/unit/test_simulate_sources.py can check that every writer has one.
@@ -9,9 +11,9 @@ format, so tests/unit/test_simulate_sources.py can check that every writer has o
 | writer | upstream | file | function | what it prints |
 |---|---|---|---|---|
 | lines.head | NVIDIA/nccl v2.21.5-1 | src/debug.cc | ncclDebugLog | ``host:pid:tid [cudaDev] NCCL INFO`` / ``... file:line NCCL WARN``; host is gethostname() cut at the first '.' (src/misc/utils.cc getHostName), cudaDev the LOCAL device (cudaGetDevice) |
-| lines.nccl_init | NVIDIA/nccl v2.21.5-1 | src/bootstrap.cc, src/init.cc | bootstrapNetInit, initTransportsRank | ``Bootstrap : Using ifname:ip<0>``; ``comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE`` (rank = GLOBAL rank) |
-| lines.reset_by_peer | NVIDIA/nccl v2.21.5-1 | src/misc/socket.cc | socketProgressOpt | ``Call to recv from ip<port> failed : Connection reset by peer`` (numeric host) |
-| lines.closed_by_peer, hostile_lines.closed_by_peer | NVIDIA/nccl v2.21.5-1 | src/misc/socket.cc | socketProgress | ``Connection closed by remote peer host<port>``: ncclSocketToString(..., numericHostForm=0), so getnameinfo's reverse-DNS name (hostile: resolved; default: numeric) |
+| lines.nccl_init | NVIDIA/nccl v2.21.5-1 | src/bootstrap.cc, src/init.cc | bootstrapNetInit, initTransportsRank | ``Bootstrap : Using ifname:ip<0>``; ``comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE`` (rank = GLOBAL rank); default: 2.18-2.20's text, 2.21.5 prepends ``ncclCommInitRank`` |
+| lines.reset_by_peer | NVIDIA/nccl v2.21.5-1 | src/misc/socket.cc | socketProgressOpt | ``Call to recv from ip<port> failed : Connection reset by peer`` (numeric host); default line number 538 is pre-2.18, 2.21.5's is 30 |
+| lines.closed_by_peer, hostile_lines.closed_by_peer | NVIDIA/nccl v2.21.5-1 | src/misc/socket.cc | socketProgress | ``Connection closed by remote peer host<port>``: ncclSocketToString(..., numericHostForm=0), so getnameinfo's reverse-DNS name (hostile: resolved; default: numeric, and 2.18's :49 where 2.21.5 has :50) |
 | lines.ib_completion, hostile_lines.ib_completion | NVIDIA/nccl v2.21.5-1 | src/transport/net_ib.cc:1909 | ncclIbTest | ``NET/IB : Got completion from peer ip<port> with status=%d opcode=%d len=%d vendor err %d (%s)`` then `` localGid %s remoteGids %s`` on RoCE (link layer Ethernet) only |
 | hostile_lines.nccl_remote_error | NVIDIA/nccl v2.21.5-1; pytorch/pytorch | src/init.cc; torch/csrc/distributed/c10d/NCCLUtils.cpp | ncclGetErrorString; getNcclErrorDetailStr | ``remote process exited or there was a network error``; ``ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.`` |
 | lines.watchdog | pytorch/pytorch | torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp | WorkNCCL::checkTimeout; Watchdog::runLoop | ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=..., NumelIn=..., NumelOut=..., Timeout(ms)=600000) ran for N milliseconds before timing out.``; ``failure detected by watchdog at work sequence id: N PG status: last enqueued work: N, last completed work: M`` |

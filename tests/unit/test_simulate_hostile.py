@@ -122,8 +122,11 @@ def test_launcher_reports_name_task_0_first(tmp_path: Path) -> None:
     assert SRUN.match(srun[0])["host"] != truth.host  # type: ignore[index]
     assert any(STEPD.match(x) for x in srun)
     assert any(SRUN.match(x) and SRUN.match(x)["host"] == truth.host for x in srun)  # type: ignore[index]
-    agent = files[f"{truth.host}/torchrun.log"]
-    failures = agent.split("Failures:")[1].split("Root Cause")[0]
+    assert not any(k.endswith("torchrun.log") for k in files)  # srun started the ranks: no torchrun
+    truth, root = _job(tmp_path / "torchrun", "cuda_oom", Knobs(world_size=16, launcher_reports=True,
+                                                                local_prefix="default"), "off_node0")
+    console = _text(root)[f"{truth.host}/console.log"]
+    failures = console.split("Failures:")[1].split("Root Cause")[0]
     assert failures.count("exitcode  : -15") == 7 and "Signal 15 (SIGTERM) received by PID" in failures
 
 
