@@ -249,7 +249,7 @@ def run(per_kind: int, large: bool, seed: int, verbose: bool = False, hostile: b
         if verbose and not correct(truth, ff):
             sys.stderr.write(f"miss {kind} seed={s} {knobs} metadata={metadata}: want {truth.rank}/{truth.host} "
                              f"got {ff.rank}/{ff.host} {ff.signature}\n")
-        for key in (kind, "overall"):
+        for key in (kind, "overall", *(knob_keys(knobs, kind) if hostile else [])):
             tallies[key].n += 1
             for name, call in calls.items():
                 record(tallies[key], name, truth, call)
@@ -258,6 +258,15 @@ def run(per_kind: int, large: bool, seed: int, verbose: bool = False, hostile: b
 
 def _ratio(a: int, b: int) -> str:
     return f"{a / b:.0%}" if b else "n/a"
+
+
+def knob_keys(knobs: Knobs, kind: str) -> list[str]:
+    """The hostile knobs a scenario had on, as tally keys: which pattern costs what (a silent straggler only
+    where there is a straggler)."""
+    values = {f: getattr(knobs, f) for f in HOSTILE_FIELDS if f != "silent_straggler" or kind == "straggler"}
+    keys = [f"{f}={v}" for f, v in values.items() if f in ("local_prefix", "aliases") and v]
+    keys += [f for f, v in values.items() if f not in ("local_prefix", "aliases", "failure_table") and v is True]
+    return keys + (["no failure_table"] if not knobs.failure_table else [])
 
 
 def report(tallies: dict[str, Tally], seconds: float) -> str:
@@ -272,6 +281,13 @@ def report(tallies: dict[str, Tally], seconds: float) -> str:
         name = f"**{kind}**" if kind == "overall" else kind
         rows.append(f"| {name} | {t.n} | {_ratio(t.hits['firstfault'], t.n)} | {_ratio(t.hits['baseline'], t.n)} "
                     f"| {_ratio(t.classes['firstfault'], t.n)} | {cells[0]} | {cells[1]} |")
+    knobs = sorted(k for k in tallies if k not in SCENARIOS and k != "overall")
+    if knobs:
+        rows += ["", "| hostile knob on | n | top-1 firstfault | top-1 torchrun's rule | class firstfault |",
+                 "|---|---:|---:|---:|---:|"]
+        rows += [f"| {k} | {tallies[k].n} | {_ratio(tallies[k].hits['firstfault'], tallies[k].n)} "
+                 f"| {_ratio(tallies[k].hits['baseline'], tallies[k].n)} "
+                 f"| {_ratio(tallies[k].classes['firstfault'], tallies[k].n)} |" for k in knobs]
     return "\n".join(rows) + f"\n\n{tallies['overall'].n} scenarios in {seconds:.0f} s\n"
 
 
