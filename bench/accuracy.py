@@ -135,6 +135,8 @@ def scenario_record(kind: str, seed: int, knobs: Knobs, metadata: bool, truth: T
         "truth": {"rank": truth.rank, "host": truth.host, "job_wide": truth.job_wide, "hint": truth.signature_hint},
         "right": correct(truth, calls["firstfault"]), "class_right": class_ok(truth, calls["firstfault"]),
         "baseline_right": correct(truth, calls["baseline"], any_name=True),
+        # the rest of the JSON contract (without the long timeline), for features added to it later
+        "diagnosis": d.model_dump(mode="json", exclude={"timeline", "collateral"}),
     }
 
 
