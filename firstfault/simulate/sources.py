@@ -30,7 +30,7 @@ format, so tests/unit/test_simulate_sources.py can check that every writer has o
 | lines.slurm_node_failure, hostile_lines.step_cancelled | SchedMD/slurm slurm-24-11-7-1 | src/slurmd/slurmstepd/req.c | _handle_signal_container | ``slurmstepd: error: *** STEP j.s ON host CANCELLED AT time ***`` (and DUE TO NODE FAILURE) |
 | lines.dmesg_oom | torvalds/linux | mm/oom_kill.c | __oom_kill_process | ``Out of memory: Killed process PID (comm) total-vm:..kB, anon-rss:..kB, file-rss:..kB, shmem-rss:..kB, UID:.. pgtables:..kB oom_score_adj:..`` |
 | lines.dmesg_segfault | torvalds/linux | arch/x86/mm/fault.c | show_signal_msg | ``comm[pid]: segfault at ADDR ip IP sp SP error E in lib.so[base+size]`` |
-| lines.dmesg_xid | NVIDIA driver (NVRM) | open-gpu-kernel-modules (kernel-open, nv-report) | NVRM Xid report | ``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., GPU has fallen off the bus.`` |
+| lines.dmesg_xid | NVIDIA/open-gpu-kernel-modules | src/nvidia/src/kernel/gpu/rc/kernel_rc.c | krcReportXid_IMPL (portDbgPrintf ``NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, %s``) | ``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., GPU has fallen off the bus.`` |
 | hostile_lines.dmesg_raw | torvalds/linux | kernel/printk/printk.c | print_time | raw dmesg ``[%5lu.%06lu]``: seconds since boot, no host, no wall clock |
 | hostile_lines.journal_line | systemd/systemd | src/shared/logs-show.c | output_short | ``journalctl -k``: ``Nov 29 10:02:03 hostname kernel: msg``, the kernel's hostname |
 | hostile_events.survivors_report | NVIDIA/nccl v2.21.5-1 | (the three NCCL rows above) | | survivors' IB completion error / closed socket, then ncclRemoteError |
@@ -65,7 +65,8 @@ SOURCES: dict[str, Source] = {
                                        "_handle_signal_container"),
     "lines.dmesg_oom": Source("torvalds/linux", "mm/oom_kill.c", "__oom_kill_process"),
     "lines.dmesg_segfault": Source("torvalds/linux", "arch/x86/mm/fault.c", "show_signal_msg"),
-    "lines.dmesg_xid": Source("NVIDIA/open-gpu-kernel-modules", "kernel-open/nvidia", "NVRM Xid report"),
+    "lines.dmesg_xid": Source("NVIDIA/open-gpu-kernel-modules", "src/nvidia/src/kernel/gpu/rc/kernel_rc.c",
+                              "krcReportXid_IMPL"),
     "hostile_lines.ib_completion": Source("NVIDIA/nccl@v2.21.5-1", "src/transport/net_ib.cc", "ncclIbTest"),
     "hostile_lines.closed_by_peer": Source("NVIDIA/nccl@v2.21.5-1", "src/misc/socket.cc", "socketProgress"),
     "hostile_lines.nccl_remote_error": Source("pytorch/pytorch", "torch/csrc/distributed/c10d/NCCLUtils.cpp",
