@@ -186,3 +186,13 @@ def test_knobs_off_write_what_they_wrote_before(tmp_path: Path) -> None:
     a = _text(_job(tmp_path / "a", "nic_failure", Knobs(world_size=16))[1])
     b = _text(_job(tmp_path / "b", "nic_failure", Knobs(world_size=16, local_prefix=None, aliases=None))[1])
     assert a == b and any("rank" in k for k in a)
+
+
+def test_a_hostile_job_speaks_one_nccl_version(tmp_path: Path) -> None:
+    """NCCL 2.21.5 prints ``ncclCommInitRank comm %p rank ...`` (src/init.cc) and its socket WARNs from
+    misc/socket.cc:30 and :50; the default lines mix older versions' text and line numbers."""
+    _, root = _job(tmp_path, "oom_killer", Knobs(world_size=16, survivor_transport=True))
+    text = "\n".join(_text(root).values())
+    inits = re.findall(r"NCCL INFO (\S+ )?comm 0x[0-9a-f]+ rank", text)
+    assert inits and set(inits) == {"ncclCommInitRank "}
+    assert set(re.findall(r" misc/socket\.cc:(\d+) NCCL WARN", text)) <= {"30", "50"}
