@@ -173,25 +173,42 @@ static int looks_like_host(const char *s, Py_ssize_t from, Py_ssize_t to, int *f
 }
 
 typedef struct {
-    Py_ssize_t rank, rank_end, host, host_end; /* -1: the prefix names none */
+    Py_ssize_t rank, rank_end, host, host_end, local, local_end; /* -1: the prefix names none */
     Py_ssize_t end;
 } Prefix;
 
+/* pdsh's host as an IPv4 address: ^\d{1,3}(?:\.\d{1,3}){3}: (?=\S) at s[i]; its end, or -1. */
+static Py_ssize_t ipv4_host_at(const char *s, Py_ssize_t i, Py_ssize_t n) {
+    Py_ssize_t e = i;
+    for (int part = 0; part < 4; part++) {
+        if (part > 0) {
+            if (e >= n || s[e] != '.') return -1;
+            e++;
+        }
+        Py_ssize_t d = e;
+        e = digits_from(s, e, n);
+        if (e - d < 1 || e - d > 3) return -1;
+    }
+    if (n - e < 3 || s[e] != ':' || s[e + 1] != ' ' || is_space(s[e + 2])) return -1;
+    return e;
+}
+
 /* One of read_prefixes' prefixes at s[i]: 1 read, 0 none, -1 not handled here (Ray, vLLM), -2 error. */
 static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
-    out->rank = out->host = -1;
+    out->rank = out->host = out->local = -1;
     if (i >= n) return 0;
     char c = s[i];
     if (c == '(') return -1;
     if (c == '[') {
-        /* torchrun: ^\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:\s? */
+        /* torchrun: ^\[(?:rank(?P<rank>\d+)|(?:default|trainer|worker)(?P<local_rank>\d+))\]:\s? */
         static const char *words[] = {"rank", "default", "trainer", "worker"};
         for (int k = 0; k < 4; k++) {
             Py_ssize_t len = (Py_ssize_t)strlen(words[k]), d = i + 1 + len;
             if (n - (i + 1) < len || memcmp(s + i + 1, words[k], len) != 0) continue;
             Py_ssize_t e = digits_from(s, d, n);
             if (e > d && n - e >= 2 && s[e] == ']' && s[e + 1] == ':') {
-                out->rank = d, out->rank_end = e;
+                if (k == 0) out->rank = d, out->rank_end = e;
+                else out->local = d, out->local_end = e; /* a role's number is the local rank */
                 out->end = e + 2 + (e + 2 < n && is_space(s[e + 2]));
                 return 1;
             }
@@ -201,14 +218,21 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     if (c == '[' || is_dig(c)) {
         /* srun: ^\[?(?P<rank>\d{1,5})\]?:  (a run of more than five digits never matches) */
         Py_ssize_t d = i + (c == '['), e = digits_from(s, d, n);
-        if (e - d < 1 || e - d > 5) return 0;
-        if (e < n && s[e] == ']') e++;
-        if (n - e >= 2 && s[e] == ':' && s[e + 1] == ' ') {
-            out->rank = d, out->rank_end = digits_from(s, d, n);
-            out->end = e + 2;
-            return 1;
+        if (e - d >= 1 && e - d <= 5) {
+            if (e < n && s[e] == ']') e++;
+            if (n - e >= 2 && s[e] == ':' && s[e + 1] == ' ') {
+                out->rank = d, out->rank_end = digits_from(s, d, n);
+                out->end = e + 2;
+                return 1;
+            }
         }
-        return 0;
+        if (c == '[') return 0;
+        /* pdsh with an IPv4 host: digits can be an address as well as a task */
+        Py_ssize_t h = ipv4_host_at(s, i, n);
+        if (h < 0) return 0;
+        out->host = i, out->host_end = h;
+        out->end = h + 2;
+        return 1;
     }
     if (is_alpha(c)) {
         /* pdsh: ^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S), a host by _looks_like_host */
@@ -227,19 +251,21 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     return 0;
 }
 
-/* A Who (a NamedTuple: its items set as tuple.__new__ would) from four new references, any of them NULL. */
-static PyObject *new_who(PyObject *rank, PyObject *host, PyObject *pid, PyObject *device) {
-    PyObject *items[4] = {rank, host, pid, device};
+#define WHO_ITEMS 5 /* Who(rank, host, pid, device, local_rank) */
+
+/* A Who (a NamedTuple: its items set as tuple.__new__ would) from five new references, any of them NULL. */
+static PyObject *new_who(PyObject *rank, PyObject *host, PyObject *pid, PyObject *device, PyObject *local) {
+    PyObject *items[WHO_ITEMS] = {rank, host, pid, device, local};
     PyObject *who = NULL;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < WHO_ITEMS; k++)
         if (!items[k]) goto done;
-    if (!(who = who_type->tp_alloc(who_type, 4))) goto done;
-    for (int k = 0; k < 4; k++) {
+    if (!(who = who_type->tp_alloc(who_type, WHO_ITEMS))) goto done;
+    for (int k = 0; k < WHO_ITEMS; k++) {
         PyTuple_SET_ITEM(who, k, items[k]);
         items[k] = NULL;
     }
 done:
-    for (int k = 0; k < 4; k++) Py_XDECREF(items[k]);
+    for (int k = 0; k < WHO_ITEMS; k++) Py_XDECREF(items[k]);
     return who;
 }
 
@@ -249,7 +275,7 @@ static PyObject *who_and_stamp(PyObject *mod, PyObject *const *args, Py_ssize_t 
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "who_and_stamp takes 3 arguments"); return NULL; }
     PyObject *line = args[0], *base = args[1], *year_obj = args[2];
     if (!who_type || !PyUnicode_Check(line) || !PyUnicode_IS_ASCII(line) || Py_TYPE(base) != who_type ||
-        PyTuple_GET_SIZE(base) != 4 || !PyLong_CheckExact(year_obj))
+        PyTuple_GET_SIZE(base) != WHO_ITEMS || !PyLong_CheckExact(year_obj))
         Py_RETURN_NONE;
     int overflow = 0;
     long year = PyLong_AsLongAndOverflow(year_obj, &overflow);
@@ -259,6 +285,7 @@ static PyObject *who_and_stamp(PyObject *mod, PyObject *const *args, Py_ssize_t 
     Py_ssize_t len = PyUnicode_GET_LENGTH(line);
     PyObject *rank = Py_NewRef(PyTuple_GET_ITEM(base, 0)), *host = Py_NewRef(PyTuple_GET_ITEM(base, 1));
     PyObject *pid = Py_NewRef(PyTuple_GET_ITEM(base, 2)), *device = Py_NewRef(PyTuple_GET_ITEM(base, 3));
+    PyObject *local = Py_NewRef(PyTuple_GET_ITEM(base, 4)), *base_rank = PyTuple_GET_ITEM(base, 0);
     PyObject *who = NULL, *stamp = NULL, *out = NULL;
     Py_ssize_t body = 0, r, re;
     NcclHeader h;
@@ -276,9 +303,14 @@ static PyObject *who_and_stamp(PyObject *mod, PyObject *const *args, Py_ssize_t 
             if (got == -1) { Py_INCREF(Py_None); out = Py_None; goto done; }
             if (got == -2) goto done;
             if (got == 0) break;
+            if (p.local >= 0) {
+                /* speakers.prefix_step: after srun's task, a local rank's line names no global rank */
+                if (local == Py_None && rank != Py_None) Py_SETREF(rank, Py_NewRef(base_rank));
+                Py_SETREF(local, int_of(s, p.local, p.local_end));
+            }
             if (p.rank >= 0) Py_SETREF(rank, int_of(s, p.rank, p.rank_end));
             if (p.host >= 0) Py_SETREF(host, PyUnicode_FromStringAndSize(s + p.host, p.host_end - p.host));
-            if (!rank || !host) goto done;
+            if (!rank || !host || !local) goto done;
             body = p.end;
         }
         Py_ssize_t sh, she;
@@ -291,8 +323,8 @@ static PyObject *who_and_stamp(PyObject *mod, PyObject *const *args, Py_ssize_t 
         }
         if (rank == Py_None && rank_in_text(s, body, len, &r, &re)) Py_SETREF(rank, int_of(s, r, re));
     }
-    who = new_who(rank, host, pid, device);
-    rank = host = pid = device = NULL;
+    who = new_who(rank, host, pid, device, local);
+    rank = host = pid = device = local = NULL;
     if (!who) goto done;
     stamp = stamp_of(s, body, len, year, year_obj);
     if (stamp == Py_None && body > 0) { /* read after the prefixes, else anywhere in the line's head */
@@ -307,6 +339,7 @@ done:
     Py_XDECREF(host);
     Py_XDECREF(pid);
     Py_XDECREF(device);
+    Py_XDECREF(local);
     Py_XDECREF(who);
     if (stamp != NOT_HERE) Py_XDECREF(stamp);
     return out;

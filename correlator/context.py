@@ -12,6 +12,21 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "nccl_comm": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)",
     # NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>  /  NET/Socket : Using [0]eth0:10.1.2.3<0> [1]...
     "nccl_using": r"(?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using (?P<detail>[^\n]{1,400})",
+    # NCCL >= 2.19 (src/init.cc): comm 0x... rank 10 nRanks 16 nNodes 2 localRanks 8 localRank 2 MNNVL 0: how many
+    # nodes a communicator spans (one node: every local rank is its global rank)
+    "nccl_nodes": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nodes>\d+) "
+    r"localRanks \d+ localRank (?P<local_rank>\d+)",
+    # torchrun's agent after each rendezvous (torch/distributed/elastic/agent/server/api.py, _rendezvous:
+    # "[default] Rendezvous complete for workers. Result:" then one "  key=value" line each): its node's group
+    # rank, how many nodes, and its workers' local and global ranks, in the same order
+    "rdzv_group_rank": r"^[ \t]*(?:\S+[ \t]+)?group_rank=(?P<group_rank>\d+)[ \t]*$",
+    "rdzv_nodes": r"^[ \t]*(?:\S+[ \t]+)?group_world_size=(?P<nodes>\d+)[ \t]*$",
+    "rdzv_local_ranks": r"^[ \t]*(?:\S+[ \t]+)?local_ranks=\[(?P<ranks>[\d, ]*)\][ \t]*$",
+    "rdzv_global_ranks": r"^[ \t]*(?:\S+[ \t]+)?global_ranks=\[(?P<ranks>[\d, ]*)\][ \t]*$",
+    # torchrun's launch configs (torch/distributed/launcher/api.py, "Starting elastic_operator with launch
+    # configs:", one "  key : value" line each)
+    "launch_nodes": r"^[ \t]*(?:\S+[ \t]+)?max_nodes[ \t]*: (?P<nodes>\d+)[ \t]*$",
+    "launch_nproc": r"^[ \t]*(?:\S+[ \t]+)?nproc_per_node[ \t]*: (?P<nproc>\d+)[ \t]*$",
     # ... cudaDev 3 nvmlDev 3 busId 1b000 ...: the GPU's PCI bus, which the kernel's Xid lines name
     "nccl_busid": r"rank (?P<rank>\d+) nranks \d+ cudaDev \d+ nvmlDev \d+ busId (?P<bus>[0-9a-fA-F]+)",
     # ProcessGroupNCCL's progress: on a watchdog failure and on a dump signal. A rank that enqueued fewer
@@ -50,6 +65,12 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "table_host": r"host[ \t]*: [\w.-]+[ \t]*$",
     "table_exit": r"exitcode[ \t]*: -?\d+ \(pid: \d+\)",
     "table_time": r"time[ \t]*: 20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d",
+    "rdzv_group_rank": r"group_rank=\d+[ \t]*$",
+    "rdzv_nodes": r"group_world_size=\d+[ \t]*$",
+    "rdzv_local_ranks": r"local_ranks=\[[\d, ]*\][ \t]*$",
+    "rdzv_global_ranks": r"global_ranks=\[[\d, ]*\][ \t]*$",
+    "launch_nodes": r"max_nodes[ \t]*: \d+[ \t]*$",
+    "launch_nproc": r"nproc_per_node[ \t]*: \d+[ \t]*$",
 }
 
 # Where lines of a context pattern differ without meaning: the first group's digits, which no capture, speaker or

@@ -11,6 +11,8 @@ from catalog.model import Scope, Signature
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity, records_by_kind
+from correlator.kept import ContextRecord
+from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
@@ -48,10 +50,12 @@ def diagnose(
         rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
     of_kind = records_by_kind(context)  # each step below reads records of one or two kinds: those alone
     ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+    named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes)  # one name per host and per rank
+    findings, context, of_kind, ids = named.findings, named.context, named.of_kind, named.ids
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     if not failures:
-        return _unknown(results, ids)
+        return _unknown(results, context, ids)
     progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
     failures += lag_events(collective_lags(progress, results, failures, ids), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
@@ -128,6 +132,9 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
             and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS):
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
         rank = 0
+    if rank is None and (local := root.best.speaker.local_rank) is not None:
+        notes.append(f"local rank {local}" + (f" of {host}" if host else "") + " printed it; these logs do not "
+                     f"say its global rank (torchrun's [default{local}] prefix numbers a node's own workers)")
     return rank, host, notes
 
 
@@ -144,7 +151,9 @@ def _all_ranks_alike(reporters: set[Target], failures: Sequence[Event]) -> bool:
 
 
 def _ranks_anywhere(ids: IdentityMap, failures: Sequence[Event]) -> bool:
-    return bool(ids.by_pid or ids.host_of_rank or any(ev.reporter.rank is not None for ev in failures))
+    """Whether the logs number their ranks at all (a local rank counts: its global rank is unknown, not 0)."""
+    return bool(ids.by_pid or ids.host_of_rank or any(ev.reporter.rank is not None
+                                                      or ev.best.speaker.local_rank is not None for ev in failures))
 
 
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
@@ -332,8 +341,8 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
     )
 
 
-def _unknown(results: Sequence[SourceResult], ids: IdentityMap) -> Diagnosis:
-    suspect = differential([c for r in results for c in r.context])
+def _unknown(results: Sequence[SourceResult], context: list[ContextRecord], ids: IdentityMap) -> Diagnosis:
+    suspect = differential(context)
     if suspect is None:
         return Diagnosis(verdict="no_failure_found", root_cause=None)
     rank = suspect.rank if suspect.rank is not None else ids.rank_of(suspect.host, None)

@@ -135,6 +135,11 @@ def _table_rows(records: list[ContextRecord]) -> list[ExitRecord]:
     return rows
 
 
+def addresses_in(detail: str) -> list[str]:
+    """The addresses an NCCL 'Using' line advertises (eth0:10.1.2.3<0>, [1]ib0:fe80::1%ib0<0>)."""
+    return [m["ip"] for m in _ADDR.finditer(detail)]
+
+
 def records_by_kind(records: Iterable[ContextRecord]) -> dict[str, list[ContextRecord]]:
     """The records of each kind, each kind's in the order given."""
     of_kind: dict[str, list[ContextRecord]] = defaultdict(list)
@@ -155,7 +160,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     comm_size: dict[tuple[str | None, int], int] = {}
     init_hosts: dict[int, str] = {}  # rank -> host of its largest communicator's init line, the last one
     world: int | None = None  # the largest communicator's size
-    for rec in of_kind.get("nccl_comm", ()):
+    # NCCL >= 2.19 also prints "comm 0x... rank R nRanks N nNodes ...": a numbering of the same kind
+    for rec in (*of_kind.get("nccl_comm", ()), *of_kind.get("nccl_nodes", ())):
         who = rec.who
         if who.pid is None:
             continue
@@ -284,12 +290,9 @@ def _device_offsets(ids: IdentityMap, records: list[ContextRecord]) -> None:
 
 
 def _fill_exit_ranks(ids: IdentityMap) -> None:
-    hosts = {e.host for e in ids.exits} | set(ids.host_of_rank.values())
-    single_node = len({h for h in hosts if h}) <= 1
+    """Exits by pid or (host, local rank) that the logs map; the rest wait for correlator.local_ranks."""
     for rec in ids.exits:
         if rec.rank is None:
             rec.rank = ids.rank_of(rec.host, rec.pid, rec.local_rank)
-        if rec.rank is None and single_node and rec.local_rank is not None:
-            rec.rank = rec.local_rank  # one node: the local rank is the rank
         if rec.rank is not None and rec.pid is not None:
             ids.by_pid.setdefault(rec.pid, rec.rank)

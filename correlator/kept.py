@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 
 from correlator.speakers import Who
 
-FOLDED_KINDS = frozenset({"nccl_comm", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
-                          "k8s_node"})
+FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
+                          "worker_sigterm", "k8s_node"})
 # Folded kinds whose readers take only sets and first-wins maps (identity.py: ring ranks, interface sets,
 # setdefault of addresses and nodes, SIGTERMed pids; nothing reads nccl_version): a row's first occurrence is all.
 FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker_sigterm", "k8s_node"})

@@ -321,7 +321,8 @@ class SourceScanner:
         if speaker is None:
             if len(self._speakers) >= SAID_MEMO:
                 self._speakers.clear()
-            speaker = self._speakers[who] = Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device)
+            speaker = self._speakers[who] = Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device,
+                                                    local_rank=who.local_rank)
         return speaker
 
     def _plan_for(self, lm: LineMatch, owner: str | None, raw: bytes) -> _Plan:

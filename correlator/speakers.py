@@ -10,18 +10,29 @@ from typing import NamedTuple
 
 # Prefixes that launchers and log collectors put before a worker's own text, tried repeatedly so that stacked
 # prefixes (pdsh "host: " before torchrun "[default3]:") are all read.
+# - Ray (python/ray/_private/worker.py, print_worker_logs): "({actor or task name} pid=N, ip=A) ", the name left
+#   out when there is none, ", ip=A" left out on the driver's own node; "(raylet, ip=A) " for the raylet's lines.
+# - torchrun: "[{role}{local_rank}]:" is its tee's default (torch/distributed/elastic/multiprocessing/tail_log.py,
+#   header=f"[{self._name}{local_rank}]:", the role "default" unless --role says otherwise): the LOCAL rank.
+#   "[rank{N}]:" is the GLOBAL rank: TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[rank${rank}]:" (agent/server/
+#   local_elastic_agent.py substitutes rank=worker.global_rank) and c10's own log prefix, the default process
+#   group's rank (pytorch/pytorch#110623).
+# - srun -l: "N: " (the task's SLURM_PROCID), also "[N]: ".
+# - pdsh (and DeepSpeed's pdsh runner): "host: ", the host as the host list names it: a name or an IPv4 address.
+_IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
-    ("ray", re.compile(r"^\((?P<role>\w+) pid=(?P<pid>\d+), ip=(?P<host>[\w.:-]+)\)\s?")),
+    ("ray", re.compile(r"^\((?:(?:(?P<role>[^\s()=,]+) )?pid=(?P<pid>\d+)|raylet)(?:, ip=(?P<host>[\w.:-]+))?\)\s?")),
     ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)[^)]*\)\s?")),
-    ("torchrun", re.compile(r"^\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:\s?")),
+    ("torchrun", re.compile(r"^\[(?:rank(?P<rank>\d+)|(?:default|trainer|worker)(?P<local_rank>\d+))\]:\s?")),
     ("srun", re.compile(r"^\[?(?P<rank>\d{1,5})\]?: ")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
+    ("pdsh", re.compile(rf"^(?P<host>{_IPV4}): (?=\S)")),
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
 _MAY_HAVE_PREFIX = re.compile(r"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)")
 # Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
 _OPENING = {"(": _PREFIXES[0:2], "[": _PREFIXES[2:4]}
-_DIGIT_FIRST, _LETTER_FIRST = _PREFIXES[3:4], _PREFIXES[4:5]
+_DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[3], _PREFIXES[5]], _PREFIXES[4:5]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
 _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
@@ -47,10 +58,11 @@ def _prefixes_for(first: str) -> list[tuple[str, re.Pattern[str]]]:
 
 
 class Who(NamedTuple):  # a tuple: made, hashed and compared for every distinct matched line, and pickled by the pool
-    rank: int | None = None
+    rank: int | None = None  # the global rank
     host: str | None = None
     pid: int | None = None
     device: int | None = None
+    local_rank: int | None = None  # the rank on its node (torchrun's "[default3]:"), not the global one
 
 
 def _looks_like_host(word: str) -> bool:
@@ -74,15 +86,24 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
             groups = m.groupdict()
             if name == "pdsh" and not _looks_like_host(groups["host"]):
                 continue
-            # Who(...) rather than dataclasses.replace: this runs for every distinct matched line.
-            rank, host, pid = groups.get("rank"), groups.get("host"), groups.get("pid")
-            who = Who(who.rank if rank is None else int(rank), host or who.host, int(pid) if pid else who.pid,
-                      who.device)
+            who = prefix_step(who, name, groups, base)
             rest = rest[m.end():]
             break
         else:
             break
     return who, rest
+
+
+def prefix_step(who: Who, name: str, groups: dict[str, str | None], base: Who) -> Who:
+    """``who`` after one prefix of kind ``name`` (its regex's groups) is read."""
+    # Who(...) rather than _replace: this runs for every distinct matched line.
+    rank, host, pid, local = groups.get("rank"), groups.get("host"), groups.get("pid"), groups.get("local_rank")
+    if local is not None:
+        # torchrun under srun -l ("0: [default3]: ..."): srun's task is the node's launcher, not a worker's rank
+        keep = base.rank if who.local_rank is None and who.rank is not None else who.rank
+        return Who(keep, host or who.host, who.pid, who.device, int(local))
+    return Who(who.rank if rank is None else int(rank), host or who.host, int(pid) if pid else who.pid,
+               who.device, who.local_rank)
 
 
 def read_speaker(line: str, base: Who) -> Who:
@@ -95,17 +116,17 @@ def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     if m := _NCCL.match(line, 0, 200):  # endpos, not line[:200]: matched as the slice would be, without copying
         # Most distinct lines of a big job start with NCCL's header, and no launcher prefix can match a line that
         # does (each needs "(", "[", "N: " or "host: " first): read_prefixes would return the line as it is.
-        who = Who(base.rank, m["host"], int(m["pid"]), int(m["dev"]))
+        who = Who(base.rank, m["host"], int(m["pid"]), int(m["dev"]), base.local_rank)
         if who.rank is None and (r := _RANK_IN_TEXT.search(line)):
-            who = Who(int(r["rank"]), who.host, who.pid, who.device)
+            who = Who(int(r["rank"]), who.host, who.pid, who.device, who.local_rank)
         return who, line
     who, rest = read_prefixes(line, base)
     if _NCCL_HINT.search(rest, 0, 200) and (m := _NCCL.search(rest, 0, 200)):
-        who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]))
+        who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]), who.local_rank)
     elif m := _SYSLOG_HOST.match(rest):
-        who = Who(who.rank, m["host"], who.pid, who.device)
+        who = Who(who.rank, m["host"], who.pid, who.device, who.local_rank)
     if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
-        who = Who(int(m["rank"]), who.host, who.pid, who.device)
+        who = Who(int(m["rank"]), who.host, who.pid, who.device, who.local_rank)
     return who, rest
 
 

@@ -20,7 +20,8 @@ from correlator.timestamps import Stamp
 from firstfault.engine import default_matcher
 
 ROOT = Path(__file__).resolve().parents[2]
-BASES = [Who(), Who(rank=5), Who(host="node017"), Who(rank=3, host="gpu-2", pid=77, device=1)]
+BASES = [Who(), Who(rank=5), Who(host="node017"), Who(rank=3, host="gpu-2", pid=77, device=1), Who(local_rank=2),
+         Who(rank=4, local_rank=1)]
 YEARS = [2026, 2028, 2027]
 
 
@@ -47,7 +48,9 @@ def _agree(native: Any, line: str, base: Who, year: int) -> bool:
 PREFIXES = ["[rank3]:", "[default12]: ", "[trainer0]:\t", "[worker7]:", "[rank]:", "[rank3]", "[ranks3]:",
             "[12]: ", "12: ", "[12: ", "12]: ", "123456: ", "[123456]: ", "1: x", "node017: ", "gpu-2: ",
             "login.example: ", "trainer.integrity: ", "RuntimeError: ", "node17-: ", "a1:  ", "nodeError1: ",
-            "(RayWorker pid=42, ip=10.0.0.1) ", "(VllmWorker rank=3 pid=9) ", "x: ", "N0DE: ", "n1:"]
+            "(RayWorker pid=42, ip=10.0.0.1) ", "(VllmWorker rank=3 pid=9) ", "x: ", "N0DE: ", "n1:",
+            "192.168.109.24: ", "10.0.0.1:  ", "1.2.3.4.5: ", "1.2.3: ", "1234.1.1.1: ", "10.0.0.1:", "0: [default3]: ",
+            "[default2]:[rank10]:", "(pid=7) ", "(raylet, ip=10.0.0.3) "]
 HEADERS = ["node001:4242:4300 [3] ", "n:1:2 [0] ", "node001:4242:4300 [3]", "node001:4242 [3] ", "-x:1:2 [0] ",
            "gpu_3.a-b:77:78 [12] ", "node1:42:x [3] ", "h:1:2 [] "]
 SEPARATORS = ["", " ", "]", "\t", "\x1c", "x", ":", "["]

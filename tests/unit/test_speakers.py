@@ -14,7 +14,6 @@ from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
     ("line", "rank", "host"),
     [
         ("[rank3]:[E1129 10:02:03.123456789 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught", 3, None),
-        ("[default5]:Traceback (most recent call last):", 5, None),
         ("3: RuntimeError: CUDA error: an illegal memory access was encountered", 3, None),
         ("[12]: torch.OutOfMemoryError: CUDA out of memory.", 12, None),
         ("worker-7: [rank9]: RuntimeError: boom", 9, "worker-7"),
@@ -72,7 +71,7 @@ def test_a_dotted_logger_name_is_not_a_pdsh_host(line: str, host: str | None) ->
 
 def _every_prefix_tried(line: str, base: Who) -> tuple[Who, str]:
     """read_prefixes as it was before it chose candidates by the first character: every prefix, in order."""
-    from correlator.speakers import _PREFIXES, _looks_like_host
+    from correlator.speakers import _PREFIXES, _looks_like_host, prefix_step
 
     who, rest = base, line
     for _ in range(4):
@@ -80,10 +79,7 @@ def _every_prefix_tried(line: str, base: Who) -> tuple[Who, str]:
             m = rx.match(rest)
             if not m or (name == "pdsh" and not _looks_like_host(m["host"])):
                 continue
-            groups = m.groupdict()
-            rank, host, pid = groups.get("rank"), groups.get("host"), groups.get("pid")
-            who = Who(who.rank if rank is None else int(rank), host or who.host, int(pid) if pid else who.pid,
-                      who.device)
+            who = prefix_step(who, name, m.groupdict(), base)
             rest = rest[m.end():]
             break
         else:
@@ -113,11 +109,11 @@ def test_a_line_that_starts_with_an_nccl_header_reads_as_when_its_prefixes_were_
         who, rest = _every_prefix_tried(line, base)
         head = rest[:200]
         if _NCCL_HINT.search(head) and (m := _NCCL.search(head)):
-            who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]))
+            who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]), who.local_rank)
         elif m := _SYSLOG_HOST.match(rest):
-            who = Who(who.rank, m["host"], who.pid, who.device)
+            who = Who(who.rank, m["host"], who.pid, who.device, who.local_rank)
         if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
-            who = Who(int(m["rank"]), who.host, who.pid, who.device)
+            who = Who(int(m["rank"]), who.host, who.pid, who.device, who.local_rank)
         return who, rest
 
     rng = random.Random(11)

@@ -1,0 +1,94 @@
+"""One host, many names: the names a job's logs give one machine, and the one a diagnosis reports. Pure.
+
+- NCCL's line header prints the host name cut at its first dot (NVIDIA/nccl src/debug.cc: getHostName(hostname,
+  1024, '.')), torchrun's failure table the fully qualified one (socket.getfqdn()), syslog and pdsh whatever the
+  host list or the machine says: `node003`, `node003.hpc.internal`. A Kubernetes pod's DNS name is its hostname,
+  then its subdomain (the headless Service), namespace and `svc.<cluster domain>`
+  (`worker-5.job.default.svc.cluster.local`; a JobSet pod `job-worker-0-3.job`): the first label is the pod's
+  hostname, the one NCCL prints. So names whose first DNS label is the same (case aside) are one host.
+- An IPv4 address is the host whose NCCL `Bootstrap : Using eth0:10.1.2.3<0>` / `NET/Socket : Using` line
+  advertises it (when only that host does: containers on a bridge network may all say 172.17.0.2), and AWS's
+  private DNS names carry their address (`ip-10-1-2-3.ec2.internal`, `ip-10-1-2-3.us-west-2.compute.internal`:
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-naming.html).
+A host is reported as the scheduler names it: the scheduler's own name where the job's metadata gives one, else
+a short name (Slurm's node names, a pod's hostname), else the most specific name seen (an FQDN before an address).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_AWS_IP_NAME = re.compile(r"^ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?:\.|$)", re.I)
+_NOT_A_HOST_ADDRESS = ("127.", "0.0.0.0", "169.254.")  # loopback, unspecified, link-local: every host has them
+
+
+def is_address(name: str) -> bool:
+    return bool(_IPV4.match(name))
+
+
+class _Groups:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        self.parent.setdefault(name, name)
+        while self.parent[name] != name:
+            self.parent[name] = self.parent[self.parent[name]]
+            name = self.parent[name]
+        return name
+
+    def join(self, a: str, b: str) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
+            scheduler_names: Iterable[str] = ()) -> dict[str, str]:
+    """Every name seen -> the name to report its host by. ``names`` in the order they were seen (ties go to the
+    first); ``advertised``: (host, address) pairs from NCCL's interface lines; ``scheduler_names``: the hosts the
+    job's metadata names (its rank -> host map)."""
+    order: dict[str, int] = {}
+    for name in (*scheduler_names, *names):
+        order.setdefault(name, len(order))
+    groups = _Groups()
+    by_label: dict[str, str] = {}
+    for name in order:
+        if is_address(name):
+            groups.find(name)
+            continue
+        label = name.split(".")[0].lower()
+        groups.join(name, by_label.setdefault(label, name))
+        if m := _AWS_IP_NAME.match(name):
+            address = ".".join(m.groups())
+            order.setdefault(address, len(order))
+            groups.join(address, name)
+    owners: dict[str, set[str]] = {}
+    for host, address in advertised:
+        if not address.startswith(_NOT_A_HOST_ADDRESS):
+            owners.setdefault(address, set()).add(groups.find(host))
+    for address, hosts in owners.items():
+        if len(hosts) == 1 and address in order:
+            groups.join(address, next(iter(hosts)))
+    members: dict[str, list[str]] = {}
+    for name in order:
+        members.setdefault(groups.find(name), []).append(name)
+    preferred = frozenset(scheduler_names)
+    out: dict[str, str] = {}
+    for group in members.values():
+        best = min(group, key=lambda n: _rank(n, preferred, order))
+        out.update(dict.fromkeys(group, best))
+    return out
+
+
+def _rank(name: str, preferred: frozenset[str], order: Mapping[str, int]) -> tuple[int, int, int]:
+    """How a name ranks as the one to report (lowest first): the scheduler's, a short name, the most dotted
+    name, an address; then the first seen."""
+    if name in preferred:
+        kind = 0
+    elif is_address(name):
+        kind = 3
+    else:
+        kind = 1 if "." not in name else 2
+    return kind, -name.count(".") if kind == 2 else 0, order[name]
+

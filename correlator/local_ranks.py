@@ -1,0 +1,141 @@
+"""From a local rank to the global one. Pure.
+
+torchrun's own line prefix, "[default3]:", is the role's name and the LOCAL rank of the worker on its node
+(torch/distributed/elastic/multiprocessing/tail_log.py: header=f"[{self._name}{local_rank}]:"); rank 3 of node 1
+in a job of 8 per node is global rank 11. A local rank becomes a global one only where the logs say so:
+- a line that names both (torchrun's "[default3]:" before c10's "[rank11]:", or before c10d's "[Rank 11]");
+- a process NCCL's init line numbers ("comm 0x... rank 11 nranks 16 cudaDev 3", by host and pid) that prints
+  under a local prefix;
+- torchrun's failure table ("rank: 11 (local_rank: 3)", with the node's host);
+- the agent's rendezvous result (torch/distributed/elastic/agent/server/api.py): "local_ranks=[0, 1, 2, 3]" and
+  "global_ranks=[4, 5, 6, 7]" in the same order, else group_rank x nproc_per_node + local rank;
+- a job on one node: every local rank is its global rank. One node where the logs say so: NCCL's "nNodes 1" on
+  the job's largest communicator, torchrun's "group_world_size=1" or "max_nodes : 1", or a world size no larger
+  than the local ranks seen; or, where nothing counts nodes, logs that name no host at all (one machine's
+  console, as torchrun --standalone prints it).
+Where nothing says, the global rank stays unknown: the diagnosis names the host, not the local index as a rank.
+Local ranks are keyed by node: the host where a line names one, else the source (one agent's output).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from correlator.identity import METADATA, IdentityMap
+from correlator.kept import ContextRecord
+from correlator.speakers import Who
+
+Node = tuple[str, str]  # ("host", name) or ("source", name)
+AMBIGUOUS = -1  # two different global ranks were seen for one (node, local rank)
+
+
+@dataclass
+class LocalRanks:
+    by_node: dict[tuple[Node, int], int] = field(default_factory=dict)  # (node, local rank) -> rank or AMBIGUOUS
+    single_node: bool = False  # the job runs on one node: a local rank is the global rank
+    nodes_said: bool = False  # something says how many nodes (then the world-size rule does not guess)
+
+    def teach(self, node: Node, local: int, rank: int) -> None:
+        known = self.by_node.setdefault((node, local), rank)
+        if known != rank:
+            self.by_node[(node, local)] = AMBIGUOUS
+
+    def global_of(self, host: str | None, source: str | None, local: int) -> int | None:
+        """The global rank of local rank ``local`` of ``host`` (or, without a host, of ``source``'s node)."""
+        for node in (("host", host) if host else None, ("source", source) if source else None):
+            if node is None:
+                continue
+            rank = self.by_node.get((node, local))
+            if rank is not None:
+                return None if rank == AMBIGUOUS else rank
+        return local if self.single_node else None
+
+
+def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[ContextRecord]],
+                speakers: Iterable[tuple[Who, str]], ids: IdentityMap) -> LocalRanks:
+    """``speakers``: every (who, source) of the findings and records; ``ids`` built from the same records."""
+    out = LocalRanks()
+    max_local = -1
+    hosts_named = False
+    for who, source in speakers:
+        hosts_named = hosts_named or who.host is not None
+        if who.local_rank is None:
+            continue
+        max_local = max(max_local, who.local_rank)
+        rank = who.rank if who.rank is not None else ids.rank_of(who.host, who.pid)
+        if rank is not None:
+            _teach(out, who.host, source, who.local_rank, rank)
+    for row in ids.exits:
+        hosts_named = hosts_named or row.host is not None
+        if row.rank is not None and row.local_rank is not None and row.source != METADATA:
+            _teach(out, row.host, row.source, row.local_rank, row.rank)
+    _rendezvous(out, of_kind)
+    _nodes(out, of_kind, ids, max_local, hosts_named)
+    return out
+
+
+def fill_exits(ids: IdentityMap, local: LocalRanks) -> None:
+    """The global rank of each exit torchrun's agent reported by local rank ("failed (exitcode: -9) local_rank:
+    5 (pid: 22)"), where ``local`` knows it."""
+    for rec in ids.exits:
+        if rec.rank is None and rec.local_rank is not None and rec.source != METADATA:
+            rec.rank = local.global_of(rec.host, rec.source, rec.local_rank)
+            if rec.rank is not None and rec.pid is not None:
+                ids.by_pid.setdefault(rec.pid, rec.rank)
+
+
+def _teach(out: LocalRanks, host: str | None, source: str, local: int, rank: int) -> None:
+    if host:
+        out.teach(("host", host), local, rank)
+    out.teach(("source", source), local, rank)
+
+
+def _near(records: Iterable[ContextRecord], rec: ContextRecord, lines: int = 12) -> ContextRecord | None:
+    """The record of ``records`` in ``rec``'s source nearest after-or-before it, within ``lines`` lines."""
+    near = [r for r in records if r.source == rec.source and abs(r.line_no - rec.line_no) <= lines]
+    return min(near, key=lambda r: abs(r.line_no - rec.line_no), default=None)
+
+
+def _ranks(text: object) -> list[int]:
+    return [int(x) for x in str(text).replace(" ", "").split(",") if x.isdigit()]
+
+
+def _rendezvous(out: LocalRanks, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """Each rendezvous result maps its node's local ranks to global ones; a later one (a restart) wins."""
+    globals_ = of_kind.get("rdzv_global_ranks", [])
+    groups = of_kind.get("rdzv_group_rank", [])
+    nproc = of_kind.get("launch_nproc", [])
+    latest: dict[str, dict[int, int]] = defaultdict(dict)
+    for rec in of_kind.get("rdzv_local_ranks", []):
+        local = _ranks(rec.fields["ranks"])
+        found = _near(globals_, rec)
+        if found is not None and len(_ranks(found.fields["ranks"])) == len(local):
+            latest[rec.source] = dict(zip(local, _ranks(found.fields["ranks"]), strict=True))
+            continue
+        group = _near(groups, rec)
+        # torchrun gives every node nproc_per_node workers (launcher/api.py): the node's first is group x nproc
+        size = next((int(r.fields["nproc"]) for r in nproc if r.source == rec.source), len(local))
+        if group is not None and local:
+            latest[rec.source] = {k: int(group.fields["group_rank"]) * size + k for k in local}
+    for source, pairs in latest.items():
+        for local_rank, rank in pairs.items():
+            out.teach(("source", source), local_rank, rank)
+
+
+def _nodes(out: LocalRanks, of_kind: Mapping[str, list[ContextRecord]], ids: IdentityMap, max_local: int,
+           hosts_named: bool) -> None:
+    """Whether the logs say the job runs on one node."""
+    counts = [int(r.fields["nodes"]) for kind in ("rdzv_nodes", "launch_nodes") for r in of_kind.get(kind, [])]
+    world = ids.world_size
+    for rec in of_kind.get("nccl_nodes", []):
+        if world is None or int(rec.fields["nranks"]) >= world:  # the job's largest communicator
+            counts.append(int(rec.fields["nodes"]))
+    if counts:
+        out.nodes_said = True
+        out.single_node = max(counts) == 1
+    elif world is not None:
+        out.single_node = world <= max_local + 1
+    else:
+        out.single_node = not hosts_named

@@ -1,0 +1,140 @@
+"""Who is who, settled before the correlator weighs anything: each host under one name (correlator.hostnames)
+and each local rank under its global rank where the logs give it (correlator.local_ranks). Pure.
+
+The findings and records come back with their speakers renamed, so every later step (events, blame, exit codes,
+clock offsets) sees one identity per host and per rank. Nothing is copied when nothing changes: most jobs name
+each host one way and print global ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from correlator.hostnames import aliases
+from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
+from correlator.kept import ContextRecord
+from correlator.local_ranks import LocalRanks, fill_exits, local_ranks
+from correlator.speakers import Who
+from schemas.findings import Finding, Speaker
+
+_ADDR_IN_USING = "nccl_using"
+_HOST_FIELDS = ("table_host", "k8s_node", "store_remote")  # record kinds whose fields name a host
+
+
+@dataclass
+class Named:
+    findings: list[Finding]
+    context: list[ContextRecord]
+    of_kind: dict[str, list[ContextRecord]]
+    ids: IdentityMap
+    local: LocalRanks
+
+
+def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[str, list[ContextRecord]],
+           ids: IdentityMap, rank_hosts: Mapping[int, str] | None, exit_codes: Mapping[str, int] | None) -> Named:
+    """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
+    changes."""
+    names = _host_names(findings, context)
+    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), (rank_hosts or {}).values()).items()
+               if n != c}
+    if renamed:
+        findings, context = _rename_hosts(findings, context, renamed)
+        of_kind = records_by_kind(context)
+        ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+    speakers = {(f.speaker, f.source): None for f in findings}
+    whos = {(rec.who, rec.source): None for rec in context}
+    local = local_ranks(context, of_kind, [*((_who(s), src) for s, src in speakers), *whos], ids)
+    ranked = _global_ranks(findings, context, local)
+    if ranked is not None:
+        findings, context = ranked
+        of_kind = records_by_kind(context)
+        ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+    fill_exits(ids, local)
+    return Named(findings, context, of_kind, ids, local)
+
+
+def _who(s: Speaker) -> Who:
+    return Who(s.rank, s.host, s.pid, s.device, s.local_rank)
+
+
+def _host_names(findings: Sequence[Finding], context: Sequence[ContextRecord]) -> list[str]:
+    """Every host name the lines give, in the order first seen."""
+    seen: dict[str, None] = {}
+    for rec in context:
+        if rec.who.host:
+            seen.setdefault(rec.who.host)
+        if rec.kind in _HOST_FIELDS and isinstance(rec.fields.get("host"), str):
+            seen.setdefault(rec.fields["host"])
+    for f in findings:
+        if f.speaker.host:
+            seen.setdefault(f.speaker.host)
+        if isinstance(f.fields.get("host"), str):
+            seen.setdefault(f.fields["host"])
+    return list(seen)
+
+
+def _advertised(of_kind: Mapping[str, list[ContextRecord]], ids: IdentityMap) -> list[tuple[str, str]]:
+    """(host, address) for every address a host's NCCL interface line advertises."""
+    pairs = {(host, ip) for ip, host in ids.host_of_ip.items()}
+    for rec in of_kind.get(_ADDR_IN_USING, ()):  # host_of_ip keeps an address's first host only: count them all
+        if rec.who.host:
+            pairs.update((rec.who.host, ip) for ip in addresses_in(str(rec.fields.get("detail", ""))))
+    return sorted(pairs)
+
+
+def _rename_hosts(findings: list[Finding], context: list[ContextRecord], renamed: Mapping[str, str]
+                  ) -> tuple[list[Finding], list[ContextRecord]]:
+    speakers: dict[Speaker, Speaker] = {}
+
+    def speaker(s: Speaker) -> Speaker:
+        if s not in speakers:
+            speakers[s] = replace(s, host=renamed[s.host]) if s.host is not None and s.host in renamed else s
+        return speakers[s]
+
+    out_f = []
+    for f in findings:
+        new = speaker(f.speaker)
+        host = f.fields.get("host")
+        fields = {**f.fields, "host": renamed[host]} if isinstance(host, str) and host in renamed else f.fields
+        out_f.append(f if new is f.speaker and fields is f.fields else replace(f, speaker=new, fields=fields))
+    out_c = []
+    for rec in context:
+        old = rec.who.host
+        who = rec.who._replace(host=renamed[old]) if old is not None and old in renamed else rec.who
+        host = rec.fields.get("host")
+        fields = ({**rec.fields, "host": renamed[host]} if rec.kind in _HOST_FIELDS and isinstance(host, str)
+                  and host in renamed else rec.fields)
+        out_c.append(rec if who is rec.who and fields is rec.fields else rec._replace(who=who, fields=fields))
+    return out_f, out_c
+
+
+def _global_ranks(findings: list[Finding], context: list[ContextRecord], local: LocalRanks
+                  ) -> tuple[list[Finding], list[ContextRecord]] | None:
+    """The findings and records whose speaker's local rank ``local`` maps to a global one, with that rank; None
+    when there is none."""
+    changed = False
+    speakers: dict[tuple[Speaker, str], Speaker] = {}
+    out_f = []
+    for f in findings:
+        s = f.speaker
+        if s.rank is not None or s.local_rank is None:
+            out_f.append(f)
+            continue
+        key = (s, f.source)
+        if key not in speakers:
+            rank = local.global_of(s.host, f.source, s.local_rank)
+            speakers[key] = s if rank is None else replace(s, rank=rank)
+        new = speakers[key]
+        changed = changed or new is not s
+        out_f.append(f if new is s else replace(f, speaker=new))
+    out_c = []
+    for rec in context:
+        who = rec.who
+        if who.rank is None and who.local_rank is not None:
+            rank = local.global_of(who.host, rec.source, who.local_rank)
+            if rank is not None:
+                rec = rec._replace(who=who._replace(rank=rank))
+                changed = True
+        out_c.append(rec)
+    return (out_f, out_c) if changed else None
