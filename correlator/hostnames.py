@@ -53,7 +53,7 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
         order.setdefault(name, len(order))
     groups = _Groups()
     by_label: dict[str, str] = {}
-    for name in order:
+    for name in list(order):  # an AWS name adds its address
         if is_address(name):
             groups.find(name)
             continue

@@ -34,6 +34,7 @@ AMBIGUOUS = -1  # two different global ranks were seen for one (node, local rank
 @dataclass
 class LocalRanks:
     by_node: dict[tuple[Node, int], int] = field(default_factory=dict)  # (node, local rank) -> rank or AMBIGUOUS
+    hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)  # (source, local rank) -> its host
     single_node: bool = False  # the job runs on one node: a local rank is the global rank
     nodes_said: bool = False  # something says how many nodes (then the world-size rule does not guess)
 
@@ -41,6 +42,10 @@ class LocalRanks:
         known = self.by_node.setdefault((node, local), rank)
         if known != rank:
             self.by_node[(node, local)] = AMBIGUOUS
+
+    def host_of(self, source: str, local: int) -> str | None:
+        """The host local rank ``local`` of ``source`` names on its other lines (NCCL's header), if one only."""
+        return self.hosts.get((source, local))
 
     def global_of(self, host: str | None, source: str | None, local: int) -> int | None:
         """The global rank of local rank ``local`` of ``host`` (or, without a host, of ``source``'s node)."""
@@ -64,6 +69,8 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
         if who.local_rank is None:
             continue
         max_local = max(max_local, who.local_rank)
+        if who.host is not None and out.hosts.setdefault((source, who.local_rank), who.host) != who.host:
+            out.hosts[(source, who.local_rank)] = None  # two hosts' workers in one source: neither
         rank = who.rank if who.rank is not None else ids.rank_of(who.host, who.pid)
         if rank is not None:
             _teach(out, who.host, source, who.local_rank, rank)

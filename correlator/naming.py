@@ -111,8 +111,8 @@ def _rename_hosts(findings: list[Finding], context: list[ContextRecord], renamed
 
 def _global_ranks(findings: list[Finding], context: list[ContextRecord], local: LocalRanks
                   ) -> tuple[list[Finding], list[ContextRecord]] | None:
-    """The findings and records whose speaker's local rank ``local`` maps to a global one, with that rank; None
-    when there is none."""
+    """The findings and records whose speaker's local rank ``local`` maps to a global one, with that rank (and
+    the host its other lines name, where the line names none); None when there is none."""
     changed = False
     speakers: dict[tuple[Speaker, str], Speaker] = {}
     out_f = []
@@ -123,8 +123,9 @@ def _global_ranks(findings: list[Finding], context: list[ContextRecord], local: 
             continue
         key = (s, f.source)
         if key not in speakers:
-            rank = local.global_of(s.host, f.source, s.local_rank)
-            speakers[key] = s if rank is None else replace(s, rank=rank)
+            host = s.host or local.host_of(f.source, s.local_rank)
+            rank = local.global_of(host, f.source, s.local_rank)
+            speakers[key] = s if rank is None and host == s.host else replace(s, rank=rank, host=host)
         new = speakers[key]
         changed = changed or new is not s
         out_f.append(f if new is s else replace(f, speaker=new))
@@ -132,9 +133,10 @@ def _global_ranks(findings: list[Finding], context: list[ContextRecord], local: 
     for rec in context:
         who = rec.who
         if who.rank is None and who.local_rank is not None:
-            rank = local.global_of(who.host, rec.source, who.local_rank)
-            if rank is not None:
-                rec = rec._replace(who=who._replace(rank=rank))
+            host = who.host or local.host_of(rec.source, who.local_rank)
+            rank = local.global_of(host, rec.source, who.local_rank)
+            if rank is not None or host != who.host:
+                rec = rec._replace(who=who._replace(rank=rank, host=host))
                 changed = True
         out_c.append(rec)
     return (out_f, out_c) if changed else None

@@ -28,6 +28,25 @@ def test_prefixes_name_the_rank_and_host(line: str, rank: int | None, host: str 
     assert (who.rank, who.host) == (rank, host)
 
 
+@pytest.mark.parametrize(
+    ("line", "rank", "local", "host"),
+    [
+        ("[default5]:Traceback (most recent call last):", None, 5, None),  # tail_log.py: [{role}{local_rank}]:
+        ("[trainer2]: boom", None, 2, None),
+        ("[default2]:[rank10]:[E1129 10:02:03.1 ProcessGroupNCCL.cpp:632] [Rank 10] Watchdog", 10, 2, None),
+        ("[default2]:node1:4242:4300 [2] NCCL INFO comm 0x5 rank 10 nranks 16", None, 2, "node1"),
+        ("1: [default3]: RuntimeError: boom", None, 3, None),  # srun -l's task 1 is a node's torchrun
+        ("192.168.109.24: ncclInternalError: Internal check failed.", None, None, "192.168.109.24"),  # pdsh
+        ("(pid=5137, ip=10.42.154.180) boom", None, None, "10.42.154.180"),  # ray: no task name
+        ("(raylet, ip=10.42.154.181) boom", None, None, "10.42.154.181"),
+    ],
+)
+def test_local_ranks_are_read_apart_from_global_ones(line: str, rank: int | None, local: int | None,
+                                                      host: str | None) -> None:
+    who = read_speaker(line, Who())
+    assert (who.rank, who.local_rank, who.host) == (rank, local, host)
+
+
 def test_nccl_header_gives_host_pid_and_device_but_not_rank() -> None:
     who = read_speaker("gpu12:889:912 [5] misc/socket.cc:538 NCCL WARN socketProgressOpt: x", Who())
     assert (who.host, who.pid, who.device, who.rank) == ("gpu12", 889, 5, None)

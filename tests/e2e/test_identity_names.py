@@ -1,0 +1,173 @@
+"""Who failed, as a user reads it in the diagnosis: the global rank, never a local index in its place, and each
+host under one name. Fixtures written from the formats upstream prints:
+
+- torchrun's tee prefix "[{role}{local_rank}]:" (pytorch/pytorch torch/distributed/elastic/multiprocessing/
+  tail_log.py, header=f"[{self._name}{local_rank}]:") is the LOCAL rank; "[rank{N}]:" the global one
+  (TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[rank${rank}]:", substituted with worker.global_rank in
+  torch/distributed/elastic/agent/server/local_elastic_agent.py; c10's log prefix, pytorch/pytorch#110623);
+- torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py,
+  _FAILURE_FORMAT_TEMPLATE: "rank      : ${rank} (local_rank: ${local_rank})", host from socket.getfqdn());
+- the agent's rendezvous result (torch/distributed/elastic/agent/server/api.py, _rendezvous);
+- NCCL's header "host:pid:tid [cudaDev]" with the host cut at its first dot (NVIDIA/nccl src/debug.cc,
+  getHostName(hostname, 1024, '.')), its init line "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx
+  commId 0x%llx - Init COMPLETE" and "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"
+  (src/init.cc), "Bootstrap : Using%s" (src/bootstrap.cc);
+- syslog's host field (RFC 3164 HOSTNAME, often the FQDN), pdsh's "host: " prefix (DeepSpeed's pdsh runner
+  names hosts as its hostfile does, addresses included), Ray's "(name pid=N, ip=A)" (ray
+  python/ray/_private/worker.py, print_worker_logs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from firstfault.engine import default_matcher, diagnose_sources
+from ingest.files import expand
+from schemas.diagnosis import Diagnosis
+
+_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {dev} has a total capacity of "
+        "79.15 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.09 GiB memory in use.")
+_WATCHDOG = ("[rank{r}]:[E1129 10:02:{s:02d}.123456789 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+             "collective operation timeout: WorkNCCL(SeqNum=182, OpType=ALLREDUCE, NumelIn=1048576, "
+             "NumelOut=1048576, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
+_TABLE = """\
+E1129 10:02:31.000000 4100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) \
+local_rank: {local} (pid: {pid}) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-29_10:02:31
+  host      : {host}
+  rank      : {rank} (local_rank: {local})
+  exitcode  : 1 (pid: {pid})
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def _node1_console(table: bool, c10_prefix: bool = False) -> str:
+    """Node 1 of a 2 x 4 torchrun job (global ranks 4..7): local rank 2 runs out of memory, its node's other
+    workers time out in the collective it never joined."""
+    lines = []
+    for local in (0, 1, 3):
+        lines.append(f"[default{local}]:" + _WATCHDOG.format(r=4 + local, s=10 + local))
+    for text in ["Traceback (most recent call last):", '  File "/work/train.py", line 88, in <module>',
+                 "    loss.backward()", _OOM.format(dev=2)]:
+        lines.append("[default2]:" + ("[rank6]:" if c10_prefix and text.startswith("Traceback") else "") + text)
+    out = "\n".join(lines) + "\n"
+    return out + (_TABLE.format(local=2, pid=4242, host="node1.hpc.internal", rank=6) if table else "")
+
+
+def _diagnose(root: Path) -> Diagnosis:
+    return diagnose_sources(default_matcher(), expand([str(root)]), 2026)
+
+
+def _root(d: Diagnosis) -> tuple[str | None, int | None, str | None]:
+    assert d.root_cause is not None
+    return d.root_cause.signature, d.root_cause.rank, d.root_cause.host
+
+
+def test_a_local_rank_prefix_is_mapped_to_the_global_rank_by_torchruns_failure_table(tmp_path: Path) -> None:
+    """The table says rank 6 is local rank 2: the OOM printed under [default2] is rank 6's, on the table's host."""
+    (tmp_path / "job.log").write_text(_node1_console(table=True))
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1.hpc.internal")
+
+
+def test_without_anything_naming_the_global_rank_the_local_index_is_not_reported_as_the_rank(
+        tmp_path: Path) -> None:
+    """The same node's console without the table, the node known from its directory: the diagnosis names the
+    host and leaves the rank null, saying which local rank printed it; never rank 2."""
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(_node1_console(table=False).replace("[rank", "[xrank"))
+    d = _diagnose(tmp_path)
+    assert _root(d) == ("cuda.oom", None, "node1")
+    assert d.root_cause is not None
+    assert any("local rank 2" in step for step in d.root_cause.explanation)
+
+
+def test_a_line_naming_both_prefixes_maps_the_local_rank(tmp_path: Path) -> None:
+    """torchrun's "[default2]:" before c10's "[rank6]:" on one line says local rank 2 is rank 6."""
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(_node1_console(table=False, c10_prefix=True))
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_the_rendezvous_result_maps_local_ranks_to_global_ones(tmp_path: Path) -> None:
+    agent = ("I1129 10:00:01.000000 4100 torch/distributed/elastic/agent/server/api.py:525] [default] Rendezvous "
+             "complete for workers. Result:\n  restart_count=0\n  master_addr=node0\n  master_port=29500\n"
+             "  group_rank=1\n  group_world_size=2\n  local_ranks=[0, 1, 2, 3]\n  role_ranks=[4, 5, 6, 7]\n"
+             "  global_ranks=[4, 5, 6, 7]\n  role_world_sizes=[8, 8, 8, 8]\n  global_world_sizes=[8, 8, 8, 8]\n\n")
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(agent + _node1_console(table=False).replace("[rank", "[xrank"))
+    assert _root(_diagnose(tmp_path))[:2] == ("cuda.oom", 6)
+
+
+def test_ncclss_init_line_under_a_local_prefix_maps_it(tmp_path: Path) -> None:
+    """NCCL's init line, printed by local rank 2's process, numbers it rank 6 of 8; its header names the host,
+    which the traceback's lines (no header) inherit."""
+    init = ("[default{l}]:node1:{pid}:{tid} [{l}] NCCL INFO comm 0x55d0a1b2c3d0 rank {r} nranks 8 cudaDev {l} "
+            "nvmlDev {l} busId {bus}000 commId 0x9f3a5c7e21b04d68 - Init COMPLETE")
+    lines = [init.format(l=k, pid=4240 + k, tid=4300 + k, r=4 + k, bus=18 + k) for k in range(4)]
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n"
+                                          + _node1_console(table=False).replace("[rank", "[xrank"))
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_a_job_on_one_node_reports_local_ranks_as_ranks(tmp_path: Path) -> None:
+    """NCCL's nNodes 1 on the job's communicator: one node, so local rank 2 is rank 2."""
+    init = ("[default{l}]:gpu-a7:{pid}:{tid} [{l}] NCCL INFO comm 0x55d0a1b2c3d0 rank {l} nRanks 4 nNodes 1 "
+            "localRanks 4 localRank {l} MNNVL 0")
+    lines = [init.format(l=k, pid=4240 + k, tid=4300 + k) for k in range(4)]
+    console = _node1_console(table=False).replace("[rank", "[xrank")
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n" + console)
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 2, "gpu-a7")
+
+
+def test_the_kernels_fqdn_and_ncclss_short_name_are_one_host(tmp_path: Path) -> None:
+    """syslog names the node by its FQDN, NCCL by its short name: the Xid's GPU (PCI 41:00) is rank 6's, and the
+    host is reported as the short name."""
+    (tmp_path / "node003").mkdir()
+    (tmp_path / "node000").mkdir()
+    (tmp_path / "node003" / "messages").write_text(
+        "Nov 29 10:02:03 node003.hpc.internal kernel: NVRM: Xid (PCI:0000:41:00): 79, pid=4242, name=python3, "
+        "GPU has fallen off the bus.\n")
+    init = ("{h}:{pid}:{tid} [{d}] NCCL INFO comm 0x55d0a1b2c3d0 rank {r} nranks 8 cudaDev {d} nvmlDev {d} "
+            "busId {bus:x}000 commId 0x9f3a5c7e21b04d68 - Init COMPLETE")
+    for host, first in (("node000", 0), ("node003", 4)):
+        lines = [init.format(h=host, pid=4240 + d, tid=4300 + d, d=d, r=first + d, bus=0x3f + d) for d in range(4)]
+        lines += [_WATCHDOG.format(r=r, s=40 + r) for r in range(first, first + 4) if r != 6]
+        (tmp_path / host / "train.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path)) == ("xid.79", 6, "node003")
+
+
+def test_a_pdsh_address_prefix_and_ncclss_bootstrap_line_are_one_host(tmp_path: Path) -> None:
+    """DeepSpeed's pdsh runner prefixes each line with the host as the hostfile names it (here an address);
+    NCCL's Bootstrap line on that host advertises the address: one host, reported by its name."""
+    lines = ["10.1.2.3: gpu-a7:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
+             "10.1.2.4: gpu-a8:5151:5151 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.4<0>",
+             "10.1.2.3: Traceback (most recent call last):",
+             '10.1.2.3:   File "/work/train.py", line 88, in <module>',
+             "10.1.2.3: " + _OOM.format(dev=0)]
+    (tmp_path / "deepspeed.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path))[::2] == ("cuda.oom", "gpu-a7")
+
+
+def test_an_address_only_host_is_reported_by_its_address(tmp_path: Path) -> None:
+    """Without a line that names it otherwise, the pdsh prefix's address is the host a user sees."""
+    (tmp_path / "deepspeed.log").write_text("192.168.9.24: Traceback (most recent call last):\n"
+                                            "192.168.9.24: " + _OOM.format(dev=1) + "\n")
+    assert _root(_diagnose(tmp_path))[::2] == ("cuda.oom", "192.168.9.24")
+
+
+def test_ray_prefix_without_a_task_name_names_the_node(tmp_path: Path) -> None:
+    """Ray prints "(pid=N, ip=A)" for a worker of no named task or actor on another node."""
+    (tmp_path / "driver.log").write_text("(pid=5137, ip=10.42.154.180) Traceback (most recent call last):\n"
+                                         "(pid=5137, ip=10.42.154.180) " + _OOM.format(dev=0) + "\n")
+    assert _root(_diagnose(tmp_path))[::2] == ("cuda.oom", "10.42.154.180")
