@@ -69,10 +69,10 @@ def test_per_host_clock_offsets_are_removed_before_time_ordering(tmp_path: Path)
 PRINTS = {
     "cuda_oom": {"cuda.oom"}, "oom_killer": {"host.oom_killer"}, "xid79": {"xid.79"},
     "ecc": {"cuda.ecc_uncorrectable"}, "sigsegv": {"torchrun.worker_segfault"},
-    "straggler": {"pytorch.c10d.watchdog_timeout"}, "bootstrap_exception": {"python.exception",
+    "straggler": {"pytorch.c10d.watchdog_timeout"}, "bootstrap_exception": {"data.file_not_found",
                                                                              "pytorch.store.wait_timeout"},
     "unknown_error": {"torchrun.worker_failed"}, "two_independent": {"cuda.oom", "xid.79"},
-    "nic_failure": {"nccl.ib.retry_exceeded"}, "wrong_ifname": {"nccl.socket.network_unreachable"},
+    "nic_failure": {"nccl.ib.retry_exceeded"}, "wrong_ifname": {"nccl.socket.no_route_to_host"},
     "store_master_death": {"pytorch.store.connection_closed"}, "slurm_node_failure": {"slurm.node_fail"},
     "job_config": set(),
 }
