@@ -44,12 +44,16 @@ class _Groups:
 
 
 def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
-            scheduler_names: Iterable[str] = ()) -> dict[str, str]:
+            scheduler_names: Iterable[str] = (), same: Iterable[tuple[str, str]] = (),
+            folder_names: Iterable[str] = ()) -> dict[str, str]:
     """Every name seen -> the name to report its host by. ``names`` in the order they were seen (ties go to the
     first); ``advertised``: (host, address) pairs from NCCL's interface lines; ``scheduler_names``: the hosts the
-    job's metadata names (its rank -> host map)."""
+    job's metadata names (its rank -> host map); ``same``: pairs of names known to be one host (a node's folder
+    and the host its files' lines name; the scheduler's host of a rank and the one its lines name);
+    ``folder_names``: hosts named by the folders logs were collected into, preferred after the scheduler's."""
+    same = list(same)
     order: dict[str, int] = {}
-    for name in (*scheduler_names, *names):
+    for name in (*scheduler_names, *folder_names, *names, *(n for pair in same for n in pair)):
         order.setdefault(name, len(order))
     groups = _Groups()
     by_label: dict[str, str] = {}
@@ -70,10 +74,12 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
     for address, hosts in owners.items():
         if len(hosts) == 1 and address in order:
             groups.join(address, next(iter(hosts)))
+    for a, b in same:
+        groups.join(a, b)
     members: dict[str, list[str]] = {}
     for name in order:
         members.setdefault(groups.find(name), []).append(name)
-    preferred = frozenset(scheduler_names)
+    preferred = {**dict.fromkeys(folder_names, 1), **dict.fromkeys(scheduler_names, 0)}
     out: dict[str, str] = {}
     for group in members.values():
         best = min(group, key=lambda n: _rank(n, preferred, order))
@@ -81,14 +87,14 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
     return out
 
 
-def _rank(name: str, preferred: frozenset[str], order: Mapping[str, int]) -> tuple[int, int, int]:
-    """How a name ranks as the one to report (lowest first): the scheduler's, a short name, the most dotted
-    name, an address; then the first seen."""
+def _rank(name: str, preferred: Mapping[str, int], order: Mapping[str, int]) -> tuple[int, int, int]:
+    """How a name ranks as the one to report (lowest first): the scheduler's, a folder's, a short name, the most
+    dotted name, an address; then the first seen."""
     if name in preferred:
-        kind = 0
+        kind = preferred[name]
     elif is_address(name):
-        kind = 3
+        kind = 4
     else:
-        kind = 1 if "." not in name else 2
-    return kind, -name.count(".") if kind == 2 else 0, order[name]
+        kind = 2 if "." not in name else 3
+    return kind, -name.count(".") if kind == 3 else 0, order[name]
 

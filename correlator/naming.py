@@ -15,7 +15,7 @@ from correlator.hostnames import aliases
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord
 from correlator.local_ranks import LocalRanks, fill_exits, local_ranks
-from correlator.speakers import Who
+from correlator.speakers import Who, folder_host
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
@@ -36,8 +36,10 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
     changes."""
     names = _host_names(findings, context)
-    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), (rank_hosts or {}).values()).items()
-               if n != c}
+    folders, same = _folder_hosts(findings, context)
+    same += _scheduler_hosts(findings, context, rank_hosts or {})
+    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), (rank_hosts or {}).values(), same,
+                                        folders).items() if n != c}
     if renamed:
         findings, context = _rename_hosts(findings, context, renamed)
         of_kind = records_by_kind(context)
@@ -72,6 +74,40 @@ def _host_names(findings: Sequence[Finding], context: Sequence[ContextRecord]) -
         if isinstance(f.fields.get("host"), str):
             seen.setdefault(f.fields["host"])
     return list(seen)
+
+
+def _folder_hosts(findings: Sequence[Finding], context: Sequence[ContextRecord]
+                  ) -> tuple[list[str], list[tuple[str, str]]]:
+    """The hosts the sources' folders name (node017/train.log), and (folder's host, line's host) where all the
+    lines of a source that name a host name one other (node017's NCCL headers say ip-10-0-0-17): a collector
+    files each node's logs under the node's name."""
+    lines: dict[str, set[str]] = {}
+    for who, source in {(rec.who, rec.source) for rec in context} | {(f.speaker, f.source) for f in findings}:
+        if who.host:
+            lines.setdefault(source, set()).add(who.host)
+    folders: list[str] = []
+    same: list[tuple[str, str]] = []
+    for source in sorted(lines):
+        folder = folder_host(source)
+        if folder is None:
+            continue
+        folders.append(folder)
+        others = lines[source] - {folder}
+        if len(others) == 1:
+            same.append((folder, next(iter(others))))
+    return folders, same
+
+
+def _scheduler_hosts(findings: Sequence[Finding], context: Sequence[ContextRecord], rank_hosts: Mapping[int, str]
+                     ) -> list[tuple[str, str]]:
+    """(the scheduler's host of a rank, the host that rank's own lines name), where its lines name one."""
+    if not rank_hosts:
+        return []
+    named: dict[int, set[str]] = {}
+    for who in {rec.who for rec in context} | {f.speaker for f in findings}:
+        if who.rank is not None and who.host:
+            named.setdefault(who.rank, set()).add(who.host)
+    return [(rank_hosts[r], next(iter(h))) for r, h in named.items() if r in rank_hosts and len(h) == 1]
 
 
 def _advertised(of_kind: Mapping[str, list[ContextRecord]], ids: IdentityMap) -> list[tuple[str, str]]:

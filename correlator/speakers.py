@@ -139,12 +139,33 @@ _NOT_HOST_DIRS = re.compile(
 )
 
 
+_ATTEMPT = re.compile(r"^attempt_\d+$")
+
+
+def folder_host(path: str) -> str | None:
+    """The host a log's folders name (node017/rank3.log), not its file name."""
+    head, _ = os.path.split(path)
+    return next((part for leading, hostish, part in _folders(head) if hostish and leading is None), None)
+
+
+def _local_from_folders(head: str) -> int | None:
+    """torchrun --log-dir files each worker's output under <run id>/attempt_<n>/<local rank>/ (torch/distributed/
+    elastic/multiprocessing/api.py, DefaultLogsSpecs.reify): that folder is the LOCAL rank."""
+    parts = PurePath(head).parts if head else ()
+    if len(parts) >= 2 and parts[-1].isdecimal() and _ATTEMPT.match(parts[-2]):
+        return int(parts[-1])
+    return None
+
+
 def who_from_path(path: str) -> Who:
-    """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg."""
+    """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg; a
+    torchrun log dir's attempt_0/3/stderr.log is local rank 3."""
     head, name = os.path.split(path)
     if name in ("", ".", ".."):  # not a plain file name: let pathlib say what the name and folders are
         pure = PurePath(path)
         head, name = str(pure.parent) if len(pure.parts) > 1 else "", pure.name
+    if (local := _local_from_folders(head)) is not None:
+        return Who(host=folder_host(path), local_rank=local)
     rank = None
     host = None
     if m := _FILE_RANK.search(name):

@@ -171,3 +171,36 @@ def test_ray_prefix_without_a_task_name_names_the_node(tmp_path: Path) -> None:
     (tmp_path / "driver.log").write_text("(pid=5137, ip=10.42.154.180) Traceback (most recent call last):\n"
                                          "(pid=5137, ip=10.42.154.180) " + _OOM.format(dev=0) + "\n")
     assert _root(_diagnose(tmp_path))[::2] == ("cuda.oom", "10.42.154.180")
+
+
+def test_torchruns_log_dir_names_the_local_rank_and_ncclss_init_line_the_global_one(tmp_path: Path) -> None:
+    """torchrun --log-dir files each worker's stderr under <run>/attempt_0/<local rank>/ (pytorch/pytorch
+    torch/distributed/elastic/multiprocessing/api.py, DefaultLogsSpecs.reify); the folder is the local rank,
+    NCCL's init line in the same file the global one."""
+    init = ("node1:{pid}:{pid} [{l}] NCCL INFO comm 0x55d0a1b2c3d0 rank {r} nranks 8 cudaDev {l} nvmlDev {l} "
+            "busId {bus}000 commId 0x9f3a5c7e21b04d68 - Init COMPLETE")
+    timeout = _WATCHDOG.split("]:", 1)[1]
+    for local in range(4):
+        folder = tmp_path / "node1" / "881234_0fb60883" / "attempt_0" / str(local)
+        folder.mkdir(parents=True)
+        text = init.format(pid=4240 + local, l=local, r=4 + local, bus=18 + local) + "\n"
+        text += ("Traceback (most recent call last):\n" + _OOM.format(dev=2) if local == 2
+                 else timeout.format(r=4 + local, s=10 + local))
+        (folder / "stderr.log").write_text(text + "\n")
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_a_nodes_folder_and_the_host_its_lines_name_are_one_host(tmp_path: Path) -> None:
+    """A collector files each node's logs under the node's scheduler name; NCCL's header prints the machine's
+    own hostname (an EC2 ip-a-b-c-d name here): one host, reported by the folder's name."""
+    init = ("ip-10-0-0-{n}:{pid}:{pid} [{d}] NCCL INFO comm 0x55d0a1b2c3d0 rank {r} nranks 8 cudaDev {d} "
+            "nvmlDev {d} busId {bus}000 commId 0x9f3a5c7e21b04d68 - Init COMPLETE")
+    for n, node in ((1, "gpu-st-p4d-1"), (2, "gpu-st-p4d-2")):
+        first = 4 * (n - 1)
+        lines = [init.format(n=n, pid=4240 + d, d=d, r=first + d, bus=18 + d) for d in range(4)]
+        lines += [_WATCHDOG.format(r=r, s=10 + r) for r in range(first, first + 4) if r != 6]
+        if n == 2:
+            lines.append("ip-10-0-0-2:4242:4300 [2] include/alloc.h:125 NCCL WARN Cuda failure 'out of memory'")
+        (tmp_path / node).mkdir()
+        (tmp_path / node / "console.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path)) == ("nccl.cuda.oom", 6, "gpu-st-p4d-2")
