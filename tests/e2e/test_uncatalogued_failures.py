@@ -125,3 +125,16 @@ def test_the_job_controller_giving_up_is_not_the_cause_the_oom_killed_pod_is(tmp
     assert d.root_cause is not None
     assert d.root_cause.signature == "k8s.oomkilled"
     assert any(g.signature == "k8s.job_backoff_limit" for g in d.collateral)
+
+
+def test_a_worker_killed_by_sigbus_reads_as_shared_memory_even_without_its_own_log(tmp_path: Path) -> None:
+    """Only the torchrun agent's lines were kept: local rank 1 ended with exitcode -7 (-SIGBUS), its siblings
+    were sent SIGTERM. The exit code alone says bus error, which in a container is /dev/shm running out."""
+    log = tmp_path / "agent.log"
+    log.write_text(_GLOG.format(level="W", line=897) + "Sending process 44130 closing signal SIGTERM\n"
+                   + _GLOG.format(level="E", line=869) + "failed (exitcode: -7) local_rank: 1 (pid: 44131) of binary: "
+                   "/usr/bin/python3\n")
+    d = diagnose_sources(default_matcher(), expand([str(log)]), 2026)
+    assert d.root_cause is not None
+    assert d.root_cause.signature == "torchrun.worker_sigbus"
+    assert "shm" in d.root_cause.tags and "dev_shm" in (d.fix or "") + " ".join(d.root_cause.tags)
