@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firstfault.engine import default_matcher, diagnose_sources
+from firstfault.engine import default_matcher, diagnose_sources, scan_sources
 from ingest.files import expand
 
 _WORKER_TRACEBACK = """\
@@ -138,3 +138,21 @@ def test_a_worker_killed_by_sigbus_reads_as_shared_memory_even_without_its_own_l
     assert d.root_cause is not None
     assert d.root_cause.signature == "torchrun.worker_sigbus"
     assert "shm" in d.root_cause.tags and "dev_shm" in (d.fix or "") + " ".join(d.root_cause.tags)
+
+
+def test_a_jobset_failing_and_deleting_its_pods_is_collateral_of_the_pod_that_failed(tmp_path: Path) -> None:
+    """kubernetes-sigs/jobset's 'jobset failed due to one or more job failures (first failed job: ...)' and the job
+    controller's 'Deleted pod:' events are how the JobSet ended; the evicted pod's kubelet message is why."""
+    log = tmp_path / "events.txt"
+    log.write_text(
+        "  Warning  Evicted           3m    kubelet            The node was low on resource: memory. Threshold "
+        "quantity: 100Mi, available: 51200Ki.\n"
+        "  Warning  FailedJobs        2m    jobset-controller  jobset failed due to one or more job failures "
+        "(first failed job: llm-workers-1)\n"
+        "  Normal   SuccessfulDelete  2m    job-controller     Deleted pod: llm-workers-0-0-7x2kq\n")
+    found = {f.signature for r in scan_sources(default_matcher(), expand([str(log)]), 2026).results
+             for f in r.findings}
+    assert {"k8s.evicted", "k8s.jobset_failed", "k8s.controller_deleted_pod"} <= found
+    d = diagnose_sources(default_matcher(), expand([str(log)]), 2026)
+    assert d.root_cause is not None
+    assert d.root_cause.signature == "k8s.evicted"
