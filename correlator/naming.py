@@ -52,8 +52,65 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         findings, context = ranked
         of_kind = records_by_kind(context)
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+    paired = _lone_process(findings, context, ids)
+    if paired is not None:
+        findings, context = paired
+        of_kind = records_by_kind(context)
+        ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     fill_exits(ids, local)
     return Named(findings, context, of_kind, ids, local)
+
+
+def _lone_process(findings: list[Finding], context: list[ContextRecord], ids: IdentityMap
+                  ) -> tuple[list[Finding], list[ContextRecord]] | None:
+    """A source (one terminal's paste, one node's console) whose NCCL header lines come from one process that no
+    init line numbers, and whose rank-prefixed lines ("[rank4]:", c10d's "[Rank 4]") name one rank no process is
+    mapped to, on one host: that process is that rank, and the rank's lines are on that host. PyTorch prints its
+    own lines under the rank (c10's prefix), NCCL its own under host:pid:tid (src/debug.cc); a paste of one
+    failing process shows both and nothing ties them but this. Not when the device NCCL names exceeds the rank
+    (local device d is local rank d, at most the global rank)."""
+    processes: dict[str, set[tuple[str, int, int | None]]] = {}
+    ranks: dict[str, set[int]] = {}
+    hosts: dict[str, set[str]] = {}
+    mapped = set(ids.by_host_pid.values())
+    for who, source in {(rec.who, rec.source) for rec in context} | {(_who(f.speaker), f.source) for f in findings}:
+        if who.host:
+            hosts.setdefault(source, set()).add(who.host)
+        if who.pid is not None and who.host is not None and who.rank is None:
+            if (who.host, who.pid) not in ids.by_host_pid:
+                processes.setdefault(source, set()).add((who.host, who.pid, who.device))
+        elif who.rank is not None and who.pid is None:
+            ranks.setdefault(source, set()).add(who.rank)
+    pairs: dict[tuple[str, str, int], int] = {}  # (source, host, pid) -> rank
+    for source, procs in processes.items():
+        seen = ranks.get(source, set())
+        if len(procs) != 1 or len(seen) != 1 or len(hosts.get(source, ())) != 1:
+            continue
+        (host, pid, device), rank = next(iter(procs)), next(iter(seen))
+        if rank not in mapped and (device is None or device <= rank):
+            pairs[(source, host, pid)] = rank
+    if not pairs:
+        return None
+    host_of = {(source, rank): host for (source, host, _), rank in pairs.items()}
+
+    def paired(who: Who, source: str) -> Who:
+        rank = pairs.get((source, who.host or "", who.pid)) if who.rank is None and who.pid is not None else None
+        if rank is not None:
+            return who._replace(rank=rank)
+        if who.rank is not None and who.host is None and (host := host_of.get((source, who.rank))) is not None:
+            return who._replace(host=host)
+        return who
+
+    out_f = []
+    for f in findings:
+        new = paired(_who(f.speaker), f.source)
+        out_f.append(f if new == _who(f.speaker) else replace(f, speaker=replace(f.speaker, rank=new.rank,
+                                                                                 host=new.host)))
+    out_c = []
+    for rec in context:
+        who = paired(rec.who, rec.source)
+        out_c.append(rec if who is rec.who else rec._replace(who=who))
+    return out_f, out_c
 
 
 def _who(s: Speaker) -> Who:

@@ -204,3 +204,25 @@ def test_a_nodes_folder_and_the_host_its_lines_name_are_one_host(tmp_path: Path)
         (tmp_path / node).mkdir()
         (tmp_path / node / "console.log").write_text("\n".join(lines) + "\n")
     assert _root(_diagnose(tmp_path)) == ("nccl.cuda.oom", 6, "gpu-st-p4d-2")
+
+
+_IB_WARN = ("{h}:{pid}:{tid} [{d}] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+            "10.9.8.7<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_4")
+_ASYNC = ("[rank{r}]:[E1229 16:47:25.333820755 ProcessGroupNCCL.cpp:541] [Rank {r}] found async exception when "
+          "checking for NCCL errors: NCCL error: remote process exited or there was a network error, NCCL "
+          "version 2.22.3")
+
+
+def test_one_unnumbered_nccl_process_and_one_rank_in_a_paste_are_one_process(tmp_path: Path) -> None:
+    """One failing process pasted: NCCL's lines under host:pid:tid [dev] (src/debug.cc), PyTorch's under c10's
+    [rank4]: prefix, no init line: the process is rank 4, the rank's lines are on that host."""
+    (tmp_path / "issue.log").write_text(_IB_WARN.format(h="gpu-node7", pid=52638, tid=54849, d=4) + "\n"
+                                        + _ASYNC.format(r=4) + "\n")
+    assert _root(_diagnose(tmp_path))[1:] == (4, "gpu-node7")
+
+
+def test_two_unnumbered_processes_are_not_guessed(tmp_path: Path) -> None:
+    (tmp_path / "issue.log").write_text(_IB_WARN.format(h="gpu-node7", pid=52638, tid=54849, d=4) + "\n"
+                                        + _IB_WARN.format(h="gpu-node7", pid=52639, tid=54850, d=5) + "\n"
+                                        + _ASYNC.format(r=4) + "\n")
+    assert _root(_diagnose(tmp_path))[1:] == (None, "gpu-node7")
