@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
 from catalog.model import Scope, Signature
+from correlator import calibration
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity, records_by_kind
@@ -15,7 +16,7 @@ from correlator.kept import ContextRecord
 from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
-from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, confidence, exit_report, score
+from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, exit_report, score
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -236,9 +237,9 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     explanation += notes
     explanation += _why_not_others(ranked, failures, root_events)
     explanation += _clock_note(offsets)
-    conf = confidence(ranked, sig.generic)
+    conf, feats = calibration.judge(ranked, sig, rank, host)
     verdict = "no_known_signature" if sig.generic else "diagnosed"
-    return Diagnosis(
+    return calibration.honest(Diagnosis(
         verdict=verdict,
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
@@ -249,7 +250,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
         fix=sig.fix, verification=sig.verification,
         timeline=_timeline(failures, root_events, offsets),
         alternatives=_alternatives(ranked, conf),
-    )
+    ), ranked, feats, _evidence)
 
 
 def _clock_note(offsets: Mapping[str | None, timedelta]) -> list[str]:
@@ -282,9 +283,8 @@ def _alternatives(ranked: list[Candidate], top_conf: float) -> list[Alternative]
     out = []
     for other in [c for c in ranked[1:] if c.score >= MIN_ALTERNATIVE_SCORE][:3]:
         ev = other.best_event()
-        share = other.score / (ranked[0].score + other.score) if ranked[0].score else 0.0
         out.append(Alternative(signature=ev.signature.id if ev else None, rank=other.target.rank,
-                               host=other.target.host, confidence=round(min(share, 1 - top_conf), 2)))
+                               host=other.target.host, confidence=calibration.share(other, ranked, top_conf)))
     return out
 
 
@@ -292,11 +292,11 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
                      suspect: Suspect) -> Diagnosis:
     """No catalog entry names the cause, but one rank printed errors nobody else did before the cascade."""
     cand = ranked[0]
-    conf = min(0.6, confidence(ranked, generic=False))
+    conf, feats = calibration.judge(ranked, None, cand.target.rank, cand.target.host, "unknown_suspect")
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6]),
                    "no catalog entry matches its own lines: read them below",
                    *_why_not_others(ranked, failures, set())]
-    return Diagnosis(
+    return calibration.honest(Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
             signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
@@ -307,7 +307,7 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
         collateral=_collateral_groups(failures, set()),
         timeline=_timeline(failures, set(), offsets),
         alternatives=_alternatives(ranked, conf),
-    )
+    ), ranked, feats, _evidence)
 
 
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],
@@ -326,19 +326,20 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
         explanation += _why_not_others(ranked, failures, set())
     if named:
         explanation.append(f"the survivors name peer {named}: read that host's logs and kernel log")
-    return Diagnosis(
+    rank, host = (target.rank if target else None), (target.host if target else None) or named
+    conf, feats = calibration.judge(ranked or [], sig, rank, host, "collateral_only")
+    return calibration.honest(Diagnosis(
         verdict="diagnosed",
         root_cause=RootCause(
             signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=target.rank if target else None, host=(target.host if target else None) or named,
-            confidence=min(0.5, confidence(ranked, True)) if ranked else 0.25, time=when(first, offsets),
+            rank=rank, host=host, confidence=conf, time=when(first, offsets),
             evidence=_evidence([first]), explanation=explanation,
         ),
         collateral=_collateral_groups(failures, set() if ranked else {id(first)}),
-        alternatives=_alternatives(ranked, 0.5) if ranked else [],
+        alternatives=_alternatives(ranked, conf) if ranked else [],
         fix=sig.fix, verification=sig.verification,
         timeline=_timeline(failures, set() if ranked else {id(first)}, offsets),
-    )
+    ), ranked or [], feats, _evidence)
 
 
 def _unknown(results: Sequence[SourceResult], context: list[ContextRecord], ids: IdentityMap) -> Diagnosis:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from schemas.diagnosis import CollateralGroup, Diagnosis
+from schemas.diagnosis import CollateralGroup, Diagnosis, Suspect
 
 
 def rank_ranges(ranks: Sequence[int]) -> str:
@@ -34,6 +34,12 @@ def _who(rank: int | None, host: str | None) -> str:
     return f"rank {rank}" + (f" on {host}" if host else "")
 
 
+def suspect_line(s: Suspect) -> str:
+    """One suspect of a `suspects` verdict: who, how likely, what points at it."""
+    what = f" `{s.signature}`" if s.signature else ""
+    return f"{_who(s.rank, s.host)} ({s.confidence:.0%}){what}"
+
+
 def _collateral_line(g: CollateralGroup) -> str:
     where = []
     if g.ranks:
@@ -49,13 +55,21 @@ def render_text(d: Diagnosis, console: Console) -> None:
     if d.verdict == "no_failure_found" or rc is None:
         console.print("[green]No failure found[/] in these logs.")
         return
-    head = "[bold red]Root cause[/]" if d.verdict == "diagnosed" else "[bold yellow]Unrecognised failure[/]"
+    head = {"diagnosed": "[bold red]Root cause[/]", "suspects": "[bold yellow]Not sure[/] · likely"}.get(
+        d.verdict, "[bold yellow]Unrecognised failure[/]")
     body = [f"{head}: [bold]{escape(rc.title)}[/]"]
     if rc.signature:
         body.append(f"signature  {rc.signature}   category {rc.category}   confidence {rc.confidence:.0%}")
-    body.append(f"initiating [bold]{escape(_who(rc.rank, rc.host))}[/]"
+    who = "likeliest " if d.suspects else "initiating "
+    body.append(f"{who}[bold]{escape(_who(rc.rank, rc.host))}[/]"
                 + (f"   at {rc.time.isoformat(timespec='seconds')}" if rc.time else ""))
     console.print(Panel("\n".join(body), expand=False))
+    if d.suspects:
+        console.print("[bold]Suspects[/] (the evidence does not single one out; likeliest first)")
+        for i, sus in enumerate(d.suspects, 1):
+            console.print(f"  {i}. {escape(suspect_line(sus))}")
+            for ev in sus.evidence[:2]:
+                console.print(f"     [cyan]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:200])}")
     console.print("[bold]Evidence[/]")
     for ev in rc.evidence:
         console.print(f"  [cyan]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:300])}")
@@ -85,9 +99,13 @@ def render_markdown(d: Diagnosis) -> str:
     rc = d.root_cause
     if d.verdict == "no_failure_found" or rc is None:
         return "**No failure found** in these logs.\n"
-    out = [f"## {rc.title}", "",
-           f"- **Initiating:** {_who(rc.rank, rc.host)}",
+    title = f"Likely: {rc.title} (not sure)" if d.verdict == "suspects" else rc.title
+    out = [f"## {title}", "",
+           f"- **{'Likeliest' if d.suspects else 'Initiating'}:** {_who(rc.rank, rc.host)}",
            f"- **Signature:** `{rc.signature}` ({rc.category}), confidence {rc.confidence:.0%}"]
+    if d.suspects:
+        out += ["- **Suspects** (the evidence does not single one out; likeliest first):"]
+        out += [f"  {i}. {suspect_line(sus)}" for i, sus in enumerate(d.suspects, 1)]
     if rc.time:
         out.append(f"- **Time:** {rc.time.isoformat(timespec='seconds')}")
     out += ["", "### Evidence", "```"]

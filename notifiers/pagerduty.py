@@ -68,6 +68,9 @@ def build_event(incident: Incident, routing_key: str, url: str) -> dict[str, Any
         "verification": incident.diagnosis.verification,
         "collateral": [f"{g.count}x {g.signature}" for g in incident.diagnosis.collateral],
         "evidence": [f"{e.source}:{e.line}  {e.text}" for e in (rc.evidence if rc else [])],
+        "verdict": incident.diagnosis.verdict,
+        "suspects": [{"rank": x.rank, "host": x.host, "signature": x.signature, "confidence": x.confidence}
+                     for x in incident.diagnosis.suspects],
         "labels": incident.labels,
     }
     event: dict[str, Any] = {

@@ -46,7 +46,7 @@ def redact(text: str) -> str:
 
 def redact_incident(incident: Incident) -> Incident:
     """A copy whose log-derived text (evidence and its sources, explanation, host names, title, fix,
-    verification, changes) is redacted."""
+    verification, changes, and the same of each suspect) is redacted."""
     d = incident.diagnosis
     rc = d.root_cause
     if rc is not None:
@@ -61,5 +61,9 @@ def redact_incident(incident: Incident) -> Incident:
         "collateral": [g.model_copy(update={"hosts": [redact(h) for h in g.hosts]}) for g in d.collateral],
         "fix": redact(d.fix) if d.fix else d.fix,
         "verification": redact(d.verification) if d.verification else d.verification,
+        "suspects": [x.model_copy(update={
+            "host": redact(x.host) if x.host else x.host, "reasons": [redact(r) for r in x.reasons],
+            "evidence": [ev.model_copy(update={"text": redact(ev.text), "source": redact(ev.source)})
+                         for ev in x.evidence]}) for x in d.suspects],
     })
     return incident.model_copy(update={"diagnosis": diagnosis, "changes": [redact(c) for c in incident.changes]})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from firstfault.render import rank_ranges
+from firstfault.render import rank_ranges, suspect_line
 from notifiers.redact import redact_incident
 from schemas.incident import Incident
 
@@ -66,12 +66,23 @@ def _emoji(incident: Incident) -> str:
     return "✅" if incident.state == "resolved" else "🔴"
 
 
+def not_sure(incident: Incident) -> bool:
+    """A `suspects` verdict: the post says "Likely" and lists the suspects, never one rank as the initiator."""
+    return incident.diagnosis.verdict == "suspects"
+
+
 def title_of(incident: Incident) -> str:
     rc = incident.diagnosis.root_cause
-    return rc.title if rc else "No known failure signature"
+    title = rc.title if rc else "No known failure signature"
+    return f"Likely: {title}" if not_sure(incident) else title
 
 
 def initiator_of(incident: Incident) -> str:
+    suspects = incident.diagnosis.suspects
+    if not_sure(incident) and suspects:
+        shown = ", ".join(suspect_line(s) for s in suspects[:3])
+        more = f" and {len(suspects) - 3} more" if len(suspects) > 3 else ""
+        return f"not sure, suspects: {shown}{more}"
     if incident.rank is not None and incident.host:
         return f"rank {incident.rank} on {incident.host}"
     if incident.rank is not None:
@@ -99,7 +110,7 @@ def _section(text: str) -> Block:
 
 def _fields(incident: Incident) -> Block:
     rc = incident.diagnosis.root_cause
-    pairs = [("Initiating", initiator_of(incident)),
+    pairs = [("Suspects" if not_sure(incident) else "Initiating", initiator_of(incident)),
              ("Signature", f"`{rc.signature}`" if rc and rc.signature else "none (no catalog entry fits)"),
              ("Confidence", f"{rc.confidence:.0%}" if rc else "n/a"),
              ("Severity", incident.severity)]
@@ -109,9 +120,22 @@ def _fields(incident: Incident) -> Block:
         pairs.append(("Team", escape(incident.team)))
     if rc and rc.time:
         pairs.append(("Time", rc.time.isoformat(timespec="seconds")))
-    fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k == 'Initiating' else v}", FIELD_CHARS)}
+    fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k in ('Initiating', 'Suspects') else v}",
+                                              FIELD_CHARS)}
               for k, v in pairs[:10]]
     return {"type": "section", "fields": fields}
+
+
+def _suspects(incident: Incident) -> str | None:
+    """Each suspect of a `suspects` verdict with what points at it: the reader decides, we do not."""
+    if not not_sure(incident) or not incident.diagnosis.suspects:
+        return None
+    lines = []
+    for i, sus in enumerate(incident.diagnosis.suspects, 1):
+        lines.append(clip(f"{i}. {escape(suspect_line(sus))}", LINE_CHARS))
+        lines += [clip(f"    `{_code_safe(f'{ev.source}:{ev.line}  {ev.text}')}`", LINE_CHARS)
+                  for ev in sus.evidence[:1]]
+    return "*Not sure which: the suspects, likeliest first*\n" + fit_lines(lines, PART_CHARS)
 
 
 def _why(incident: Incident) -> str | None:
@@ -158,7 +182,7 @@ def incident_blocks(incident: Incident, url: str) -> list[Block]:
     d = incident.diagnosis
     blocks: list[Block] = [{"type": "header", "text": {"type": "plain_text", "text": header_text(incident),
                                                        "emoji": True}}, _fields(incident)]
-    for part in (_why(incident), _collateral(incident)):
+    for part in (_suspects(incident), _why(incident), _collateral(incident)):
         if part:
             blocks.append(_section(part))
     if d.fix:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer
 
-Verdict = Literal["diagnosed", "no_known_signature", "no_failure_found"]
+# "suspects": a failure was found, but the evidence is too thin to name one initiator (calibrated confidence under
+# correlator.calibration.SUSPECTS_BELOW): root_cause holds the likeliest, `suspects` the ranked candidates.
+Verdict = Literal["diagnosed", "suspects", "no_known_signature", "no_failure_found"]
 TimelineRole = Literal["initiating", "collateral", "context"]
 
 
@@ -71,6 +73,17 @@ class Alternative(BaseModel):
     confidence: float
 
 
+class Suspect(BaseModel):
+    """One candidate initiator of a `suspects` verdict, likeliest first; `confidence` is a probability."""
+
+    rank: int | None
+    host: str | None
+    signature: str | None
+    confidence: float
+    evidence: list[Evidence] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+
+
 class Diagnosis(BaseModel):
     verdict: Verdict
     root_cause: RootCause | None
@@ -79,3 +92,6 @@ class Diagnosis(BaseModel):
     verification: str | None = None
     timeline: list[TimelineEntry] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)
+    suspects: list[Suspect] = Field(default_factory=list)  # filled when verdict is "suspects"
+    # What the confidence was computed from (correlator.calibration.Features), for fitting; not serialised.
+    _features: dict[str, float] | None = PrivateAttr(default=None)

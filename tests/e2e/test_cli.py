@@ -22,7 +22,10 @@ def test_diagnose_json_follows_the_contract() -> None:
     p = run("diagnose", str(EXAMPLE), "--format", "json")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
-    assert set(d) == {"verdict", "root_cause", "collateral", "fix", "verification", "timeline", "alternatives"}
+    # `suspects` extends the contract (filled only by a `suspects` verdict): the older keys are all still there
+    assert set(d) == {"verdict", "root_cause", "collateral", "fix", "verification", "timeline", "alternatives",
+                      "suspects"}
+    assert d["suspects"] == []
     rc = d["root_cause"]
     assert set(rc) == {"signature", "title", "category", "tags", "rank", "host", "confidence", "time", "evidence",
                        "explanation"}

@@ -1,0 +1,271 @@
+"""Fit calibrated confidence, and print its reliability table.
+
+    .venv/bin/python -m bench.calibrate --fit                    # fit on the corpus's tuning half + simulated jobs
+    .venv/bin/python -m bench.calibrate --table --half tuning    # reliability: the tuning half and the simulator
+    .venv/bin/python -m bench.calibrate --table --half checking  # the lead, once, at the end
+
+The fit (correlator/calibration.py reads it) is a logistic regression from the features of a diagnosis (how much
+evidence its top suspect has, its margin over the next one, whether that evidence is a cause-like line of its own,
+another rank's desync report, sequence numbers, or only an exit code, others' blame, silence, a clock; see
+calibration.Features) to whether the named initiator was right. It is written to correlator/calibration_model.py
+as constants. Its data, and only this, is:
+- the labelled real corpus's **tuning half** (bench/corpus.py; never the checking half): right is the initiating
+  rank or host as the corpus's score.py counts it, or, where the label names neither, the class;
+- **simulated jobs** (firstfault.simulate through bench/accuracy.py's sweep of knobs), each also degraded the way
+  real logs arrive (see ``degrade``): the initiator's own logs lost, the nodes' kernel and launcher logs lost, or
+  only a few files pasted. Right is accuracy.correct(). The table's simulated jobs use another seed than the fit's.
+
+The caps (never 0.9 or more without a cause-like line, a naming report or sequence evidence of its own) are rules
+in calibration.py, applied after the fit: they are not fitted, and the table shows the capped values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from bench.accuracy import correct, knobs_for, plan
+from bench.corpus import HALVES, corpus_dir, labels
+from bench.logistic import Row, fit, log_loss
+from correlator import calibration
+from correlator.diagnose import diagnose
+from firstfault.engine import default_matcher, scan_sources
+from firstfault.simulate import generate
+from ingest.files import expand
+from schemas.diagnosis import Diagnosis
+
+MODEL = Path(__file__).resolve().parents[1] / "correlator" / "calibration_model.py"
+NAMES = [f for f in calibration.Features.__dataclass_fields__]
+# Signs fixed by what the evidence means, magnitudes fitted: more evidence, a wider margin, evidence of its own
+# never lower the confidence; a catch-all signature, a rival with a cause, many suspects, nothing of its own never
+# raise it. (The simulator shares the correlator's assumptions; left free, its blame-only jobs, nearly all right
+# there, would teach that blame alone is worth more than a cause.)
+NONNEGATIVE = ("strength", "margin", "cause", "named", "sequence", "own_line", "unique", "exit_code")
+NONPOSITIVE = ("thin", "others_only", "exit_only", "generic", "rival_cause", "crowd", "unplaced", "assumed_rank")
+BINS = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0001)
+CORPUS_WEIGHT = 16.0  # a real log counts for this many simulated jobs (34 against 336): see L2
+L2 = 2.0  # with CORPUS_WEIGHT, the lowest leave-one-out log loss on the tuning half (of weights 1-32, L2 2-8)
+FIT_SEED, TABLE_SEED = 2026, 7
+DEGRADE = (("whole", 0.4), ("initiator_lost", 0.2), ("node_logs_lost", 0.2), ("pasted_few", 0.2))
+_NODE_LOGS = ("dmesg", "syslog", "kern", "torchrun", "slurm-")
+
+
+@dataclass
+class Case:
+    source: str  # "corpus:<half>" or "simulator"
+    name: str
+    confidence: float | None  # what the diagnosis reported (None: no failure found)
+    features: dict[str, float] | None
+    right: bool
+    initiating: bool  # right is about the initiator (else, for a corpus label naming none, the class)
+
+
+def _year() -> int:
+    return datetime.now(UTC).year  # as `firstfault diagnose` reads a log (score.py runs it)
+
+
+def _score_py(corpus: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("corpus_score", corpus / "score.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _diagnose(paths: list[str], exit_codes: dict[str, int] | None = None) -> Diagnosis:
+    matcher = default_matcher()
+    scan = scan_sources(matcher, expand(paths), _year())
+    return diagnose(scan.results, matcher.catalog, None, exit_codes=exit_codes)
+
+
+def corpus_cases(half: str) -> list[Case]:
+    """Each labelled log of one half, diagnosed in process, judged as score.py judges it."""
+    corpus = corpus_dir()
+    if corpus is None:
+        raise SystemExit("bench.calibrate: ../shared/corpus is not on this machine (set FIRSTFAULT_CORPUS)")
+    score = _score_py(corpus)
+    class_map = json.loads((corpus / "class_map.json").read_text())
+    out = []
+    for lab in labels(corpus, half):
+        d = _diagnose([str(corpus / "real" / f"{lab['id']}.log")])
+        rc = d.root_cause.model_dump() if d.root_cause else {}
+        ini: dict[str, Any] = lab.get("initiating") or {}  # type: ignore[assignment]
+        if ini.get("rank") is not None:
+            right, initiating = rc.get("rank") == ini["rank"], True
+        elif ini.get("host"):
+            got = str(rc.get("host") or "")
+            right, initiating = bool(got) and (got in ini["host"] or ini["host"] in got), True
+        else:
+            right, initiating = bool(score.class_ok(lab["failure_class"], rc, class_map)), False
+        out.append(Case(f"corpus:{half}", str(lab["id"]), rc.get("confidence"), d._features, right, initiating))
+    return out
+
+
+def degrade(root: Path, how: str, rank: int | None, host: str | None, rng: random.Random) -> None:
+    """Take away what real logs often lack. ``initiator_lost``: the initiator's own rank logs and dumps (or, for a
+    node's fault, that node's kernel and launcher logs); ``node_logs_lost``: every kernel, launcher and scheduler
+    log; ``pasted_few``: all but two to four text files, as a user pastes a few logs into an issue."""
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "job.json")
+    if how == "initiator_lost":
+        doomed = [p for p in files
+                  if (rank is not None and p.stem.rsplit("_", 1)[-1].removeprefix("rank") == str(rank))
+                  or (rank is None and p.parent.name == host and p.name.startswith(_NODE_LOGS))]
+    elif how == "node_logs_lost":
+        doomed = [p for p in files if p.name.startswith(_NODE_LOGS)]
+    elif how == "pasted_few":
+        text = [p for p in files if p.suffix in (".log", ".out", ".txt")]
+        keep = set(rng.sample(text, min(len(text), rng.randint(2, 4))))
+        doomed = [p for p in files if p not in keep]
+    else:
+        doomed = []
+    if len(doomed) < len(files):  # an empty job says nothing to calibrate
+        for p in doomed:
+            p.unlink()
+
+
+def simulator_cases(per_kind: int, seed: int, degraded: bool = True) -> list[Case]:
+    """bench/accuracy.py's sweep of scenarios and knobs (small worlds), each degraded as drawn from DEGRADE."""
+    rng = random.Random(seed + 1)
+    pick = random.Random(seed + 2)
+    out = []
+    for kind, world, s in plan(per_kind, False, seed):
+        knobs, metadata = knobs_for(rng, world)
+        how = pick.choices([d for d, _ in DEGRADE], [w for _, w in DEGRADE])[0] if degraded else "whole"
+        root = Path(tempfile.mkdtemp(prefix=f"ff-cal-{kind}-"))
+        try:
+            truth = generate(kind, root, s, knobs)
+            degrade(root, how, truth.rank, truth.host, pick)
+            d = _diagnose([str(root)], truth.exit_codes if metadata else None)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        rc = d.root_cause
+        call = type("Call", (), {"rank": rc.rank if rc else None, "host": rc.host if rc else None})
+        out.append(Case("simulator", f"{kind}/{how}/seed={s}", rc.confidence if rc else None, d._features,
+                        correct(truth, call), True))  # type: ignore[arg-type]
+    return out
+
+
+def rows(cases: Iterable[Case]) -> list[Row]:
+    return [(c.features, c.right, CORPUS_WEIGHT if c.source.startswith("corpus") else 1.0)
+            for c in cases if c.features is not None]
+
+
+def write_model(intercept: float, coef: dict[str, float], about: dict[str, object]) -> None:
+    lines = ['"""Calibrated confidence: the fitted logistic model. Written by `python -m bench.calibrate --fit`;',
+             'do not edit by hand (correlator/calibration.py evaluates it, then applies its caps)."""', "",
+             f"INTERCEPT = {intercept:.4f}", "COEFFICIENTS = {"]
+    lines += [f'    "{n}": {w:.4f},' for n, w in coef.items()]
+    lines += ["}", "FIT = {"]
+    lines += [f"    {json.dumps(k)}: {json.dumps(v)}," for k, v in sorted(about.items())]
+    lines += ["}", ""]
+    MODEL.write_text("\n".join(lines))
+
+
+def do_fit(per_kind: int) -> tuple[float, dict[str, float], list[Case]]:
+    cases = corpus_cases("tuning") + simulator_cases(per_kind, FIT_SEED)
+    data = rows(cases)
+    intercept, coef = fit(data, NAMES, NONNEGATIVE, NONPOSITIVE, L2)
+    loss = log_loss(data, {i: calibration.fitted(f, coef, intercept) for i, (f, _, _) in enumerate(data)})
+    about = {"rows": len(data), "corpus_tuning": sum(c.source.startswith("corpus") for c in cases),
+             "simulated": sum(c.source == "simulator" for c in cases), "per_kind": per_kind, "seed": FIT_SEED,
+             "l2": L2, "corpus_weight": CORPUS_WEIGHT, "log_loss": round(loss, 4),
+             "date": datetime.now(UTC).strftime("%Y-%m-%d")}
+    write_model(intercept, coef, about)
+    return intercept, coef, cases
+
+
+def _bin(conf: float) -> int:
+    return next(i for i in range(len(BINS) - 1) if BINS[i] <= conf < BINS[i + 1])
+
+
+def before(c: Case) -> float | None:
+    """The confidence main reported before calibration (scoring.confidence and its per-path caps), rebuilt from
+    the same features: the ranks named are the same, so the two columns differ only by the mapping."""
+    f = c.features
+    if f is None:
+        return c.confidence
+    if f["no_suspect"]:
+        return 0.25
+    value = 0.2 + 0.45 * f["strength"] + 0.35 * f["margin"]
+    if f["collateral_only"]:
+        return round(min(0.4, value), 2)
+    if f["unknown_suspect"]:
+        return round(min(0.6, value), 2)
+    return round(min(0.4 if f["generic"] else 0.97, value), 2)
+
+
+def _summary(scored: list[tuple[float, bool]]) -> str:
+    hi = [ok for conf, ok in scored if conf >= 0.7]
+    top = [ok for conf, ok in scored if conf >= 0.9]
+    low = sum(1 for conf, _ in scored if conf < calibration.SUSPECTS_BELOW)
+    return (f">= 0.7: {len(hi)}, wrong {len(hi) - sum(hi)}; >= 0.9: {len(top)}, wrong {len(top) - sum(top)}; "
+            f"under {calibration.SUSPECTS_BELOW}: {low}")
+
+
+def table(cases: list[Case], title: str) -> str:
+    """Bins of confidence x (count, fraction right), calibrated and as before, with the confident answers."""
+    cols = {"calibrated": lambda c: c.confidence, "before": before}
+    counts = {name: [[0, 0] for _ in BINS[:-1]] for name in cols}
+    scored: dict[str, list[tuple[float, bool]]] = {name: [] for name in cols}
+    for c in cases:
+        for name, get in cols.items():
+            conf = get(c)
+            if conf is not None:
+                counts[name][_bin(conf)][0] += 1
+                counts[name][_bin(conf)][1] += c.right
+                scored[name].append((conf, c.right))
+    out = [f"**{title}**", "", "| confidence | count | right | fraction right | before: count | right | fraction right |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for i in range(len(BINS) - 1):
+        high = "1.0" if BINS[i + 1] > 1 else f"{BINS[i + 1]:.1f}"
+        cells = []
+        for name in cols:
+            n, ok = counts[name][i]
+            cells.append(f"{n} | {ok} | {ok / n:.0%}" if n else "0 | 0 | –")
+        out.append(f"| {BINS[i]:.1f}–{high} | {cells[0]} | {cells[1]} |")
+    out.append(f"\ncalibrated: {_summary(scored['calibrated'])} (`suspects` or `no_known_signature`);  ")
+    out.append(f"before: {_summary(scored['before'])}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.calibrate", description=__doc__.split("\n")[0])
+    p.add_argument("--fit", action="store_true", help="refit on the tuning half + simulator, rewrite the model")
+    p.add_argument("--table", action="store_true", help="print the reliability table")
+    p.add_argument("--half", choices=HALVES, default="tuning", help="the corpus half the table reads")
+    p.add_argument("--per-kind", type=int, default=24, help="simulated jobs per scenario kind (14 kinds)")
+    p.add_argument("--no-sim", action="store_true", help="the corpus half only")
+    p.add_argument("--whole", action="store_true", help="simulated jobs as written, not degraded")
+    a = p.parse_args(argv)
+    if not (a.fit or a.table):
+        p.error("say --fit or --table")
+    if a.fit:
+        intercept, coef, _ = do_fit(a.per_kind)
+        shown = ", ".join(f"{n} {w:+.2f}" for n, w in coef.items())
+        print(f"fitted: intercept {intercept:+.2f}; {shown}\nwritten to {MODEL}")
+        return 0
+    corpus = corpus_cases(a.half)
+    print(table(corpus, f"corpus, {a.half} half, {len(corpus)} logs (right: the initiator, or the class where the "
+                        "label names no initiator)"))
+    print(table([c for c in corpus if c.initiating], f"corpus, {a.half} half, the logs whose label names an "
+                                                     "initiator (as score.py's calibration line counts)"))
+    if not a.no_sim:
+        sim = simulator_cases(a.per_kind, TABLE_SEED, not a.whole)
+        print(table(sim, f"simulator, {len(sim)} jobs (seed {TABLE_SEED}, not the fit's; "
+                         f"{'as written' if a.whole else 'degraded as in the fit'})"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Calibrated confidence: the ranked suspects' evidence as features, mapped to the probability that the named
+initiator is right by a small fitted model, then capped by rules.
+
+The model (a logistic regression) is fitted offline by ``bench/calibrate.py`` on the corpus's tuning half and on
+simulated jobs, and committed as constants in ``correlator/calibration_model.py``: evaluating it needs no numpy.
+The caps are rules, not fitted: whatever the fit says, an answer whose rank has no cause-like line of its own, is
+named by no other rank's desync report and by no sequence-number evidence of its own is never given 0.9 or more
+(an exit code, others' blame, silence or a clock alone can be wrong in ways the fit data does not show).
+Pure: no I/O, no time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from catalog.model import Implicates, Scope, Signature
+from correlator import calibration_model as model
+from correlator.events import Event
+from correlator.scoring import Candidate, exit_report
+from schemas.diagnosis import Diagnosis, Evidence, Suspect
+from schemas.findings import Role
+
+SUSPECTS_BELOW = 0.5  # under it the named rank is likelier wrong than right: the verdict lists suspects instead
+CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence of its own: never 0.9 or more
+CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis
+THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all match: too little to single anyone out
+CAP_THIN = 0.45  # under SUSPECTS_BELOW: such an answer naming a rank or host is listed as a suspect, not the initiator
+FLOOR, CEILING = 0.05, 0.97  # a fitted logit is never certain either way
+DEFAULT_PATH = "assembled"
+PATHS = ("assembled", "collateral_only", "unknown_suspect")
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the top suspect's evidence is made of, and how far ahead of the next one it is. Each is in [0, 1]."""
+
+    strength: float  # 1 - exp(-top score / 3): how much evidence in all
+    thin: float  # the top score is under THIN_SCORE
+    margin: float  # (top - second) / (top + 1): how far ahead of the next suspect
+    cause: float  # a specific initiating line of its own (not an exit report, not derived, not stale)
+    named: float  # another rank's report names it (a desync report, a barrier's missing ranks)
+    sequence: float  # collective sequence numbers of its own (a lag, a Flight Recorder dump)
+    own_line: float  # a failure line of its own that is not a cause: an either-role or generic line
+    unique: float  # error lines no other rank printed (the differential view)
+    exit_code: float  # an exit code or signal speaks for it
+    others_only: float  # nothing of its own: others' blame, silence, its place in time
+    exit_only: float  # of its own, only how it ended: an exit code, a signal, a launcher's or scheduler's report
+    generic: float  # the signature named is a catch-all (or none at all)
+    rival_cause: float  # the second suspect has a cause of its own too
+    crowd: float  # log2(number of suspects) / 4, at most 1: many suspects, weaker evidence each
+    job_wide: float  # no rank or host named: a fault of the whole job
+    host_only: float  # a host named, not a rank
+    unplaced: float  # a process's fault (the signature's scope is a rank) placed on a host only: whose was it?
+    assumed_rank: float  # the rank named is an assumption (a log without rank prefixes is rank 0's), not evidence
+    collateral_only: float  # every line is a consequence: the initiator printed nothing here
+    unknown_suspect: float  # no catalog entry fits; a rank's unique lines are the lead
+    no_suspect: float  # nobody scored at all: the answer is what the first consequence names
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def _exit(ev: Event) -> bool:
+    """A report of how a process ended (a launcher's, a scheduler's `task N: Exited with exit code 1`): how a cause
+    ends, not the cause."""
+    return exit_report(ev) or "exit_code" in ev.best.fields or "signal" in ev.best.fields
+
+
+def has_cause(cand: Candidate) -> bool:
+    """A specific catalog entry whose role is initiating, on its own lines: a cause, not a reaction."""
+    return any(ev.role is Role.INITIATING and not ev.best.generic and not _exit(ev) and ev.weight is None
+               and not ev.stale for ev in cand.own_events)
+
+
+def _derived(cand: Candidate) -> bool:
+    """Sequence-number evidence: events the correlator derived from collective progress, with their own weight."""
+    return any(ev.weight is not None and ev.reason is not None for ev in cand.own_events)
+
+
+def _named(cand: Candidate) -> bool:
+    return any(ev.signature.implicates is Implicates.NAMED and ev.weight is None and not ev.stale and not _exit(ev)
+               and ev.reporter != cand.target for ev in cand.own_events)
+
+
+def _own_line(cand: Candidate) -> bool:
+    return any(ev.signature.implicates is Implicates.SELF and not _exit(ev) and not ev.stale
+               and ev.role not in (Role.CONTEXT, Role.COLLATERAL) for ev in cand.own_events)
+
+
+def _exit_code(cand: Candidate) -> bool:
+    # the exit rules (scoring._exits) leave a reason, not an event: "exit code N ..."
+    return any(_exit(ev) for ev in cand.own_events) or any(r.startswith("exit code") for r in cand.reasons)
+
+
+def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
+             path: str = DEFAULT_PATH) -> Features:
+    """The features of a diagnosis naming ``ranked[0]`` (at ``rank``/``host``, as located) with ``sig`` (None: no
+    catalog entry), by ``path``."""
+    top = ranked[0] if ranked else None
+    top_score = top.score if top else 0.0
+    second = ranked[1] if len(ranked) > 1 else None
+    second_score = second.score if second else 0.0
+    cause = bool(top and has_cause(top))
+    named = bool(top and _named(top))
+    sequence = bool(top and _derived(top))
+    own_line = bool(top and _own_line(top)) and not cause
+    unique = bool(top and top.unique is not None)
+    exit_code = bool(top and _exit_code(top))
+    others = not (cause or named or sequence or own_line or unique or exit_code)
+    exit_only = exit_code and not (cause or named or sequence or own_line or unique)
+    return Features(
+        strength=1 - math.exp(-max(top_score, 0.0) / 3.0), thin=float(top_score < THIN_SCORE),
+        margin=max(0.0, top_score - second_score) / (top_score + 1.0),
+        cause=float(cause), named=float(named), sequence=float(sequence), own_line=float(own_line),
+        unique=float(unique), exit_code=float(exit_code), others_only=float(others), exit_only=float(exit_only),
+        generic=float(sig is not None and sig.generic),
+        rival_cause=float(bool(second and has_cause(second))),
+        crowd=min(1.0, math.log2(max(1, len(ranked))) / 4),
+        job_wide=float(rank is None and host is None), host_only=float(rank is None and host is not None),
+        unplaced=float(rank is None and host is not None and sig is not None and sig.scope is Scope.RANK),
+        assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
+        collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
+        no_suspect=float(top is None),
+    )
+
+
+def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None = None,
+           intercept: float | None = None) -> float:
+    """The fitted model's probability, before the caps."""
+    coef = model.COEFFICIENTS if coefficients is None else coefficients
+    z = model.INTERCEPT if intercept is None else intercept
+    z += sum(w * values.get(name, 0.0) for name, w in coef.items())
+    return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def cap(f: Features) -> float:
+    """The highest confidence the evidence allows, whatever the fit says."""
+    limit = CEILING
+    if not (f.cause or f.named or f.sequence):
+        limit = min(limit, CAP_UNCONFIRMED)
+    if f.unknown_suspect:
+        limit = min(limit, CAP_NO_CATALOG)
+    if f.thin and not f.job_wide:
+        limit = min(limit, CAP_THIN)
+    return limit
+
+
+def calibrated(f: Features) -> float:
+    """The probability that the named initiator is right: the fit, held under the caps, rounded for the JSON."""
+    return round(max(FLOOR, min(cap(f), fitted(f.as_dict()))), 2)
+
+
+def judge(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
+          path: str = DEFAULT_PATH) -> tuple[float, Features]:
+    """The calibrated confidence of naming ``ranked[0]`` at ``rank``/``host`` with ``sig``, and what it was computed
+    from."""
+    f = features(ranked, sig, rank, host, path)
+    return calibrated(f), f
+
+
+def share(cand: Candidate, ranked: Sequence[Candidate], top_confidence: float) -> float:
+    """A runner-up's probability: what the top leaves (1 - its confidence), split by score among the others, and
+    never above the top's (the rest of what the top leaves is on ranks whose logs are not here)."""
+    rest = sum(c.score for c in ranked[1:] if c.score > 0)
+    if rest <= 0:
+        return 0.0
+    return round(min(top_confidence, (1 - top_confidence) * max(cand.score, 0.0) / rest), 2)
+
+
+MAX_SUSPECTS = 5
+SUSPECT_EVIDENCE = 3
+SUSPECT_REASONS = 4
+MIN_SUSPECT_SCORE = 0.5  # as diagnose's alternatives, unless the top itself scores under twice this
+
+
+def honest(d: Diagnosis, ranked: Sequence[Candidate], f: Features | None,
+           evidence_of: Callable[[Sequence[Event]], list[Evidence]]) -> Diagnosis:
+    """Under SUSPECTS_BELOW the diagnosis says it is not sure: a `diagnosed` verdict becomes `suspects`, and the
+    ranked candidates are listed with their evidence. `root_cause` keeps the likeliest, for older readers."""
+    d._features = f.as_dict() if f is not None else None
+    rc = d.root_cause
+    if rc is None or rc.confidence >= SUSPECTS_BELOW:
+        return d
+    top = Suspect(rank=rc.rank, host=rc.host, signature=rc.signature, confidence=rc.confidence,
+                  evidence=rc.evidence[:SUSPECT_EVIDENCE],
+                  reasons=ranked[0].reasons[:SUSPECT_REASONS] if ranked else rc.explanation[:SUSPECT_REASONS])
+    listed = [top]
+    floor = min(MIN_SUSPECT_SCORE, ranked[0].score / 2) if ranked else 0.0  # thin evidence: thin rivals count
+    for cand in [c for c in ranked[1:] if c.score >= floor][:MAX_SUSPECTS - 1]:
+        best = cand.best_event()
+        lines = [best] if best is not None else []
+        lines += [ev for ev in [*cand.own_events, *cand.support_events] if ev is not best]
+        listed.append(Suspect(rank=cand.target.rank, host=cand.target.host,
+                              signature=best.signature.id if best else None,
+                              confidence=share(cand, ranked, rc.confidence),
+                              evidence=evidence_of(lines)[:SUSPECT_EVIDENCE], reasons=cand.reasons[:SUSPECT_REASONS]))
+    note = (f"not sure: a confidence of {rc.confidence:.0%} is under {SUSPECTS_BELOW:.0%}, so {len(listed)} "
+            "suspect(s) are listed, likeliest first, rather than one initiator")
+    rc.explanation.insert(0, note)
+    d.suspects = listed
+    if d.verdict == "diagnosed":
+        d.verdict = "suspects"
+    return d

@@ -1,0 +1,162 @@
+"""Calibrated confidence (correlator/calibration.py): a probability from a fitted model, held under rules, and an
+honest verdict when the evidence is thin: `suspects`, in the JSON, the terminal, Markdown, Slack and PagerDuty.
+
+The thin-evidence job is two ranks' watchdog timeouts on the same collective and nothing else, in the format of
+pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (WorkNCCL::checkTimeout: "Watchdog caught
+collective operation timeout: " followed by the WorkNCCL's `WorkNCCL(SeqNum=…, OpType=…, NumelIn=…, NumelOut=…,
+Timeout(ms)=…)` and " ran for N milliseconds before timing out."), each line behind torchrun's `[rankN]:` prefix.
+Both are victims: whoever stopped first left no line here, so no rank may be named as the initiator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from correlator import calibration
+from correlator.calibration import Features, calibrated, features
+from correlator.diagnose import diagnose
+from correlator.events import Target
+from correlator.scoring import Candidate
+from firstfault.engine import default_matcher, scan_sources
+from firstfault.render import render_markdown, render_text
+from ingest.files import expand
+from notifiers.pagerduty import build_event
+from notifiers.slack_message import fallback_text, incident_blocks
+from schemas.diagnosis import Diagnosis
+from schemas.incident import Incident, incident_id
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
+URL = "https://firstfault.example.org/incidents/inc-1"
+T0 = datetime(2026, 12, 3, 10, 30, tzinfo=UTC)
+TIMEOUT = ("[rank{r}]:[E1203 10:02:0{s}.123456 {pid} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=212, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+           "Timeout(ms)=600000) ran for 60001{s} milliseconds before timing out.\n")
+EVIDENCE = ("cause", "named", "sequence", "own_line", "unique", "exit_code", "others_only", "exit_only")
+PLACES = ("job_wide", "host_only", "unplaced", "assumed_rank", "collateral_only", "unknown_suspect", "no_suspect")
+ZERO = Features(**{f.name: 0.0 for f in dataclasses.fields(Features)})
+
+
+def _diagnose(path: Path) -> Diagnosis:
+    matcher = default_matcher()
+    return diagnose(scan_sources(matcher, expand([str(path)]), 2026).results, matcher.catalog)
+
+
+@pytest.fixture
+def thin_job(tmp_path: Path) -> Path:
+    for rank, second, pid in ((3, 3, 3485), (5, 4, 3487)):
+        (tmp_path / f"rank{rank}.log").write_text(TIMEOUT.format(r=rank, s=second, pid=pid))
+    return tmp_path
+
+
+def _incident(d: Diagnosis) -> Incident:
+    return Incident(id=incident_id("job-7"), job_id="job-7", created_at=T0, updated_at=T0, diagnosis=d)
+
+
+def _evidence_kinds() -> list[Features]:
+    """Every single kind of evidence, every pair, and each with each kind of place."""
+    out = []
+    for kinds in [*itertools.combinations(EVIDENCE, 1), *itertools.combinations(EVIDENCE, 2)]:
+        for place in (None, *PLACES):
+            flags = {k: 1.0 for k in kinds} | ({place: 1.0} if place else {})
+            out.append(dataclasses.replace(ZERO, **flags))
+    return out
+
+
+def test_confidence_never_falls_as_the_margin_over_the_next_suspect_grows() -> None:
+    rose = False
+    for base in _evidence_kinds():
+        for strength in (0.1, 0.5, 0.9):
+            values = [calibrated(dataclasses.replace(base, strength=strength, margin=m / 20)) for m in range(21)]
+            assert values == sorted(values), (base, strength, values)
+            rose = rose or values[-1] > values[0]
+    assert rose, "the fitted model ignores the margin"
+
+
+def test_more_evidence_of_its_own_never_lowers_the_confidence() -> None:
+    for base in _evidence_kinds():
+        for kind in ("cause", "named", "sequence"):
+            assert calibrated(dataclasses.replace(base, **{kind: 1.0})) >= calibrated(base), (base, kind)
+
+
+def test_without_a_cause_a_naming_report_or_sequence_evidence_of_its_own_never_90_percent() -> None:
+    """Whatever the fit says: an exit code, others' blame, silence or a clock alone is never 0.9."""
+    for f in _evidence_kinds():
+        if f.cause or f.named or f.sequence:
+            continue
+        strongest = dataclasses.replace(f, strength=1.0, margin=1.0)
+        assert calibrated(strongest) < 0.9, strongest
+
+
+def test_a_candidate_with_only_an_exit_code_or_only_its_place_in_time_is_never_90_percent() -> None:
+    only_exit = Candidate(Target(5, "node001"))
+    only_exit.add(25.0, "exit code -9 while the others were torn down (node001/torchrun.log:40)")
+    only_time = Candidate(Target(2, "node000"))
+    only_time.add(25.0, "its first fault is the earliest, after correcting per-host clock offsets", own=False)
+    for cand in (only_exit, only_time):
+        f = features([cand], None, cand.target.rank, cand.target.host)
+        assert not (f.cause or f.named or f.sequence)
+        assert calibrated(f) < 0.9
+
+
+def test_a_thin_evidence_job_is_answered_with_suspects_in_the_json(thin_job: Path) -> None:
+    d = json.loads(_diagnose(thin_job).model_dump_json())
+    assert d["verdict"] == "suspects"
+    assert d["root_cause"]["rank"] in (3, 5), "root_cause still holds the likeliest, for older readers"
+    assert d["root_cause"]["confidence"] < calibration.SUSPECTS_BELOW
+    assert {s["rank"] for s in d["suspects"]} == {3, 5}
+    assert all(s["evidence"] and "Watchdog caught" in s["evidence"][0]["text"] for s in d["suspects"])
+    shown = [s["confidence"] for s in d["suspects"]]
+    assert shown == sorted(shown, reverse=True) and shown[0] == d["root_cause"]["confidence"]
+    assert d["root_cause"]["explanation"][0].startswith("not sure")
+
+
+def test_a_thin_evidence_job_says_not_sure_in_the_terminal_and_in_markdown(thin_job: Path) -> None:
+    d = _diagnose(thin_job)
+    console = Console(record=True, width=200)
+    render_text(d, console)
+    text = console.export_text()
+    assert "Not sure" in text and "Suspects" in text and "Root cause" not in text
+    assert "rank 3" in text and "rank 5" in text
+    md = render_markdown(d)
+    assert md.startswith("## Likely: ") and "**Suspects**" in md and "**Initiating:**" not in md
+
+
+def test_the_slack_post_of_a_thin_evidence_job_says_likely_and_lists_the_suspects(thin_job: Path) -> None:
+    incident = _incident(_diagnose(thin_job))
+    blocks = incident_blocks(incident, URL)
+    header = blocks[0]["text"]["text"]
+    assert "Likely" in header
+    fields = [f["text"] for f in blocks[1]["fields"]]
+    assert not any(f.startswith("*Initiating*") for f in fields), "no single rank is named as the initiator"
+    suspects = next(f for f in fields if f.startswith("*Suspects*"))
+    assert "rank 3" in suspects and "rank 5" in suspects and "not sure" in suspects
+    body = json.dumps(blocks)
+    assert "Not sure which" in body
+    assert "Likely" in fallback_text(incident, URL) and "not sure" in fallback_text(incident, URL)
+    assert build_event(incident, "R" * 32, URL)["payload"]["summary"].startswith("Likely: ")
+
+
+def test_a_diagnosis_with_a_cause_keeps_its_verdict_and_every_older_field() -> None:
+    d = _diagnose(EXAMPLE)
+    assert d.verdict == "diagnosed" and d.suspects == []
+    assert d.root_cause is not None and d.root_cause.rank == 37 and d.root_cause.confidence >= 0.7
+    dumped = json.loads(d.model_dump_json())
+    assert {"verdict", "root_cause", "collateral", "fix", "verification", "timeline", "alternatives"} <= set(dumped)
+    fields = [f["text"] for f in incident_blocks(_incident(d), URL)[1]["fields"]]
+    assert any(f.startswith("*Initiating*\nrank 37 on node004") for f in fields)
+    assert "Likely" not in incident_blocks(_incident(d), URL)[0]["text"]["text"]
+
+
+def test_a_suspects_evidence_is_redacted_before_it_is_posted(thin_job: Path) -> None:
+    d = _diagnose(thin_job)
+    token = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN"
+    d.suspects[1].evidence[0] = d.suspects[1].evidence[0].model_copy(update={"text": f"HF_TOKEN={token}"})
+    body = json.dumps(incident_blocks(_incident(d), URL)) + json.dumps(build_event(_incident(d), "R" * 32, URL))
+    assert token not in body and "HF_TOKEN=[REDACTED]" in body
