@@ -68,10 +68,17 @@ def _exit(ev: Event) -> bool:
     return exit_report(ev) or "exit_code" in ev.best.fields or "signal" in ev.best.fields
 
 
+def _its_own(ev: Event, cand: Candidate) -> bool:
+    """The line is the candidate's: a rank's line names or was printed by that rank. A host's line a rank inherited
+    (scoring folds a host's blame into the rank of that host with a fault of its own) is the host's, not the rank's."""
+    rank = cand.target.rank
+    return rank is None or ev.reporter.rank == rank or any(t.rank == rank for t in ev.implicated)
+
+
 def has_cause(cand: Candidate) -> bool:
     """A specific catalog entry whose role is initiating, on its own lines: a cause, not a reaction."""
     return any(ev.role is Role.INITIATING and not ev.best.generic and not _exit(ev) and ev.weight is None
-               and not ev.stale for ev in cand.own_events)
+               and not ev.stale and _its_own(ev, cand) for ev in cand.own_events)
 
 
 def _derived(cand: Candidate) -> bool:
@@ -86,7 +93,7 @@ def _named(cand: Candidate) -> bool:
 
 def _own_line(cand: Candidate) -> bool:
     return any(ev.signature.implicates is Implicates.SELF and not _exit(ev) and not ev.stale
-               and ev.role not in (Role.CONTEXT, Role.COLLATERAL) for ev in cand.own_events)
+               and ev.role not in (Role.CONTEXT, Role.COLLATERAL) for ev in cand.own_events)  # inherited ones too
 
 
 def _exit_code(cand: Candidate) -> bool:
@@ -138,7 +145,8 @@ def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None
 def cap(f: Features) -> float:
     """The highest confidence the evidence allows, whatever the fit says."""
     limit = CEILING
-    if not (f.cause or f.named or f.sequence):
+    if not (f.cause or f.named or f.sequence) or f.unplaced:
+        # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own
         limit = min(limit, CAP_UNCONFIRMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
