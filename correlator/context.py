@@ -53,7 +53,12 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"traceback)\b",
     # kubectl describe pod: the node the pod ran on
     "k8s_node": r"^Node:[ \t]+(?P<host>[\w.-]+)(?:/[\d.]+)?[ \t]*$",
+    # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
+    # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
+    # verl names its worker actors f"{name_prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/ray/
+    # base.py), numbering ranks placement group by placement group: in the first, the local rank is the rank
+    "ray_dead_name": r"^(?:\([^)\n]*\) )?[ \t]+name: \S*Worker\S*_(?P<group>\d+):(?P<local_rank>\d+)[ \t]*$",
 }
 
 # What the scanning engine looks for instead, where the pattern itself is slow to scan for (see

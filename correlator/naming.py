@@ -52,6 +52,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         findings, context = ranked
         of_kind = records_by_kind(context)
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+    subjects = _dead_actors(findings, of_kind)
+    if subjects is not None:
+        findings = subjects
     paired = _lone_process(findings, context, ids)
     if paired is not None:
         findings, context = paired
@@ -59,6 +62,33 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     fill_exits(ids, local)
     return Named(findings, context, of_kind, ids, local)
+
+
+def _dead_actors(findings: list[Finding], of_kind: Mapping[str, list[ContextRecord]]) -> list[Finding] | None:
+    """Ray's ActorDiedError report is about the dead actor, whoever printed it (the driver, usually): its lines,
+    from the "ActorDiedError:" line through the tab-indented fields ("\tip: ...", python/ray/exceptions.py) to
+    the error message after them, speak for the actor's node, and for its rank where verl's actor name gives it
+    ("WorkerDict_0:3": rank 3 of the first placement group; of a later one, local rank 3)."""
+    ips = of_kind.get("ray_dead_ip", [])
+    if not ips:
+        return None
+    names = of_kind.get("ray_dead_name", [])
+    subject: dict[tuple[str, int], Speaker] = {}  # (source, line) -> the dead actor
+    for rec in ips:
+        name = next((n for n in names if n.source == rec.source and 0 < rec.line_no - n.line_no <= 5), None)
+        group, local = (int(name.fields["group"]), int(name.fields["local_rank"])) if name else (None, None)
+        actor = Speaker(rank=local if group == 0 else None, local_rank=local, host=str(rec.fields["host"]))
+        for line in range(rec.line_no - 6, rec.line_no + 2):
+            subject[(rec.source, line)] = actor
+    changed = False
+    out = []
+    for f in findings:
+        dead = subject.get((f.source, f.line_no))
+        if dead is not None and f.speaker.host is None and f.speaker.rank is None:
+            f = replace(f, speaker=dead)
+            changed = True
+        out.append(f)
+    return out if changed else None
 
 
 def _lone_process(findings: list[Finding], context: list[ContextRecord], ids: IdentityMap

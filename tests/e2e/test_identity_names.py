@@ -226,3 +226,30 @@ def test_two_unnumbered_processes_are_not_guessed(tmp_path: Path) -> None:
                                         + _IB_WARN.format(h="gpu-node7", pid=52639, tid=54850, d=5) + "\n"
                                         + _ASYNC.format(r=4) + "\n")
     assert _root(_diagnose(tmp_path))[1:] == (None, "gpu-node7")
+
+
+_ACTOR_DIED = """\
+ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+\tclass_name: create_colocated_worker_cls.<locals>.WorkerDict
+\tactor_id: 5c9e0f1a2b3c4d5e6f708192a3b4c5d601000000
+\tpid: 4242
+\tname: q7RtWorkerDict_{group}:3
+\tnamespace: 0f3c9a7e-51d2-4c8b-9e1f-2a6b7c8d9e0f
+\tip: 10.42.1.7
+The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker \
+unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The \
+process is killed by SIGKILL by OOM killer due to high memory usage.
+"""
+
+
+def test_rays_actor_died_report_names_the_dead_actors_node_and_verls_name_its_rank(tmp_path: Path) -> None:
+    """Ray's ActorDiedError (python/ray/exceptions.py) lists the dead actor's pid, name and node ip under the
+    driver's traceback; verl names its workers f"{prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/
+    ray/base.py), ranks counted through the first placement group first: WorkerDict_0:3 is rank 3."""
+    (tmp_path / "driver.log").write_text(_ACTOR_DIED.format(group=0))
+    assert _root(_diagnose(tmp_path))[1:] == (3, "10.42.1.7")
+
+
+def test_an_actor_of_a_later_placement_group_is_named_by_its_node_only(tmp_path: Path) -> None:
+    (tmp_path / "driver.log").write_text(_ACTOR_DIED.format(group=1))
+    assert _root(_diagnose(tmp_path))[1:] == (None, "10.42.1.7")
