@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from bench import accuracy
 from firstfault.simulate import SCENARIOS, Knobs, generate
+from schemas.diagnosis import Verdict
 
 
 def test_the_reader_takes_role_prefixes_as_local_ranks() -> None:
@@ -58,6 +60,5 @@ def test_records_are_one_json_line_per_scenario(tmp_path: Path, monkeypatch: pyt
     assert len(rows) == len(SCENARIOS)
     for row in rows:
         assert isinstance(row["right"], bool) and isinstance(row["class_right"], bool)
-        assert 0.0 <= row["confidence"] <= 1.0 and row["verdict"] in ("diagnosed", "no_known_signature",
-                                                                       "no_failure_found")
+        assert 0.0 <= row["confidence"] <= 1.0 and row["verdict"] in get_args(Verdict)
         assert set(row["knobs"]) >= set(accuracy.HOSTILE_FIELDS)
