@@ -47,6 +47,22 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # torchrun agent: one worker failed, the others were told to stop
     "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
     "worker_sigterm": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
+    # PyTorch Lightning, on every process before init_process_group (Lightning-AI/pytorch-lightning:
+    # src/lightning/fabric/utilities/distributed.py _init_dist_connection "Initializing distributed: ...", 1.x
+    # pytorch_lightning "initializing ddp: ...", strategies/deepspeed.py "initializing deepspeed distributed: ..."):
+    # the global rank this process claims and the world size (correlator/derived.py: duplicates, missing ranks)
+    "rank_claim": r"[Ii]nitializing (?:ddp|distributed|deepspeed distributed): GLOBAL_RANK: (?P<rank>\d+), "
+    r"MEMBER: \d+/(?P<world>\d+)",
+    # A checkpoint save's finish line, paired with its start (pytorch.checkpoint.save_hang) in correlator/derived.py:
+    # torchtitan components/checkpoint.py "Finished saving the checkpoint (or staging if async is enabled) in N
+    # seconds" (now components/checkpointer/dcp.py "Finished saving|staging the checkpoint in", "Last step
+    # checkpoint completed in"), Megatron-LM megatron/training/checkpointing.py "successfully saved checkpoint from
+    # iteration N", transformers modeling_utils.py save_pretrained "Model weights saved in" (sharded: "... checkpoint
+    # shards. You can find where each parameters has been saved"), DeepSpeed's TorchCheckpointEngine.commit
+    # "[Torch] Checkpoint TAG is ready now!" (older releases)
+    "ckpt_saved": r"Finished (?:saving|staging) the checkpoint|Last step checkpoint completed in|"
+    r"successfully saved checkpoint from iteration|Model weights saved in |checkpoint shards\. You can find where "
+    r"each parameters has been saved|Checkpoint \S+ is ready now!",
     # Ray prints the dead worker's address in the actor-died report
     # Anything that reads like an error, for the differential view of failures no entry knows.
     "errorish": r"(?i)\b(?:error|fatal|exception|failed|killed|abort(?:ed|ing)?|segmentation fault|core dumped|"

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from catalog.loader import Catalog
 from catalog.model import Scope, Signature
 from correlator import calibration
+from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.identity import IdentityMap, build_identity, records_by_kind
@@ -55,6 +56,7 @@ def diagnose(
     findings, context, of_kind, ids = named.findings, named.context, named.of_kind, named.ids
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
+    failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
     if not failures:
         return _unknown(results, context, ids)
     progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
@@ -100,6 +102,9 @@ def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identi
     """The rank and host to name, or None where the fault belongs to a node or to the whole job."""
     notes: list[str] = []
     rank, host = cand.target.rank, cand.target.host
+    if rank is None and host is None and root.weight is not None:  # derived from several lines (derived.py)
+        return None, None, ["derived from how lines relate, not from one rank's line: the fault is the job's, "
+                            "no single rank or host is named"]
     scope = root.signature.scope
     reporters, hosts = _spread(root, failures)
     all_hosts = {ev.reporter.host for ev in failures}

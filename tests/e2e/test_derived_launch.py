@@ -1,0 +1,83 @@
+"""Duplicate or missing ranks at launch: a failure that no single line shows, only the processes' rank
+announcements taken together (correlator/derived.py, catalog entry launch.duplicate_rank).
+
+Every PyTorch Lightning process logs the global rank it claims before init_process_group:
+Lightning-AI/pytorch-lightning src/lightning/fabric/utilities/distributed.py, _init_dist_connection:
+    log.info(f"Initializing distributed: GLOBAL_RANK: {global_rank}, MEMBER: {global_rank + 1}/{world_size}")
+(pytorch_lightning 1.x, plugins/training_type/ddp.py init_ddp_connection: "initializing ddp: GLOBAL_RANK: ...").
+With `srun python train.py` and one Slurm task per node while Lightning spawns a process per GPU, every node
+computes node rank 0: each GLOBAL_RANK of the first node appears once per node and the others never appear.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+
+def _diagnose(capsys: pytest.CaptureFixture[str], *paths: Path) -> dict[str, object]:
+    assert main(["diagnose", *map(str, paths), "--format", "json"]) == 0
+    out: dict[str, object] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def _node(gpus: int, world: int, first: int = 0, banner: str = "Initializing distributed") -> str:
+    lines = ["GPU available: True (cuda), used: True", "TPU available: False, using: 0 TPU cores"]
+    for local in range(gpus):
+        rank = first + local
+        lines += [f"LOCAL_RANK: {local} - CUDA_VISIBLE_DEVICES: [0,1,2,3]",
+                  f"{banner}: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/{world}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_two_nodes_claiming_the_same_ranks_is_a_job_wide_launch_fault(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Two nodes' logs, each announcing ranks 0-3 of 8, no error line at all (the job hung in the rendezvous)."""
+    for node in ("node001", "node002"):
+        (tmp_path / f"{node}.log").write_text(_node(4, 8))
+    d = _diagnose(capsys, tmp_path)
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    assert d["verdict"] == "diagnosed"
+    assert rc["signature"] == "launch.duplicate_rank"
+    assert rc["category"] == "configuration"
+    assert rc["rank"] is None and rc["host"] is None  # the launch is at fault, not a rank
+    why = " ".join(rc["explanation"])
+    assert "0-3" in why and "4-7" in why  # which ranks were claimed twice, which never started
+    assert any("GLOBAL_RANK: 0," in ev["text"] for ev in rc["evidence"])
+    assert "--ntasks-per-node" in str(d["fix"])
+    assert "WORLD_SIZE" in str(d["verification"])
+
+
+def test_interleaved_copies_in_one_log_with_the_old_banner(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One interleaved log of both nodes, Lightning 1.x's wording: the same announcement twice, no prefix."""
+    a, b = _node(2, 4, banner="initializing ddp").splitlines(), _node(2, 4, banner="initializing ddp").splitlines()
+    (tmp_path / "slurm-4711.out").write_text("\n".join(x for pair in zip(a, b, strict=True) for x in pair) + "\n")
+    rc = _diagnose(capsys, tmp_path / "slurm-4711.out")["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "launch.duplicate_rank"
+    assert rc["rank"] is None and rc["host"] is None
+
+
+def test_a_restarted_worker_group_announcing_every_rank_again_is_not_a_duplicate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every rank of 4 announced twice (two rounds of the worker group), then a CUDA OOM on rank 2: the OOM."""
+    oom = ("[rank2]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+           "capacity of 79.15 GiB of which 1.02 GiB is free.\n")
+    text = _node(4, 4) + _node(4, 4) + oom
+    (tmp_path / "train.log").write_text(text)
+    rc = _diagnose(capsys, tmp_path / "train.log")["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] != "launch.duplicate_rank"
+    assert rc["rank"] == 2
+
+
+def test_each_rank_once_is_no_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "node001.log").write_text(_node(4, 8))
+    (tmp_path / "node002.log").write_text(_node(4, 8, first=4))
+    d = _diagnose(capsys, tmp_path)
+    assert d["verdict"] == "no_failure_found"
