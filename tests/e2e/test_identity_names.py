@@ -253,3 +253,39 @@ def test_rays_actor_died_report_names_the_dead_actors_node_and_verls_name_its_ra
 def test_an_actor_of_a_later_placement_group_is_named_by_its_node_only(tmp_path: Path) -> None:
     (tmp_path / "driver.log").write_text(_ACTOR_DIED.format(group=1))
     assert _root(_diagnose(tmp_path))[1:] == (None, "10.42.1.7")
+
+
+def _role_rank_console(init: bool, table: bool) -> str:
+    """Node 1's console of a 2 x 4 job launched `torchrun --role rank --tee 3` (torchtitan's run_train.sh): the
+    tee header "[{role}{local_rank}]:" (tail_log.py) reads "[rank2]:" for local rank 2, global rank 6."""
+    lines = []
+    if init:
+        lines += [f"[rank{k}]:node1:{4240 + k}:{4300 + k} [{k}] NCCL INFO comm 0x55d0a1b2c3d0 rank {4 + k} nranks 8 "
+                  f"cudaDev {k} nvmlDev {k} busId {18 + k}000 commId 0x9f3a5c7e21b04d68 - Init COMPLETE"
+                  for k in range(4)]
+    lines += [f"[rank{k}]:" + _WATCHDOG.split("]:", 1)[1].format(r=4 + k, s=10 + k) for k in (0, 1, 3)]
+    lines += ["[rank2]:Traceback (most recent call last):", "[rank2]:" + _OOM.format(dev=2)]
+    text = "\n".join(lines) + "\n"
+    return text + (_TABLE.format(local=2, pid=4242, host="node1", rank=6) if table else "")
+
+
+def test_a_role_named_rank_prints_local_ranks_ncclss_init_lines_say_so(tmp_path: Path) -> None:
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(_role_rank_console(init=True, table=False))
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_a_role_named_rank_prints_local_ranks_the_failure_table_says_so(tmp_path: Path) -> None:
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(_role_rank_console(init=False, table=True))
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_global_rank_prefixes_that_ncclss_init_lines_agree_with_stay(tmp_path: Path) -> None:
+    """TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[rank${rank}]:" prints the global rank: nothing is reread."""
+    text = _role_rank_console(init=True, table=True)
+    for k in range(4):
+        text = text.replace(f"[rank{k}]:", f"[rank{4 + k}]:")
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(text)
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
