@@ -1,13 +1,20 @@
 """Collective progress across ranks: who never joined the collective the others wait in, who ran another one.
 
-Sequence numbers are immune to clock skew. Three sources, each turned into evidence naming a rank:
-- ProcessGroupNCCL's "last enqueued work: N, last completed work: M" (watchdog failures and dump signals);
+Sequence numbers are immune to clock skew. The sources, each turned into evidence naming a rank:
+- ProcessGroupNCCL's "last enqueued work: N, last completed work: M" (watchdog failures and dump signals): a rank
+  that enqueued fewer collectives never joined the one the others wait in; one that enqueued as many but
+  completed fewer is stuck inside an older one;
 - Flight Recorder dumps (per process group: last enqueued collective, and each collective's op and sizes);
-- watchdog timeouts whose OpType differs from everyone else's on the same sequence number.
+- watchdog timeouts (pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, WorkNCCL::checkTimeout:
+  "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N, OpType=...)"): a rank timing out on an older
+  SeqNum than everyone else, or in another OpType on the same one, and the rank of a job of known size that is
+  absent from the ranks timing out in the collective all the others wait in (it printed nothing, its log is
+  lost, or it is elsewhere): the straggler, even when no desync report names it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +24,11 @@ from correlator.kept import ContextRecord
 
 MIN_RANKS = 3  # below this "most ranks" means nothing
 MAJORITY = 0.6
+MAX_BEHIND = 8  # a rank stuck in an older collective is a few behind; far behind is another process group's count
+ABSENT_SHARE = 0.02  # more absent ranks than this (and more than one) and absence is lost logs, not a straggler
+_PG = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)")  # the process group in ProcessGroupNCCL's logPrefix, when printed
+
+Timeout = tuple[int, int, str, str, int, str]  # (rank, seq, op, source, line, text) of a watchdog timeout
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,8 @@ def _majority(values: Sequence[int | str]) -> tuple[int | str, int] | None:
 
 
 def from_status(records: Sequence[ContextRecord], rank_of: dict[int, int | None]) -> list[Lag]:
-    """Ranks whose last enqueued collective is older than the one most ranks were waiting in."""
+    """Ranks whose last enqueued collective is older than the one most ranks were waiting in, and ranks that
+    enqueued as many as most but completed fewer (stuck inside an older collective)."""
     latest: dict[int, ContextRecord] = {}
     for index, rec in enumerate(records):
         rank = rank_of.get(index)
@@ -53,9 +66,19 @@ def from_status(records: Sequence[ContextRecord], rank_of: dict[int, int | None]
     if common is None:
         return []
     seq, count = int(common[0]), common[1]
-    return [Lag(rank, "status", f"its last enqueued collective is #{rec.fields['enqueued']} while {count} ranks "
-                f"enqueued #{seq}: it never joined #{seq}", rec.source, rec.line_no, rec.text)
-            for rank, rec in sorted(latest.items()) if int(rec.fields["enqueued"]) < seq]
+    out = [Lag(rank, "status", f"its last enqueued collective is #{rec.fields['enqueued']} while {count} ranks "
+               f"enqueued #{seq}: it never joined #{seq}", rec.source, rec.line_no, rec.text)
+           for rank, rec in sorted(latest.items()) if int(rec.fields["enqueued"]) < seq]
+    level = {r: rec for r, rec in latest.items() if int(rec.fields["enqueued"]) == seq}
+    done = _majority([int(rec.fields["completed"]) for rec in level.values()])
+    if done is None or len(level) < MIN_RANKS:
+        return out
+    finished = int(done[0])
+    return out + [Lag(rank, "status", f"its last completed collective is #{rec.fields['completed']} while "
+                      f"{done[1]} ranks completed #{finished}: it is stuck in #{int(rec.fields['completed']) + 1}",
+                      rec.source, rec.line_no, rec.text)
+                  for rank, rec in sorted(level.items())
+                  if finished - MAX_BEHIND <= int(rec.fields["completed"]) < finished]
 
 
 def from_dumps(dumps: Sequence[FlightDump]) -> list[Lag]:
@@ -90,8 +113,17 @@ def _mismatched(by_rank: dict[int, FlightDump], pg: str, seq: int) -> list[Lag]:
             for r, shape in sorted(shapes.items()) if shape != common[0]]
 
 
-def from_ops(timeouts: Sequence[tuple[int, int, str, str, int, str]]) -> list[Lag]:
-    """(rank, seq, op, source, line, text) of watchdog timeouts: a rank timing out in another op than the rest."""
+def _by_group(timeouts: Sequence[Timeout]) -> dict[str | None, dict[int, Timeout]]:
+    """Each rank's first timeout in each process group (when the line names it; SeqNum counts per group)."""
+    groups: dict[str | None, dict[int, Timeout]] = defaultdict(dict)
+    for item in timeouts:
+        found = _PG.search(item[5])
+        groups[found["pg"] if found else None].setdefault(item[0], item)
+    return groups
+
+
+def from_ops(timeouts: Sequence[Timeout]) -> list[Lag]:
+    """Watchdog timeouts: a rank timing out in another op than the rest."""
     by_seq: dict[int, dict[int, tuple[str, str, int, str]]] = defaultdict(dict)
     for rank, seq, op, source, line, text in timeouts:
         by_seq[seq].setdefault(rank, (op, source, line, text))
@@ -107,3 +139,35 @@ def from_ops(timeouts: Sequence[tuple[int, int, str, str, int, str]]) -> list[La
                 out.append(Lag(rank, "mismatch", f"it timed out in {op} #{seq} where {common[1]} ranks ran "
                                f"{common[0]} #{seq}: mismatched collectives", source, line, text))
     return out
+
+
+def from_timeouts(timeouts: Sequence[Timeout], world: int | None) -> list[Lag]:
+    """A rank that timed out on an older SeqNum than the collective most ranks wait in (it never finished the
+    one they had), and the ranks of the job absent from the timeouts of that collective."""
+    out: list[Lag] = []
+    for group in _by_group(timeouts).values():
+        if len(group) < MIN_RANKS:
+            continue
+        common = _majority([seq for _, seq, *_ in group.values()])
+        if common is None:
+            continue
+        seq, count = int(common[0]), common[1]
+        for rank, (_, theirs, _, source, line, text) in sorted(group.items()):
+            if seq - MAX_BEHIND <= theirs < seq:
+                out.append(Lag(rank, "status", f"it timed out in collective #{theirs} while {count} ranks waited in "
+                               f"#{seq}: it never finished #{theirs}, which they had", source, line, text))
+        out += _absent(group, seq, count, world)
+    return out
+
+
+def _absent(group: dict[int, Timeout], seq: int, count: int, world: int | None) -> list[Lag]:
+    """Ranks of the job (NCCL's nranks or the job's size; else the ranks below the highest that timed out) that
+    did not time out at all while nearly every other rank waited in collective #seq."""
+    size = world if world else max(group) + 1
+    absent = sorted(set(range(size)) - set(group))
+    if not absent or len(absent) > max(1, ABSENT_SHARE * size) or count < MAJORITY * size:
+        return []
+    first = min(group.values(), key=lambda item: item[0])
+    return [Lag(rank, "absent", f"it is absent from collective #{seq}: {count} of the job's {size} ranks timed out "
+                f"waiting in it, this one did not", first[3], 0, f"collective #{seq}: rank {rank} absent, "
+                f"{count} of {size} ranks timed out in it") for rank in absent]

@@ -7,17 +7,21 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
-from catalog.model import Scope, Signature
+from catalog.model import Implicates, Signature
 from correlator import calibration
 from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
+from correlator.exits import death_targets, exit_report, launcher_summary, task_exits
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.kept import ContextRecord
+from correlator.locate import locate, node_wide, pick
 from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
-from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, exit_report, score
+from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
+from correlator.speakers import who_from_path
+from correlator.transport import assign
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -34,8 +38,6 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
-# Schedulers report about a step, a pod or a node, never a rank: no rank-0 default for their lines.
-REPORTS_ABOUT_STEPS = frozenset({"slurm", "k8s", "ray"})
 
 
 def diagnose(
@@ -60,18 +62,22 @@ def diagnose(
     if not failures:
         return _unknown(results, context, ids)
     progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
-    failures += lag_events(collective_lags(progress, results, failures, ids), catalog, ids, W_LAG)
+    world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
+    failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, comms)
+    notes = assign(failures, ids, death_targets(ids.exits + task_exits(failures, ids), ids))
     failing: set[tuple[int | None, str | None]] = {
         (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
                            failing=failing)
+    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
     logged = {int(rec.fields["rank"]) for rec in comms}
+    logged |= {rank for r in results if r.lines and (rank := who_from_path(r.source).rank) is not None}
     ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
-    return _assemble(ranked, failures, ids, offsets, results, catalog)
+    return _assemble(ranked, failures, ids, offsets, results, catalog, notes, logged)
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
@@ -89,77 +95,6 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
             if len(out) == MAX_EVIDENCE:
                 return out
     return out
-
-
-def _spread(root: Event, failures: Sequence[Event]) -> tuple[set[Target], set[str | None]]:
-    """Reporters (and their hosts) whose own fault is the root's signature."""
-    same = [ev for ev in failures if ev.signature.id == root.signature.id]
-    return {ev.reporter for ev in same}, {ev.reporter.host for ev in same}
-
-
-def _locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: IdentityMap,
-            results: Sequence[SourceResult]) -> tuple[int | None, str | None, list[str]]:
-    """The rank and host to name, or None where the fault belongs to a node or to the whole job."""
-    notes: list[str] = []
-    rank, host = cand.target.rank, cand.target.host
-    if rank is None and host is None and root.weight is not None:  # derived from several lines (derived.py)
-        return None, None, ["derived from how lines relate, not from one rank's line: the fault is the job's, "
-                            "no single rank or host is named"]
-    scope = root.signature.scope
-    reporters, hosts = _spread(root, failures)
-    all_hosts = {ev.reporter.host for ev in failures}
-    if root not in cand.own_events and (host is not None or rank is not None):
-        notes.append(f"{cand.target.label} printed no cause of its own here: the others' lines point at it")
-        return rank, host, notes
-    if scope is Scope.JOB and not cand.own_events and host is not None:
-        notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
-        return None, host, notes
-    if scope is Scope.JOB:
-        if (len(hosts) >= 2 and hosts >= all_hosts) or len(results) == 1 or hosts == all_hosts:
-            notes.append("this is a configuration every rank shares, so no single rank is named")
-            return None, None, notes
-        if len(hosts) == 1:
-            notes.append("only this host shows it: its configuration differs from the others'")
-            return None, next(iter(hosts)), notes
-    if scope is Scope.NODE:
-        if len({h for h in hosts if h}) >= 2:
-            notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
-            return None, None, notes
-        alike = _node_wide(host, root, failures)
-        if (len(reporters) > 1 or len(alike) > 1) and rank is not None:
-            notes.append(f"{max(len(reporters), len(alike))} ranks of the node report {root.signature.category.value} "
-                         "faults of the node: a node-level fault")
-            rank = None
-    if (scope is Scope.RANK and len(reporters) >= 3 and not exit_report(root)
-            and _all_ranks_alike(reporters, failures)):
-        notes.append(f"all {len(reporters)} reporting ranks fail the same way: no single rank is the cause")
-        return None, None, notes
-    if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1
-            and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS):
-        notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
-        rank = 0
-    if rank is None and (local := root.best.speaker.local_rank) is not None:
-        notes.append(f"local rank {local}" + (f" of {host}" if host else "") + " printed it; these logs do not "
-                     f"say its global rank (torchrun's [default{local}] prefix numbers a node's own workers)")
-    return rank, host, notes
-
-
-def _node_wide(host: str | None, root: Event, failures: Sequence[Event]) -> set[int]:
-    """Ranks of the host reporting faults of the node of the root's kind (every rank seeing its NIC fail)."""
-    return {ev.reporter.rank for ev in failures if ev.reporter.host == host and ev.reporter.rank is not None
-            and ev.role is not Role.COLLATERAL and ev.signature.scope is Scope.NODE
-            and ev.signature.category == root.signature.category}
-
-
-def _all_ranks_alike(reporters: set[Target], failures: Sequence[Event]) -> bool:
-    others = {ev.reporter for ev in failures if ev.role is not Role.COLLATERAL} - reporters
-    return not others
-
-
-def _ranks_anywhere(ids: IdentityMap, failures: Sequence[Event]) -> bool:
-    """Whether the logs number their ranks at all (a local rank counts: its global rank is unknown, not 0)."""
-    return bool(ids.by_pid or ids.host_of_rank or any(ev.reporter.rank is not None
-                                                      or ev.best.speaker.local_rank is not None for ev in failures))
 
 
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
@@ -217,13 +152,23 @@ def _exit_event(cand: Candidate, ids: IdentityMap, catalog: Catalog) -> Event | 
 
 
 def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
-              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult], catalog: Catalog) -> Diagnosis:
+              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult], catalog: Catalog,
+              transport_notes: list[str], logged: set[int]) -> Diagnosis:
+    ranked, picked, exit_only = pick(ranked)
     cand = ranked[0]
     root = cand.best_event() or _exit_event(cand, ids, catalog)
-    if cand.unique is not None and (root is None or exit_report(root) or root.role is Role.COLLATERAL):
+    # Only exit codes say what happened (and for a kill or crash, they say it better than an absence or a victim's
+    # line the same rank printed): the exit report is the root.
+    if exit_only or (cand.death and (root is None or root.absence or root.role is Role.COLLATERAL)):
+        root = next((ev for ev in cand.own_events if exit_report(ev)), None) or _exit_event(cand, ids, catalog) or root
+    if cand.unique is not None and (root is None or exit_report(root) or root.role is Role.COLLATERAL
+                                    or root.absence):
         return _unknown_suspect(ranked, failures, offsets, cand.unique)
     if root is None:  # only an exit code speaks for it
         return _collateral_only(failures, ids, offsets, ranked)
+    if (root.role is Role.COLLATERAL and not cand.own_fault and not cand.support_events and not cand.death
+            and root.waits_on is None):
+        return _collateral_only(failures, ids, offsets)  # only its own victim's lines name it: they name nobody
     sig = root.signature
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.
@@ -231,15 +176,15 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     waiting = waits[1] if waits is not None and waits[0] == cand.target and not cand.own_events else None
     if waiting is not None:
         sig = catalog.get(waiting.signature) or sig
-    rank, host, notes = _locate(cand, root, failures, ids, results)
+    rank, host, notes = locate(cand, root, failures, ids, results, offsets, logged)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | (
         set() if waiting is not None else {id(root)})
     if rank is not None:  # what the initiator printed later is part of its failure, not collateral
         root_events |= {id(ev) for ev in failures if ev.reporter.rank == rank}
-    if rank is None and host is not None and len(_node_wide(host, root, failures)) > 1:
+    if rank is None and host is not None and len(node_wide(host, root, failures)) > 1:
         root_events |= {id(ev) for ev in failures if ev.reporter.host == host}  # a node-wide fault, its ranks' lines
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
-    explanation += notes
+    explanation += picked + notes + transport_notes
     explanation += _why_not_others(ranked, failures, root_events)
     explanation += _clock_note(offsets)
     conf, feats = calibration.judge(ranked, sig, rank, host)
@@ -298,9 +243,11 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
     """No catalog entry names the cause, but one rank printed errors nobody else did before the cascade."""
     cand = ranked[0]
     conf, feats = calibration.judge(ranked, None, cand.target.rank, cand.target.host, "unknown_suspect")
+    # what sequence numbers derived about it (its absence from a collective) is its failure, not collateral
+    own = {id(ev) for ev in cand.own_events if ev.weight is not None}
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6]),
                    "no catalog entry matches its own lines: read them below",
-                   *_why_not_others(ranked, failures, set())]
+                   *_why_not_others(ranked, failures, own)]
     return calibration.honest(Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
@@ -309,8 +256,8 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
             evidence=[Evidence(source=r.source, line=r.line_no, text=r.text) for r in suspect.lines],
             explanation=explanation,
         ),
-        collateral=_collateral_groups(failures, set()),
-        timeline=_timeline(failures, set(), offsets),
+        collateral=_collateral_groups(failures, own),
+        timeline=_timeline(failures, own, offsets),
         alternatives=_alternatives(ranked, conf),
     ), ranked, feats, _evidence)
 
@@ -319,10 +266,18 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
                      ranked: list[Candidate] | None = None) -> Diagnosis:
     """Only consequences were printed: the failing peer left nothing here. Point at what they name, or at the
     suspect that silence or metadata singles out."""
-    first = min(failures, key=lambda ev: (when(ev, offsets) is None, ev.best.order))
+    # the first line that says something of its own: not how processes ended, not the launcher's summary
+    first = min(failures, key=lambda ev: (exit_report(ev) or launcher_summary(ev), when(ev, offsets) is None,
+                                          ev.best.order))
     sig: Signature = first.signature
     named = first.unmapped_peer
-    target = first.implicated[0] if first.implicated else None
+    target = first.implicated[0] if first.implicated and first.signature.implicates is not Implicates.SELF else None
+    # A victim's own line names no initiator; but when every victim is on one host (a node whose processes were
+    # all killed), that host is where it happened. Survivors' reports about their peers say nothing of their host.
+    hosts = {t.host for ev in failures if not ev.survivor and not ev.stale
+             and ev.signature.implicates is Implicates.SELF for t in ev.implicated}
+    if target is None and len(hosts) == 1 and None not in hosts:
+        target = Target(None, next(iter(hosts)))
     explanation = ["every line here is a consequence (catalog role collateral); the initiator printed nothing "
                    "in these logs"]
     if ranked:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from operator import attrgetter
 from typing import Any
 
 from catalog.loader import Catalog
-from catalog.model import Implicates, Scope, Signature
+from catalog.model import Category, Implicates, Scope, Signature
 from correlator.collectives import Lag
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from schemas.findings import Finding, Role, Speaker
 
 NOT_JOINED = "pytorch.c10d.desync_not_joined"
+MAX_TASKS = 1 << 16  # a task range longer than any job is not a range of ranks
 _UNRANKED: Any = object()  # a (signature, generic, role) not looked up yet
 _ORDER = attrgetter("order")
 _BEST_ORDER = attrgetter("best.order")
@@ -51,6 +52,9 @@ class Event:
     stale: bool = False  # printed long before the failure started, and the job carried on: context, not a cause
     # a line of it waits where only the main process goes on (implicates: main): that process, and the line
     waits_on: tuple[Target, Finding] | None = None
+    about_peer: bool = False  # a survivor's transport error naming its peer, whatever its entry implicates
+    survivor: bool = False  # a transport error about a peer, made collateral by transport.assign
+    absence: bool = False  # derived from what a rank did not print (absent from a collective): no line of its own
     role: Role = field(init=False)  # the best line's: read for every event by nearly every step
 
     def __post_init__(self) -> None:
@@ -106,10 +110,9 @@ def _implicated(ev: Event, ids: IdentityMap) -> None:
     if sig.implicates is Implicates.SELF:
         ev.implicated = [_self_target(f, sig, ids)]
     elif sig.implicates is Implicates.NAMED:
-        ranks = [f.fields["rank"]] if isinstance(f.fields.get("rank"), int) else []
-        if isinstance(f.fields.get("ranks"), str):
-            ranks += [int(x) for x in str(f.fields["ranks"]).replace(" ", "").split(",") if x.isdigit()]
-        ev.implicated = [_target(r, None, ids) for r in ranks]
+        # every line of the event that names ranks (srun prints its task exits in a run, one event)
+        named = dict.fromkeys(r for g in ev.findings if g.signature == sig.id for r in task_ids(g.fields))
+        ev.implicated = [_target(r, None, ids) for r in named or task_ids(f.fields)]
     elif sig.implicates is Implicates.PEER and isinstance(f.fields.get("peer"), str):
         peer = str(f.fields["peer"])
         host = ids.host_of(peer)
@@ -118,6 +121,19 @@ def _implicated(ev: Event, ids: IdentityMap) -> None:
         else:
             on_host = ids.ranks_on(host)
             ev.implicated = [Target(on_host[0] if len(on_host) == 1 else None, host)]
+
+
+def task_ids(fields: Mapping[str, object]) -> list[int]:
+    """The ranks a line names: `rank`, and `ranks` as srun and torchrun print lists ("1,3", "0-2,4-7")."""
+    rank = fields.get("rank")
+    ranks: list[int] = [rank] if isinstance(rank, int) else []
+    listed = fields.get("ranks")
+    if isinstance(listed, str):
+        for part in listed.replace(" ", "").split(","):
+            low, _, high = part.partition("-")
+            if low.isdigit() and (high.isdigit() or not high) and int(high or low) - int(low) < MAX_TASKS:
+                ranks.extend(range(int(low), int(high or low) + 1))
+    return ranks
 
 
 def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
@@ -136,10 +152,23 @@ def _ranked(f: Finding, catalog: Catalog) -> tuple[int, Signature, bool] | None:
     return ((generic * 4 + wrapper) * 4 + role) * 4 + severity, sig, sig.implicates is Implicates.MAIN
 
 
+def reports_exit(sig: Signature) -> bool:
+    """A launcher's entry, or the scheduler's about one task: its lines with an exit code report how a process
+    ended (see exits.exit_report)."""
+    return sig.category is Category.LAUNCHER or (sig.category is Category.SCHEDULER and sig.scope is Scope.RANK)
+
+
 def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap) -> list[Event]:
-    groups: dict[tuple[str, int], list[Finding]] = defaultdict(list)
+    # An exit report is never part of another message: srun's `task N: Exited` lines printed right after the
+    # last traceback are srun's, not the traceback's, and would otherwise hide its exception.
+    groups: dict[tuple[str, int, bool], list[Finding]] = defaultdict(list)
+    exit_sigs: dict[str, bool] = {}
     for f in findings:
-        groups[(f.source, f.event)].append(f)
+        reports = exit_sigs.get(f.signature)
+        if reports is None:
+            entry = catalog.get(f.signature)
+            reports = exit_sigs[f.signature] = entry is not None and reports_exit(entry)
+        groups[(f.source, f.event, reports and ("exit_code" in f.fields or "signal" in f.fields))].append(f)
     # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
     # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
     ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
@@ -184,7 +213,8 @@ def lag_events(lags: Iterable[Lag], catalog: Catalog, ids: IdentityMap, weights:
         target = _target(lag.rank, None, ids)
         f = Finding(signature=sig.id, role=sig.role, source=lag.source, line_no=lag.line_no, text=lag.text,
                     speaker=Speaker(rank=lag.rank, host=target.host), order=(1 << 62) + order)
-        out.append(Event(f, sig, [f], target, [target], weight=weights[lag.kind], reason=lag.reason))
+        out.append(Event(f, sig, [f], target, [target], weight=weights[lag.kind], reason=lag.reason,
+                         absence=lag.kind == "absent"))
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from correlator.collectives import Lag, from_dumps, from_ops, from_status
+from correlator.collectives import Lag, from_dumps, from_ops, from_status, from_timeouts
 from correlator.events import Event
 from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
@@ -19,8 +19,9 @@ STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) an
 
 
 def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], failures: Sequence[Event],
-          ids: IdentityMap) -> list[Lag]:
-    """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops."""
+                    ids: IdentityMap, world: int | None = None) -> list[Lag]:
+    """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops, older
+    or absent timeouts. ``world``: the job's size where known (NCCL's nranks, the job's metadata)."""
     rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
                for i, rec in enumerate(context) if rec.kind == "pg_status"}  # the only records from_status reads
     timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
@@ -28,7 +29,8 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
                 and isinstance(ev.best.fields.get("op"), str)]
     dumps = [d for r in results for d in r.structured if isinstance(d, FlightDump)]
-    return [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts)]
+    return [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts),
+            *from_timeouts(timeouts, world)]
 
 
 def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],

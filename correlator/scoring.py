@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from catalog.model import Category, Implicates, Scope
+from catalog.model import Implicates, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target
-from correlator.identity import IdentityMap
+from correlator.exits import DEATH_CODES, exit_report, task_exits
+from correlator.identity import ExitRecord, IdentityMap
 from schemas.findings import Role
 
 W_ROLE = {Role.INITIATING: 3.0, Role.EITHER: 1.5, Role.COLLATERAL: 0.1, Role.CONTEXT: 0.0}
@@ -27,7 +28,8 @@ W_STORE_CLIENT = 0.3  # each rank whose TCPStore client lost the store this host
 W_STORE_CAP = 2.5
 W_ODD_INTERFACE = 2.5  # NCCL on this host uses another interface than on most hosts
 W_UNREACHABLE_PEER = 1.2  # each host that could not reach this one, when this one's interface is the odd one out
-W_LAG = {"status": 3.0, "flight_recorder": 3.5, "mismatch": 3.5}  # collective sequence numbers (collectives.py)
+# collective sequence numbers (collectives.py); absent: an inference from a rank's silence in one collective
+W_LAG = {"status": 3.0, "flight_recorder": 3.5, "mismatch": 3.5, "absent": 2.0}
 W_SILENT = 1.2  # its log arrived, yet it alone printed nothing when every other rank reported the failure
 SILENT_SHARE = 0.02  # more silent ranks than this and silence is a logging gap, not a clue
 W_UNIQUE_ERRORS = 1.5  # error lines no other rank printed, before the cascade (differential.py)
@@ -37,7 +39,6 @@ W_EXIT_TEARDOWN = {-15, 143, 15, -2, 130}
 W_EXIT_ABORT = {-6, 134}
 W_EXIT_COMMON = 0.3  # an exit code a third of the job shares does not single anyone out
 W_EXIT_COMMON_SHARE = 1 / 3  # SIGABRT: what the NCCL watchdog does to its own process after a timeout
-W_ODD_SEQ = 1.0
 W_EARLIEST = 0.5
 W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent failures, the first started it
 SKEW_TOLERANCE = timedelta(seconds=2)
@@ -52,6 +53,8 @@ class Candidate:
     support_events: list[Event] = field(default_factory=list)  # others' lines that point at it
     first_time: datetime | None = None
     own_fault: bool = False  # something of its own counts: a cause-like line, an exit code, a lag
+    death: bool = False  # its exit code says it was killed or crashed, which no other rank shares
+    exited: bool = False  # an exit code speaks for it
     unique: Suspect | None = None  # its error lines no other rank printed (differential.py)
 
     def add(self, weight: float, reason: str, own: bool = True) -> None:
@@ -87,15 +90,11 @@ class Board:
         return sorted(self.by_key.values(), key=lambda c: -c.score)
 
 
-def exit_report(ev: Event) -> bool:
-    """A launcher reporting an exit code: weighed by the exit rules, not as a fault of its own."""
-    return ev.signature.category is Category.LAUNCHER and ("exit_code" in ev.best.fields or "signal" in ev.best.fields)
-
-
 def _own_fault(board: Board, events: list[Event]) -> None:
     seen: set[tuple[int, str]] = set()
     for ev in events:
-        if ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.signature.implicates is not Implicates.SELF:
+        if (ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.about_peer
+                or ev.signature.implicates is not Implicates.SELF):
             continue
         for target in ev.implicated:
             cand = board.get(target)
@@ -132,12 +131,14 @@ def _blame(board: Board, events: list[Event]) -> None:
             for target in ev.implicated:
                 cand = board.get(target)
                 cand.own_events.append(ev)
+                if exit_report(ev):
+                    continue  # srun naming a task that exited: its exit code is weighed by _exits, not as blame
                 if ev.reason is not None and ev.weight is not None:
                     where = f"{ev.best.source}:{ev.best.line_no}" if ev.best.line_no else ev.best.source
                     cand.add(ev.weight, f"{ev.reason} ({where})")
                 else:
                     cand.add(W_NAMED, f"named by `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
-        elif implicates is Implicates.PEER:
+        elif implicates is Implicates.PEER or ev.about_peer:
             if ev.unmapped_peer is not None:
                 cand = board.get(ev.reporter)
                 cand.own_events.append(ev)
@@ -166,23 +167,25 @@ def _fold_hosts_into_ranks(board: Board) -> None:
         heir = max(on_host, key=lambda c: c.score)
         heir.score += cand.score
         heir.own_fault = heir.own_fault or cand.own_fault
+        heir.death, heir.exited = heir.death or cand.death, heir.exited or cand.exited
         heir.reasons += [f"its host {cand.target.host}: {r}" for r in cand.reasons]
         heir.support_events += cand.support_events
         heir.own_events += [ev for ev in cand.own_events if ev not in heir.own_events]
         del board.by_key[key]
 
 
-def _exits(board: Board, ids: IdentityMap, events: list[Event]) -> None:
-    codes = [e.exit_code for e in ids.exits]
+def _exits(board: Board, ids: IdentityMap, events: list[Event], records: list[ExitRecord]) -> None:
+    """``records``: the identity map's exits (torchrun's tables and agent lines, the job's metadata) and srun's."""
+    codes = [e.exit_code for e in records]
     if not codes:
         return
     by_code: dict[int, set[object]] = defaultdict(set)  # who exited with each code, each rank or host once
-    for e in ids.exits:
+    for e in records:
         by_code[e.exit_code].add(e.rank if e.rank is not None else e.host)
     who = set().union(*by_code.values())
     timed_out = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None}
     seen: set[tuple[int | None, str | None, int]] = set()
-    for rec in ids.exits:
+    for rec in records:
         weight = W_EXIT.get(rec.exit_code)
         if weight is None or rec.exit_code in W_EXIT_TEARDOWN or (rec.rank, rec.host, rec.exit_code) in seen:
             continue
@@ -192,28 +195,16 @@ def _exits(board: Board, ids: IdentityMap, events: list[Event]) -> None:
         others = sum(1 for c in codes if c != rec.exit_code)
         lone = " while the others were torn down" if others else ""
         sharing = len(by_code[rec.exit_code])
-        if sharing >= 3 and sharing > len(who) * W_EXIT_COMMON_SHARE:
+        common = sharing >= 3 and sharing > len(who) * W_EXIT_COMMON_SHARE
+        if common:
             weight *= W_EXIT_COMMON
             lone = f", as for {sharing} ranks/hosts: it says little"
         target = Target(rec.rank, rec.host if rec.rank is None else ids.host_of_rank.get(rec.rank, rec.host))
         where = rec.source if rec.line_no == 0 else f"{rec.source}:{rec.line_no}"
-        board.get(target).add(weight, f"exit code {rec.exit_code}{lone} ({where})")
-
-
-def _odd_sequence(board: Board, events: list[Event]) -> None:
-    seq_of: dict[Target, int] = {}
-    for ev in events:
-        seq = ev.best.fields.get("seq")
-        if ev.role is Role.COLLATERAL and isinstance(seq, int) and ev.reporter.rank is not None:
-            seq_of.setdefault(ev.reporter, seq)
-    if len(seq_of) < 3:
-        return
-    common, count = Counter(seq_of.values()).most_common(1)[0]
-    if count < len(seq_of) * 0.6:
-        return
-    for target, seq in seq_of.items():
-        if seq < common:
-            board.get(target).add(W_ODD_SEQ, f"timed out on collective #{seq} while most ranks waited in #{common}")
+        cand = board.get(target)
+        cand.add(weight, f"exit code {rec.exit_code}{lone} ({where})")
+        cand.death = cand.death or (rec.exit_code in DEATH_CODES and not common)
+        cand.exited = True
 
 
 def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
@@ -327,11 +318,10 @@ def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timed
     _own_fault(board, events)
     _blame(board, events)
     _store_owner(board, ids, events)
-    _exits(board, ids, events)
+    _exits(board, ids, events, ids.exits + task_exits(events, ids))
     if suspect is not None and suspect.unique and suspect.lines:
         _unique_errors(board, suspect, ids)
     _silent(board, events, ids, logged or set())
-    _odd_sequence(board, events)
     _fold_hosts_into_ranks(board)
     _earliest(board, offsets)
     return [c for c in board.ranked() if c.score > 0]

@@ -1,0 +1,89 @@
+"""Exit reports, and the lines that say why (issue 22, pattern 3).
+
+A launcher's or scheduler's report of how a process ended (srun's `task 3: Exited with exit code 1`, torchrun's
+`failed (exitcode: 1)` and its failure table, ChildFailedError) is how a cause ends, never the cause when a line
+that says why is anywhere in the logs. It may still say which rank: its exit code is weighed by the exit rules
+(scoring._exits), and a code that says what happened (killed, crashed) is that rank's own evidence.
+
+srun's lines (SchedMD/slurm src/srun/launch.c _task_finish: `%s: %s %s: Exited with exit code %d` and
+`%s: %s %s: %s%s` with strsignal's text) name srun task ids: the global rank when srun starts one process per
+rank, the node's launcher when srun starts torchrun (whose own failure table then names the ranks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from catalog.model import Category, Implicates
+from correlator.events import Event, reports_exit, task_ids
+from correlator.identity import METADATA, ExitRecord, IdentityMap
+from schemas.findings import Role
+
+# Killed or crashed: the code itself says what happened to the process (a SIGKILL from the OOM killer or the
+# scheduler, a segfault, a bus error), which a code of 1 or a SIGABRT after an exception does not.
+DEATH_CODES = frozenset({-9, 137, -11, 139, -7, 135})
+# strsignal(3) texts srun prints for a task killed by a signal, as the negative codes torchrun reports
+SIGNAL_CODES = {"Killed": -9, "Terminated": -15, "Segmentation fault": -11, "Aborted": -6, "Bus error": -7}
+
+
+def exit_report(ev: Event) -> bool:
+    """A launcher (or the scheduler, about one task) reporting an exit code or signal: weighed by the exit rules,
+    not as a fault of its own."""
+    return ("exit_code" in ev.best.fields or "signal" in ev.best.fields) and reports_exit(ev.signature)
+
+
+def launcher_summary(ev: Event) -> bool:
+    """A launcher saying that a child failed without naming anyone or why (torchrun's ChildFailedError)."""
+    return ev.signature.category is Category.LAUNCHER and ev.signature.implicates is Implicates.NONE
+
+
+def cause_like(ev: Event) -> bool:
+    """A line that can say why something failed: not a report of how a process ended, not a victim's line, not
+    context, not a line another rule already charged to someone else (weight 0)."""
+    return (ev.role in (Role.INITIATING, Role.EITHER) and not ev.stale and ev.weight != 0.0
+            and not exit_report(ev) and not launcher_summary(ev))
+
+
+def _code(fields: dict[str, object]) -> int | None:
+    code = fields.get("exit_code")
+    if isinstance(code, int):
+        return code
+    if isinstance(code, str) and code.lstrip("-").isdigit():
+        return int(code)
+    signal = fields.get("signal")
+    return SIGNAL_CODES.get(signal.split(" (")[0]) if isinstance(signal, str) else None
+
+
+def task_exits(events: Iterable[Event], ids: IdentityMap) -> list[ExitRecord]:
+    """srun's task exit lines as exit records (every line of the event: srun prints them in a run). Under
+    torchrun (its own exit records name the ranks) an srun task is a node's launcher: the record names the host
+    only."""
+    under_torchrun = any(e.source != METADATA for e in ids.exits)
+    out = []
+    for ev in events:
+        if not exit_report(ev) or ev.signature.implicates is not Implicates.NAMED or ev.stale:
+            continue
+        for f in ev.findings:
+            code = _code(f.fields) if f.signature == ev.signature.id else None
+            if code is None:
+                continue
+            host = f.fields.get("host")
+            host = (ids.host_of(host) or host) if isinstance(host, str) else ev.reporter.host
+            tasks: list[int | None] = [None] if under_torchrun else [*task_ids(f.fields)]
+            out += [ExitRecord(task, None, host, None, code, f.source, f.line_no) for task in tasks]
+    return out
+
+
+def death_targets(exits: Iterable[ExitRecord], ids: IdentityMap) -> set[tuple[int | None, str | None]]:
+    """(rank, host) of every process killed or crashed, unless a third of the job shares the code (a teardown)."""
+    exits = list(exits)
+    who: dict[int, set[object]] = {}
+    for e in exits:
+        who.setdefault(e.exit_code, set()).add(e.rank if e.rank is not None else e.host)
+    everyone = set().union(*who.values()) if who else set()
+    out = set()
+    for e in exits:
+        sharing = len(who[e.exit_code])
+        if e.exit_code in DEATH_CODES and not (sharing >= 3 and sharing > len(everyone) / 3):
+            out.add((e.rank, e.host if e.rank is None else ids.host_of_rank.get(e.rank, e.host)))
+    return out

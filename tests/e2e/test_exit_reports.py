@@ -1,0 +1,108 @@
+"""A launcher's exit report is how a cause ends, never the cause (issue 22, pattern 3), and a failure every rank
+shares names no rank.
+
+srun's `srun: error: <host>: task N: Exited with exit code 1` (SchedMD/slurm src/srun/launch.c _task_finish) and
+torchrun's failure table (pytorch/pytorch torch/distributed/elastic/multiprocessing/errors/__init__.py) say how
+processes ended. Formats in tests/e2e/formats.py, each with its upstream source.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firstfault.cli import main
+from tests.e2e import formats as F
+
+NODE = F.Job(hosts=("gpu-b07",), per_host=8)
+TRACE = ["Traceback (most recent call last):", '  File "/opt/train/train.py", line 412, in <module>',
+         "    batch = next(loader)"]
+
+
+def _diagnose(root: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["diagnose", str(root), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["root_cause"]  # type: ignore[no-any-return]
+
+
+def _srun_l(rank: int, lines: list[str]) -> list[str]:
+    """`srun -l` prefixes every line of a task's output with its task id (SchedMD/slurm src/srun/srun_job.c)."""
+    return [f"{rank}: {line}" for line in lines]
+
+
+def test_srun_s_first_exit_line_names_task_0_but_the_traceback_is_rank_3_s(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rank 3 raises; the seven others lose it (ncclRemoteError) and exit 1 too. srun reports task 0 first. The
+    answer is rank 3 and its exception, not `slurm.task_exit` on rank 0."""
+    out: list[str] = []
+    for r in range(NODE.world):
+        t = F.T0 + timedelta(seconds=2, milliseconds=30 * r)
+        if r == 3:
+            out += _srun_l(r, [*TRACE, "ValueError: sample 88123 has 4095 tokens, expected 4096"])
+        else:
+            out += _srun_l(r, F.remote_error(NODE, r, t))
+    out += [F.srun_exit("gpu-b07", "0", 1), F.srun_exit("gpu-b07", "1-2,4-7", 1), F.srun_exit("gpu-b07", "3", 1)]
+    rc = _diagnose(F.write(tmp_path, {"slurm-88123.out": out}), capsys)
+    assert rc["rank"] == 3, rc["explanation"]
+    assert rc["signature"] == "python.exception"
+    assert any("ValueError" in e["text"] for e in rc["evidence"])
+
+
+def test_a_failure_table_and_an_srun_exit_with_no_cause_line_say_what_the_exit_codes_show_unsure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchrun under srun: the only lines are torchrun's summary (rank 10 died of SIGABRT) and srun's `task 0:
+    Exited with exit code 1` (task 0 is the node's torchrun, not rank 0). Nothing says why: the diagnosis names
+    rank 10 from the exit codes, says no line gives the cause, and is not confident."""
+    job = F.Job(hosts=("gpu-c01", "gpu-c02"), per_host=8)
+    lines = [*F.agent_failure(job, "gpu-c02", 10, -6, F.T0)[1:], F.srun_exit("gpu-c02", "0", 1)]
+    rc = _diagnose(F.write(tmp_path, {"slurm-4711.out": lines}), capsys)
+    assert (rc["rank"], rc["host"]) == (10, "gpu-c02"), rc["explanation"]
+    assert rc["signature"] != "slurm.task_exit"
+    assert float(rc["confidence"]) <= 0.4
+    assert any("no line in these logs says why" in step for step in rc["explanation"])
+
+
+def test_every_rank_raising_the_same_error_under_srun_l_is_job_wide(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every rank of the step raises the same FileNotFoundError within half a second (a missing dataset), and
+    srun reports each task's exit: no rank is the initiator."""
+    out: list[str] = []
+    for r in range(4):
+        out += _srun_l(r, [*TRACE, "FileNotFoundError: [Errno 2] No such file or directory: "
+                                   "'/scratch/data/val/part-0000.h5'"])
+    out += [F.srun_exit("gpu-b07", "0", 1), F.srun_exit("gpu-b07", "1-3", 1)]
+    rc = _diagnose(F.write(tmp_path, {"slurm-901.out": out}), capsys)
+    assert (rc["rank"], rc["host"]) == (None, None), rc["explanation"]
+    assert any("FileNotFoundError" in e["text"] for e in rc["evidence"])  # the cause line, not srun's
+
+
+def test_the_same_traceback_from_every_task_of_an_unprefixed_log_is_job_wide(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No rank prefixes at all: four identical tracebacks, srun's exit lines right after the last one naming
+    tasks 0, 1,3 and 2. Four processes failed the same way: job-wide, not "rank 0" (the unprefixed default)."""
+    out: list[str] = []
+    for _ in range(4):
+        out += [*TRACE, "IndexError: list index out of range"]
+    out += [F.srun_exit("gpu-b07", "0", 1), F.srun_exit("gpu-b07", "1,3", 1), F.srun_exit("gpu-b07", "2", 1)]
+    rc = _diagnose(F.write(tmp_path, {"slurm-902.out": out}), capsys)
+    assert (rc["rank"], rc["host"]) == (None, None), rc["explanation"]
+    assert rc["signature"] == "python.exception"
+
+
+def test_three_ranks_of_sixteen_failing_alike_are_not_the_whole_job(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three of sixteen ranks (one pipeline stage) raise the same error, the other thirteen only lose them: a
+    subset is not the job, so a rank of that stage is named, not "job-wide"."""
+    job = F.Job(hosts=("gpu-a01", "gpu-a02"), per_host=8)
+    files: dict[str, list[str]] = {}
+    for r in range(job.world):
+        t = F.T0 + timedelta(seconds=1, milliseconds=30 * r)
+        own = [f"[rank{r}]: {line}" for line in [*TRACE, "RuntimeError: stage 2 got activations of shape "
+                                                 "[4, 4095, 8192], expected [4, 4096, 8192]"]]
+        files[f"{job.host(r)}/rank{r}.log"] = [*F.nccl_init(job, r), *(own if r in (4, 5, 6) else
+                                                                       F.remote_error(job, r, t))]
+    rc = _diagnose(F.write(tmp_path, files), capsys)
+    assert rc["rank"] in (4, 5, 6), rc["explanation"]
