@@ -168,7 +168,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
         return _collateral_only(failures, ids, offsets, ranked)
     if (root.role is Role.COLLATERAL and not cand.own_fault and not cand.support_events and not cand.death
             and root.waits_on is None):
-        return _collateral_only(failures, ids, offsets)  # only its own victim's lines name it: they name nobody
+        return _collateral_only(failures, ids, offsets, ranked)  # only victims' lines: the first says most
     sig = root.signature
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from catalog.model import Implicates, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target
-from correlator.exits import DEATH_CODES, exit_report, task_exits
+from correlator.exits import DEATH_CODES, task_exits
+from correlator.exits import exit_report as exit_report  # re-exported: calibration reads it from here
 from correlator.identity import ExitRecord, IdentityMap
 from schemas.findings import Role
 

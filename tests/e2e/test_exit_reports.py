@@ -55,13 +55,13 @@ def test_a_failure_table_and_an_srun_exit_with_no_cause_line_say_what_the_exit_c
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """torchrun under srun: the only lines are torchrun's summary (rank 10 died of SIGABRT) and srun's `task 0:
     Exited with exit code 1` (task 0 is the node's torchrun, not rank 0). Nothing says why: the diagnosis names
-    rank 10 from the exit codes, says no line gives the cause, and is not confident."""
+    rank 10 from the exit codes, says no line gives the cause, and is not confident (under 0.7)."""
     job = F.Job(hosts=("gpu-c01", "gpu-c02"), per_host=8)
     lines = [*F.agent_failure(job, "gpu-c02", 10, -6, F.T0)[1:], F.srun_exit("gpu-c02", "0", 1)]
     rc = _diagnose(F.write(tmp_path, {"slurm-4711.out": lines}), capsys)
     assert (rc["rank"], rc["host"]) == (10, "gpu-c02"), rc["explanation"]
     assert rc["signature"] != "slurm.task_exit"
-    assert float(rc["confidence"]) <= 0.4
+    assert float(rc["confidence"]) < 0.7
     assert any("no line in these logs says why" in step for step in rc["explanation"])
 
 

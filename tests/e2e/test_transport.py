@@ -99,7 +99,8 @@ def test_with_only_transport_errors_the_reporter_is_not_the_suspect(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Only gpu-a02's logs arrived, and its ranks report `Call to recv failed : Connection reset by peer` (NCCL
     before 2.8, src/include/socket.h: no address) and ncclRemoteError. The peer that reset the connections is
-    not in these logs: the answer names neither gpu-a02 nor one of its ranks, and not confidently."""
+    not in these logs: the answer names neither gpu-a02 nor one of its ranks (how sure that is, is the
+    calibration's to say)."""
     files = {}
     for r in range(8, 16):
         t = F.T0 + timedelta(milliseconds=40 * r)
@@ -108,7 +109,7 @@ def test_with_only_transport_errors_the_reporter_is_not_the_suspect(
     rc = _diagnose(F.write(tmp_path, files), capsys)["root_cause"]
     assert isinstance(rc, dict)
     assert (rc["rank"], rc["host"]) == (None, None), rc["explanation"]
-    assert float(rc["confidence"]) < 0.5
+    assert rc["signature"] != "pytorch.c10d.async_error_teardown"  # the transport line, not the banner after it
 
 
 def test_a_connect_failure_names_the_unreachable_peer_not_the_node_that_tried(
