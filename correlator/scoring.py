@@ -64,8 +64,9 @@ class Candidate:
         self.reasons.append(f"{reason} (+{weight:.1f})")
 
     def best_event(self) -> Event | None:
-        def key(ev: Event) -> tuple[int, int, float, int]:
-            return (0 if exit_report(ev) else 1, 0 if ev.best.generic else 1,
+        def key(ev: Event) -> tuple[int, int, int, float, int]:
+            # an absence from a collective only shows that something happened to it: any line of its own says what
+            return (0 if exit_report(ev) else 1, 0 if ev.absence else 1, 0 if ev.best.generic else 1,
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], -ev.best.order)
         if self.own_events:
             return max(self.own_events, key=key)
