@@ -66,7 +66,7 @@ def _context_json(record: ContextRecord) -> dict[str, Any]:
     # by hand, not dataclasses.asdict: that deep-copies every value, and a 1,024-rank job stores 14,000 of these
     who = record.who
     return {"kind": record.kind, "fields": dict(record.fields), "source": record.source, "line_no": record.line_no,
-            "who": {"rank": who.rank, "host": who.host, "pid": who.pid, "device": who.device},
+            "who": who._asdict(),
             "time": record.time.isoformat() if record.time else None, "text": record.text,
             "repeats": record.repeats}
 
