@@ -43,6 +43,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
     "table_host": r"^[ \t]*(?:\S+[ \t]+)?host[ \t]*: (?P<host>[\w.-]+)[ \t]*$",
     "table_exit": r"^[ \t]*(?:\S+[ \t]+)?exitcode[ \t]*: (?P<exit_code>-?\d+) \(pid: (?P<pid>\d+)\)",
+    # the row of a worker that wrote no error file (errors/__init__.py: _NOT_AVAILABLE): its table has no
+    # traceback, so the cause is not in it (correlator/unexplained.py)
+    "table_no_error_file": r"error_file:[ \t]*<N/A>",
     "table_time": r"^[ \t]*(?:\S+[ \t]+)?time[ \t]*: (?P<detail>20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d)",
     # torchrun agent: one worker failed, the others were told to stop
     "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",

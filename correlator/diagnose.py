@@ -22,6 +22,7 @@ from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.speakers import who_from_path
 from correlator.transport import assign
+from correlator.unexplained import Unexplained, cause_unknown
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -77,7 +78,8 @@ def diagnose(
     ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
-    return _assemble(ranked, failures, ids, offsets, results, catalog, notes, logged)
+    unknown = cause_unknown(failures, of_kind, ids, events)  # only exit codes speak (unexplained.py)
+    return _assemble(ranked, failures, ids, offsets, results, catalog, notes, logged, unknown)
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
@@ -153,7 +155,8 @@ def _exit_event(cand: Candidate, ids: IdentityMap, catalog: Catalog) -> Event | 
 
 def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
               offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult], catalog: Catalog,
-              transport_notes: list[str], logged: set[int]) -> Diagnosis:
+              transport_notes: list[str], logged: set[int],
+              unknown: Unexplained | None = None) -> Diagnosis:
     ranked, picked, exit_only = pick(ranked)
     cand = ranked[0]
     root = cand.best_event() or _exit_event(cand, ids, catalog)
@@ -176,6 +179,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     waiting = waits[1] if waits is not None and waits[0] == cand.target and not cand.own_events else None
     if waiting is not None:
         sig = catalog.get(waiting.signature) or sig
+    if unknown is not None and unknown.signature is not None:
+        sig = catalog.get(unknown.signature) or sig
     rank, host, notes = locate(cand, root, failures, ids, results, offsets, logged)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | (
         set() if waiting is not None else {id(root)})
@@ -188,6 +193,9 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     explanation += _why_not_others(ranked, failures, root_events)
     explanation += _clock_note(offsets)
     conf, feats = calibration.judge(ranked, sig, rank, host)
+    if unknown is not None:  # the exit codes' rank is a suspect: said first, and held under calibration's line
+        explanation.insert(0, unknown.note)
+        conf = min(conf, unknown.cap)
     verdict = "no_known_signature" if sig.generic else "diagnosed"
     return calibration.honest(Diagnosis(
         verdict=verdict,

@@ -1,0 +1,95 @@
+"""When only exit codes speak: the logs hold how the job ended, never why. Pure.
+
+torchrun's failure table (pytorch/pytorch torch/distributed/elastic/multiprocessing/errors/__init__.py,
+ProcessFailure and _FAILURE_FORMAT_TEMPLATE) carries a worker's traceback only when the worker wrote an error file
+(its entry point decorated with @record); otherwise it prints `error_file: <N/A>` and, as the traceback row,
+`To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html` for an exit code, or
+`Signal 6 (SIGABRT) received by PID n` for a signal. With srun's `task N: Exited with exit code 1` lines and the
+agent's `failed (exitcode: -6)`, such a job's logs say which process ended and how, and nothing about the cause.
+The diagnosis must then say so: the cause is unknown, here is what the exit codes show, and the rank they point
+at is a suspect, not an initiator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from correlator.events import Event
+from correlator.identity import IdentityMap
+from correlator.kept import ContextRecord
+
+NO_ERROR_FILE = "torchrun.no_error_file"
+# The launcher's and scheduler's reports of an ending: a table, its rows, an exit line, the teardown after it.
+# An exit code with a class of its own (SIGKILL, SIGSEGV, SIGBUS, SIGTERM from outside) is not among them: its
+# entry says what such an ending usually means, and how to confirm it.
+REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_header", "torchrun.failure_rank_row",
+                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
+                          "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit"})
+TELLING_CODES = frozenset({-9, 137, -11, 139, -7, 135})  # their own entries: torchrun.worker_sigkilled, ...
+CAP = 0.45  # under calibration.SUSPECTS_BELOW: the rank the exit codes point at is listed as a suspect
+MAX_CODES = 4
+
+_MEANING = {
+    -6: "SIGABRT: the process aborted itself (abort(), a failed C++ check, or the NCCL watchdog taking the process "
+        "down after a collective error or timeout)",
+    134: "SIGABRT (128 + 6): the process aborted itself",
+    -15: "SIGTERM: it was told to stop, by the launcher tearing down the group or by the scheduler",
+    143: "SIGTERM (128 + 15): it was told to stop",
+    -2: "SIGINT: interrupted (Ctrl-C or the launcher)",
+    -1: "SIGHUP: its terminal or the launcher went away",
+    1: "an uncaught Python exception or sys.exit(1), whose traceback went to that process's own stderr",
+}
+
+
+@dataclass(frozen=True)
+class Unexplained:
+    """The note the diagnosis leads with, the entry to report it under (None: keep the scored one), the cap."""
+
+    note: str
+    signature: str | None
+    cap: float = CAP
+
+
+def _meaning(code: int) -> str:
+    if code in _MEANING:
+        return _MEANING[code]
+    if code < 0:
+        return f"killed by signal {-code}"
+    return "the worker's own exit status"
+
+
+def _codes(ids: IdentityMap, failures: Sequence[Event]) -> list[tuple[int, str]]:
+    """(exit code, whose) in the order reported, each once: the table's and metadata's, then the launchers'."""
+    out: list[tuple[int, str]] = []
+    for e in ids.exits:
+        whose = f"rank {e.rank}" if e.rank is not None else f"host {e.host}" if e.host else "a worker"
+        out.append((e.exit_code, whose))
+    for ev in failures:
+        code = ev.best.fields.get("exit_code")
+        host = ev.best.fields.get("host")
+        whose = ev.reporter.label if ev.reporter.rank is not None or ev.reporter.host else (
+            f"a task on {host}" if isinstance(host, str) else "a worker")
+        if isinstance(code, int) and not any(c == code for c, _ in out):
+            out.append((code, whose))
+    seen: set[tuple[int, str]] = set()
+    return [item for item in out if not (item in seen or seen.add(item))]  # type: ignore[func-returns-value]
+
+
+def cause_unknown(failures: Sequence[Event], of_kind: Mapping[str, list[ContextRecord]], ids: IdentityMap,
+                  events: Sequence[Event] = ()) -> Unexplained | None:
+    """The note for a job whose every failure line is a launcher's or scheduler's report of an ending; None when
+    any line says more (a cause, a consequence, derived evidence) or no exit code is known."""
+    live = [ev for ev in failures if not ev.stale]
+    if not live or any(ev.signature.id not in REPORTS_ONLY or ev.weight is not None for ev in live):
+        return None
+    codes = _codes(ids, live)
+    if not codes or any(code in TELLING_CODES for code, _ in codes):
+        return None
+    no_file = bool(of_kind.get("table_no_error_file")) or any(
+        f.signature == NO_ERROR_FILE for ev in events for f in ev.findings)
+    shown = "; ".join(f"exit code {code} on {whose} means {_meaning(code)}" for code, whose in codes[:MAX_CODES])
+    why = "torchrun recorded no error file (error_file: <N/A>, no traceback in its table); " if no_file else ""
+    note = (f"the cause is not in these logs: {why}only exit codes speak. {shown}. Read that process's own stderr "
+            "(torchrun --log-dir / --tee 3) and its host's kernel log (dmesg -T) around that time")
+    return Unexplained(note, NO_ERROR_FILE if no_file else None)

@@ -1,0 +1,102 @@
+"""When only exit codes speak, the verdict says the cause is unknown and what the codes show
+(correlator/unexplained.py).
+
+torchrun's failure table, as pytorch/pytorch torch/distributed/elastic/multiprocessing/errors/__init__.py prints
+it (_MSG_FORMAT_TEMPLATE, _FAILURE_FORMAT_TEMPLATE): without an error file (`error_file: <N/A>`) the traceback row
+is `To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html` for an exit code and
+`Signal 6 (SIGABRT) received by PID n` for a signal (ProcessFailure.__post_init__). The agent's line is
+torch/distributed/elastic/multiprocessing/api.py's `failed (exitcode: N) local_rank: L (pid: P) of binary: ...`;
+srun's is src/srun/step_launch.c's `srun: error: HOST: task N: Exited with exit code N`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+_AGENT = ("E0302 10:59:45.301000 140538811684672 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+          "(exitcode: {code}) local_rank: 1 (pid: 51234) of binary: /usr/bin/python3")
+_TABLE = """\
+Traceback (most recent call last):
+  File "/usr/local/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+  File "/usr/local/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 263, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+pretrain.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-03-02_10:59:45
+  host      : gpu-node-2
+  rank      : 5 (local_rank: 1)
+  exitcode  : {code} (pid: 51234)
+  error_file: <N/A>
+  traceback : {traceback}
+============================================================
+srun: error: gpu-node-2: task 1: Exited with exit code 1
+"""
+_NO_FILE = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+
+
+def _diagnose(capsys: pytest.CaptureFixture[str], path: Path) -> dict[str, object]:
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    out: dict[str, object] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def _log(tmp_path: Path, code: int, traceback: str, before: str = "") -> Path:
+    path = tmp_path / "slurm-88231.out"
+    path.write_text(before + _AGENT.format(code=code) + "\n" + _TABLE.format(code=code, traceback=traceback))
+    return path
+
+
+def test_a_table_without_a_traceback_says_the_cause_is_unknown(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    d = _diagnose(capsys, _log(tmp_path, 1, _NO_FILE))
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    assert d["verdict"] == "suspects"  # not sure: the rank is a suspect, not an initiator
+    assert rc["signature"] == "torchrun.no_error_file"
+    assert rc["confidence"] < 0.5
+    why = " ".join(rc["explanation"])
+    assert "the cause is not in these logs" in why
+    assert "exit code 1 on rank 5" in why and "uncaught Python exception" in why
+    suspects = d["suspects"]
+    assert isinstance(suspects, list) and 5 in [s["rank"] for s in suspects]
+    assert "@torch.distributed.elastic.multiprocessing.errors.record" in str(d["fix"])
+
+
+def test_a_sigabrt_row_says_what_the_signal_means(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _diagnose(capsys, _log(tmp_path, -6, "Signal 6 (SIGABRT) received by PID 51234"))
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    why = " ".join(rc["explanation"])
+    assert "the cause is not in these logs" in why
+    assert "exit code -6 on rank 5 means SIGABRT" in why
+    assert rc["confidence"] < 0.5
+
+
+def test_a_cause_in_the_logs_is_reported_as_the_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    oom = ("[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+           "capacity of 79.15 GiB of which 1.02 GiB is free.\n")
+    rc = _diagnose(capsys, _log(tmp_path, 1, _NO_FILE, before=oom))["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] != "torchrun.no_error_file"
+    assert rc["rank"] == 5
+    assert "the cause is not in these logs" not in " ".join(rc["explanation"])
+
+
+def test_a_sigkill_keeps_its_own_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGKILL has an entry of its own (the OOM killer or the scheduler): that is what it reports."""
+    rc = _diagnose(capsys, _log(tmp_path, -9, "Signal 9 (SIGKILL) received by PID 51234"))["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "torchrun.worker_sigkilled"
