@@ -9,7 +9,9 @@
 - An IPv4 address is the host whose NCCL `Bootstrap : Using eth0:10.1.2.3<0>` / `NET/Socket : Using` line
   advertises it (when only that host does: containers on a bridge network may all say 172.17.0.2), and AWS's
   private DNS names carry their address (`ip-10-1-2-3.ec2.internal`, `ip-10-1-2-3.us-west-2.compute.internal`:
-  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-naming.html).
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-naming.html), and so do a pod's A records
+  (`10-244-0-8.default.pod.cluster.local`: kubernetes/website, content/en/docs/concepts/services-networking/
+  dns-pod-service.md).
 A host is reported as the scheduler names it: the scheduler's own name where the job's metadata gives one, else
 a short name (Slurm's node names, a pod's hostname), else the most specific name seen (an FQDN before an address).
 """
@@ -20,7 +22,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-_AWS_IP_NAME = re.compile(r"^ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?:\.|$)", re.I)
+# AWS's ip-10-1-2-3.ec2.internal, and Kubernetes' pod A records 10-244-0-8.<namespace>.pod.<cluster domain> (and a
+# Service endpoint's 10-244-0-8.<service>.<namespace>.svc.<cluster domain>): the address, dashed, as first label
+_DASHED_ADDRESS = re.compile(r"^(?:ip-)?(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?:\.|$)", re.I)
 _NOT_A_HOST_ADDRESS = ("127.", "0.0.0.0", "169.254.")  # loopback, unspecified, link-local: every host has them
 
 
@@ -63,7 +67,7 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
             continue
         label = name.split(".")[0].lower()
         groups.join(name, by_label.setdefault(label, name))
-        if m := _AWS_IP_NAME.match(name):
+        if m := _DASHED_ADDRESS.match(name):
             address = ".".join(m.groups())
             order.setdefault(address, len(order))
             groups.join(address, name)

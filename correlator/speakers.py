@@ -139,6 +139,10 @@ _NOT_HOST_DIRS = re.compile(
 )
 
 
+# A Kubernetes training pod's name ends with its replica type and index (Kubeflow's PyTorchJob and MPIJob:
+# {job}-{master|worker|launcher}-{index}; a JobSet's {jobset}-{replicated job}-{job index}-{pod index}): a host,
+# even when the job's name starts like a folder that is not one ("trainjob-worker-6", not "train_logs").
+_POD_NAME = re.compile(r"-(?:master|worker|launcher|node|host)s?-\d+(?:-\d+)?$", re.I)
 _ATTEMPT = re.compile(r"^attempt_\d+$")
 
 
@@ -194,7 +198,8 @@ def _folders(head: str) -> tuple[tuple[int | None, bool, str], ...]:
     for part in reversed(PurePath(head).parts if head else ()):
         m = _FILE_RANK.search(part)
         leading_rank = int(m["rank"]) if m and m.start() == 0 else None
-        hostish = bool(_HOSTISH.match(part)) and not _NOT_HOST_DIRS.match(part) and not _FILE_RANK.match(part)
+        hostish = (bool(_HOSTISH.match(part)) and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part)))
+                   and not _FILE_RANK.match(part))
         facts.append((leading_rank, hostish, part))
     return tuple(facts)
 

@@ -42,3 +42,9 @@ def test_the_schedulers_name_wins() -> None:
 def test_names_of_different_hosts_stay_apart() -> None:
     got = aliases(["node1", "node10", "10.0.0.1", "10.0.0.10"])
     assert got == {n: n for n in ("node1", "node10", "10.0.0.1", "10.0.0.10")}
+
+
+def test_a_pods_dashed_address_record_is_its_address() -> None:
+    got = aliases(["trainjob-worker-6", "10-244-0-8.trainjob.default.svc.cluster.local", "10.244.0.8"],
+                  advertised=[("trainjob-worker-6", "10.244.0.8")])
+    assert got["10-244-0-8.trainjob.default.svc.cluster.local"] == "trainjob-worker-6"

@@ -67,6 +67,9 @@ def test_words_before_a_colon_are_not_hosts() -> None:
         ("job-88/worker_4.out", 4, None),
         ("a001.log", None, None),
         ("slurm-123456.out", None, None),
+        ("trainjob-worker-6/dmesg.log", None, "trainjob-worker-6"),  # Kubeflow {job}-{replica type}-{index}
+        ("myjob-workers-0-3/console.log", None, "myjob-workers-0-3"),  # a JobSet pod
+        ("train_logs/out.log", None, None),
     ],
 )
 def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | None) -> None:
