@@ -56,6 +56,12 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # the global rank this process claims and the world size (correlator/derived.py: duplicates, missing ranks)
     "rank_claim": r"[Ii]nitializing (?:ddp|distributed|deepspeed distributed): GLOBAL_RANK: (?P<rank>\d+), "
     r"MEMBER: \d+/(?P<world>\d+)",
+    # NCCL's communicator init (NVIDIA/nccl src/init.cc: "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx
+    # commId 0x%llx - Init START"; the hash of the unique id every member of one communicator shares). Split
+    # communicators print parent/color/key before commId and are left out. Two processes starting one commId as
+    # the same rank were launched with one rank (correlator/derived.py).
+    "nccl_comm_start": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev \d+ nvmlDev \d+ "
+    r"busId [0-9a-fA-F]+ commId 0x(?P<comm>[0-9a-fA-F]+) - Init START",
     # A checkpoint save's finish line, paired with its start (pytorch.checkpoint.save_hang) in correlator/derived.py:
     # torchtitan components/checkpoint.py "Finished saving the checkpoint (or staging if async is enabled) in N
     # seconds" (now components/checkpointer/dcp.py "Finished saving|staging the checkpoint in", "Last step

@@ -29,6 +29,7 @@ from correlator.kept import ContextRecord
 from schemas.findings import Finding, Role, Speaker
 
 DUPLICATE_RANK = "launch.duplicate_rank"
+NCCL_DUPLICATE = "nccl.bootstrap.duplicate_rank"  # the bootstrap root's own report of the same fault
 SAVE_HANG = "pytorch.checkpoint.save_hang"
 W_DUPLICATE = 4.0  # the rank announcements of every process contradict each other: as strong as a named rank
 W_MISSING = 1.0  # ranks never announced: they never started, or their logs are not here
@@ -52,6 +53,8 @@ def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[
                    catalog: Catalog, ids: IdentityMap) -> list[Event]:
     """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others."""
     out = _launch_ranks(of_kind.get("rank_claim", []), catalog)
+    if not out and not any(ev.signature.id == NCCL_DUPLICATE for ev in failures):  # NCCL's root said it already
+        out = _nccl_duplicates(of_kind.get("nccl_comm_start", []), catalog)
     # A start line may sit inside another event (a multi-line message ending in a timeout): read every finding.
     starts = [(f, ev.reporter.rank if f.speaker.rank is None else f.speaker.rank) for ev in events
               for f in ev.findings if f.signature == SAVE_HANG]
@@ -124,6 +127,32 @@ def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog) -> list[Eve
                                                                       pid=rec.who.pid), i, rec.time)
              for i, rec in enumerate(lines)]
     return [Event(found[0], sig, found, _JOB, [_JOB], weight=weight, reason=reason)]
+
+
+def _nccl_duplicates(starts: Sequence[ContextRecord], catalog: Catalog) -> list[Event]:
+    """Two processes (distinct host:pid) starting one NCCL communicator (one commId) as the same rank. A restart
+    makes a new unique id, so a new commId: repeats across attempts never meet here."""
+    base = catalog.get(DUPLICATE_RANK)
+    if base is None:
+        return []
+    by_slot: dict[tuple[str, int], dict[tuple[str, int], ContextRecord]] = defaultdict(dict)
+    for rec in starts:
+        if rec.who.host is not None and rec.who.pid is not None:
+            by_slot[(str(rec.fields["comm"]), int(rec.fields["rank"]))].setdefault((rec.who.host, rec.who.pid), rec)
+    twice = {slot: procs for slot, procs in by_slot.items() if len(procs) >= 2}
+    if not twice:
+        return []
+    (comm, rank), procs = min(twice.items(), key=lambda item: item[0][1])
+    lines = list(procs.values())[:MAX_CLAIM_LINES]
+    claimers = ", ".join(f"{host}:{pid}" for host, pid in list(procs)[:4])
+    ranks = sorted({r for _, r in twice})
+    reason = (f"{len(procs)} processes ({claimers}) started NCCL communicator 0x{comm} as rank {rank} of "
+              f"{lines[0].fields['nranks']}" + (f" (ranks {_spans(ranks)} are claimed twice)" if len(ranks) > 1
+                                                else "") + ": the launch gave two processes the same rank")
+    sig = _derived(base)
+    found = [_finding(sig, rec.source, rec.line_no, rec.text, Speaker(rank=rank, host=rec.who.host, pid=rec.who.pid),
+                      i, rec.time) for i, rec in enumerate(lines)]
+    return [Event(found[0], sig, found, _JOB, [_JOB], weight=W_DUPLICATE, reason=reason)]
 
 
 @dataclass(frozen=True)

@@ -81,3 +81,41 @@ def test_each_rank_once_is_no_finding(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "node002.log").write_text(_node(4, 8, first=4))
     d = _diagnose(capsys, tmp_path)
     assert d["verdict"] == "no_failure_found"
+
+
+_NCCL_START = ("{host}:{pid}:{tid} [{dev}] NCCL INFO comm 0x55d0b8c0{dev:02x}f0 rank {rank} nranks {world} cudaDev "
+               "{dev} nvmlDev {dev} busId {bus}000 commId 0x{comm} - Init START")
+_BUSES = ("18", "2a", "3a", "5d")
+
+
+def _nccl_node(host: str, first: int, world: int, comm: str = "9a2e6d9c5b1f0e1d") -> str:
+    """NVIDIA/nccl src/init.cc's INFO line (NCCL_DEBUG=INFO): "comm %p rank %d nranks %d cudaDev %d nvmlDev %d
+    busId %lx commId 0x%llx - Init START", under NCCL's "host:pid:tid [dev]" header."""
+    return "\n".join(_NCCL_START.format(host=host, pid=51200 + dev, tid=51320 + dev, dev=dev, rank=first + dev,
+                                        world=world, bus=_BUSES[dev], comm=comm) for dev in range(4)) + "\n"
+
+
+def test_two_processes_starting_one_nccl_communicator_as_the_same_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both nodes start communicator 0x9a2e… as ranks 0-3 of 8: no NCCL WARN (the root's log is not here)."""
+    for host in ("node001", "node002"):
+        (tmp_path / f"{host}.log").write_text(_nccl_node(host, 0, 8))
+    rc = _diagnose(capsys, tmp_path)["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "launch.duplicate_rank"
+    assert rc["rank"] is None and rc["host"] is None
+    why = " ".join(rc["explanation"])
+    assert "node001:51200" in why and "node002:51200" in why and "as rank 0 of 8" in why
+
+
+def test_distinct_ranks_of_one_nccl_communicator_are_no_duplicate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "node001.log").write_text(_nccl_node("node001", 0, 8))
+    (tmp_path / "node002.log").write_text(_nccl_node("node002", 4, 8))
+    assert _diagnose(capsys, tmp_path)["verdict"] == "no_failure_found"
+
+
+def test_a_second_attempt_starts_another_communicator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A restarted worker group makes a new unique id: the same ranks again, under another commId."""
+    (tmp_path / "node001.log").write_text(_nccl_node("node001", 0, 4) + _nccl_node("node001", 0, 4, "77aa01bc03de45f6"))
+    assert _diagnose(capsys, tmp_path)["verdict"] == "no_failure_found"
