@@ -1,6 +1,10 @@
 """Calibrated confidence: the ranked suspects' evidence as features, mapped to the probability that the named
 initiator is right by a small fitted model, then capped by rules.
 
+The probability is a conservative one: the fit weighs a wrong answer as three right ones (a confident wrong
+answer posted to a team's channel costs more than a hesitant right one), so read a confidence as a floor: of the
+answers given confidence c, at least c were right in every bin of the simulator's reliability table.
+
 The model (a logistic regression) is fitted offline by ``bench/calibrate.py`` on the corpus's tuning half and on
 simulated jobs, and committed as constants in ``correlator/calibration_model.py``: evaluating it needs no numpy.
 The caps are rules, not fitted: whatever the fit says, an answer whose rank has no cause-like line of its own, is
@@ -22,11 +26,14 @@ from correlator.scoring import Candidate, exit_report
 from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
 
-SUSPECTS_BELOW = 0.5  # under it the named rank is likelier wrong than right: the verdict lists suspects instead
+# Under it the named rank is likelier wrong than right: the verdict lists suspects instead. From the reliability
+# table (bench/calibrate.py --table): answers under 0.3 were right 30-40% of the time, from 0.3 to 0.5 80-86% on the
+# simulator (1 of 4 on the tuning half).
+SUSPECTS_BELOW = 0.3
 CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence of its own: never 0.9 or more
 CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis
 THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all match: too little to single anyone out
-CAP_THIN = 0.45  # under SUSPECTS_BELOW: such an answer naming a rank or host is listed as a suspect, not the initiator
+CAP_THIN = SUSPECTS_BELOW - 0.01  # such an answer naming a rank or host lists suspects, it names no initiator
 FLOOR, CEILING = 0.05, 0.97  # a fitted logit is never certain either way
 DEFAULT_PATH = "assembled"
 PATHS = ("assembled", "collateral_only", "unknown_suspect")
@@ -49,6 +56,7 @@ class Features:
     exit_only: float  # of its own, only how it ended: an exit code, a signal, a launcher's or scheduler's report
     generic: float  # the signature named is a catch-all (or none at all)
     rival_cause: float  # the second suspect has a cause of its own too
+    rival_same: float  # and it is the same failure: the fault may be every rank's, not this one's
     crowd: float  # log2(number of suspects) / 4, at most 1: many suspects, weaker evidence each
     job_wide: float  # no rank or host named: a fault of the whole job
     host_only: float  # a host named, not a rank
@@ -79,6 +87,11 @@ def has_cause(cand: Candidate) -> bool:
     """A specific catalog entry whose role is initiating, on its own lines: a cause, not a reaction."""
     return any(ev.role is Role.INITIATING and not ev.best.generic and not _exit(ev) and ev.weight is None
                and not ev.stale and _its_own(ev, cand) for ev in cand.own_events)
+
+
+def _same_failure(top: Candidate, second: Candidate) -> bool:
+    best, other = top.best_event(), second.best_event()
+    return best is not None and other is not None and best.signature.id == other.signature.id and not _exit(best)
 
 
 def _derived(cand: Candidate) -> bool:
@@ -124,6 +137,7 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         unique=float(unique), exit_code=float(exit_code), others_only=float(others), exit_only=float(exit_only),
         generic=float(sig is not None and sig.generic),
         rival_cause=float(bool(second and has_cause(second))),
+        rival_same=float(bool(second and top and _same_failure(top, second))),
         crowd=min(1.0, math.log2(max(1, len(ranked))) / 4),
         job_wide=float(rank is None and host is None), host_only=float(rank is None and host is not None),
         unplaced=float(rank is None and host is not None and sig is not None and sig.scope is Scope.RANK),
