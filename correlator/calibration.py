@@ -3,7 +3,7 @@ initiator is right by a small fitted model, then capped by rules.
 
 The probability is a conservative one: the fit weighs a wrong answer as three right ones (a confident wrong
 answer posted to a team's channel costs more than a hesitant right one), so read a confidence as a floor: of the
-answers given confidence c, at least c were right in every bin of the simulator's reliability table.
+answers given confidence c, about c or more were right in each bin of the simulator's reliability table.
 
 The model (a logistic regression) is fitted offline by ``bench/calibrate.py`` on the corpus's tuning half and on
 simulated jobs, and committed as constants in ``correlator/calibration_model.py``: evaluating it needs no numpy.
@@ -27,8 +27,8 @@ from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
 
 # Under it the named rank is likelier wrong than right: the verdict lists suspects instead. From the reliability
-# table (bench/calibrate.py --table): answers under 0.3 were right 30-40% of the time, from 0.3 to 0.5 80-86% on the
-# simulator (1 of 4 on the tuning half).
+# table (bench/calibrate.py --table, README): on the simulator answers under 0.3 were right a quarter to a third of
+# the time, from 0.3 to 0.5 well over half.
 SUSPECTS_BELOW = 0.3
 CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence of its own: never 0.9 or more
 CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis
