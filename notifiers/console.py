@@ -7,7 +7,7 @@ from typing import TextIO
 
 from notifiers.base import Delivery
 from notifiers.redact import redact_incident
-from notifiers.slack_message import initiator_of, title_of
+from notifiers.slack_message import initiator_of, not_sure, title_of
 from schemas.incident import Incident
 from schemas.subscription import TargetKind
 
@@ -17,7 +17,7 @@ def summary(incident: Incident, url: str | None = None) -> str:
     rc = incident.diagnosis.root_cause
     state = "RESOLVED" if incident.state == "resolved" else f"rev {incident.revision}"
     lines = [f"[firstfault] {incident.id} ({state}) job {incident.job_id}: {title_of(incident)}",
-             f"  initiating: {initiator_of(incident)}"
+             f"  {'who' if not_sure(incident) else 'initiating'}: {initiator_of(incident)}"
              + (f"  signature {rc.signature}  confidence {rc.confidence:.0%}" if rc and rc.signature else "")]
     collateral = sum(g.count for g in incident.diagnosis.collateral)
     if collateral:

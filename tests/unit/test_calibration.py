@@ -27,6 +27,7 @@ from correlator.scoring import Candidate
 from firstfault.engine import default_matcher, scan_sources
 from firstfault.render import render_markdown, render_text
 from ingest.files import expand
+from notifiers.console import summary
 from notifiers.pagerduty import build_event
 from notifiers.slack_message import fallback_text, incident_blocks
 from schemas.diagnosis import Diagnosis
@@ -94,6 +95,12 @@ def test_without_a_cause_a_naming_report_or_sequence_evidence_of_its_own_never_9
         assert calibrated(strongest) < 0.9, strongest
 
 
+def test_a_process_fault_placed_on_a_host_only_is_never_90_percent() -> None:
+    """A kernel's kill or segfault on a host whose ranks no line maps: no rank owns the cause."""
+    f = dataclasses.replace(ZERO, cause=1.0, host_only=1.0, unplaced=1.0, strength=1.0, margin=1.0)
+    assert calibrated(f) < 0.9
+
+
 def test_a_candidate_with_only_an_exit_code_or_only_its_place_in_time_is_never_90_percent() -> None:
     only_exit = Candidate(Target(5, "node001"))
     only_exit.add(25.0, "exit code -9 while the others were torn down (node001/torchrun.log:40)")
@@ -141,6 +148,8 @@ def test_the_slack_post_of_a_thin_evidence_job_says_likely_and_lists_the_suspect
     assert "Not sure which" in body
     assert "Likely" in fallback_text(incident, URL) and "not sure" in fallback_text(incident, URL)
     assert build_event(incident, "R" * 32, URL)["payload"]["summary"].startswith("Likely: ")
+    console = summary(incident)
+    assert "Likely: " in console and "initiating:" not in console and "not sure, suspects: rank" in console
 
 
 def test_a_diagnosis_with_a_cause_keeps_its_verdict_and_every_older_field() -> None:
