@@ -69,7 +69,10 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # iteration N", transformers modeling_utils.py save_pretrained "Model weights saved in" (sharded: "... checkpoint
     # shards. You can find where each parameters has been saved"), DeepSpeed's TorchCheckpointEngine.commit
     # "[Torch] Checkpoint TAG is ready now!" (older releases)
+    # Older torchtitan returns from a last-step save before its finish line, having logged "Saving a full (or model
+    # only) checkpoint ... at last step, step N.": that save's end cannot be told, so the line stands in for it.
     "ckpt_saved": r"Finished (?:saving|staging) the checkpoint|Last step checkpoint completed in|"
+    r"checkpoint (?:in [\w.]+ )?at last step, step \d+\.|"
     r"successfully saved checkpoint from iteration|Model weights saved in |checkpoint shards\. You can find where "
     r"each parameters has been saved|Checkpoint \S+ is ready now!",
     # Ray prints the dead worker's address in the actor-died report

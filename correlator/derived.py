@@ -39,7 +39,8 @@ _JOB = Target(None, None)
 _DERIVED_ORDER = 1 << 61  # after every line read, before collective lags: a stable tie-break
 
 # Which framework printed a save's start or finish: a start is paired only with its own framework's finish.
-_FAMILY = (("titan", re.compile(r"(?:Saving|Staging|Finished (?:saving|staging)) the checkpoint|Last step checkpoint")),
+_FAMILY = (("titan", re.compile(r"(?:Saving|Staging|Finished (?:saving|staging)) the checkpoint|Last step checkpoint|"
+                                r"checkpoint (?:in [\w.]+ )?at last step")),
            ("megatron", re.compile(r"saving checkpoint at iteration|successfully saved checkpoint from iteration")),
            ("hf", re.compile(r"Saving model checkpoint to|Model weights saved in|checkpoint shards\. You can find")),
            ("deepspeed", re.compile(r"Checkpoint \S+ is (?:about to be saved|ready now)!")))
@@ -52,7 +53,7 @@ _ALWAYS_FINISH = frozenset({"titan", "megatron"})
 def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[Event], failures: Sequence[Event],
                    catalog: Catalog, ids: IdentityMap) -> list[Event]:
     """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others."""
-    out = _launch_ranks(of_kind.get("rank_claim", []), catalog)
+    out = _launch_ranks(of_kind.get("rank_claim", []), catalog, failures)
     if not out and not any(ev.signature.id == NCCL_DUPLICATE for ev in failures):  # NCCL's root said it already
         out = _nccl_duplicates(of_kind.get("nccl_comm_start", []), catalog)
     # A start line may sit inside another event (a multi-line message ending in a timeout): read every finding.
@@ -92,7 +93,7 @@ def _claimer(rec: ContextRecord) -> tuple[object, ...]:
     return (rec.who.host, rec.who.pid, rec.who.rank, rec.who.local_rank)
 
 
-def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog) -> list[Event]:
+def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog, failures: Sequence[Event]) -> list[Event]:
     """Two processes claiming one global rank, or ranks of the world size nobody claimed."""
     base = catalog.get(DUPLICATE_RANK)
     if base is None or not claims:
@@ -115,7 +116,7 @@ def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog) -> list[Eve
                   "processes the same rank, so the rendezvous cannot complete")
         lines = [rec for r in twice for rec in by_rank[r]][:MAX_CLAIM_LINES]
         weight = W_DUPLICATE
-    elif missing and len(missing) < world:
+    elif missing and len(missing) < world and not failures:  # a pure hang: else one node's log, the rest elsewhere
         reason = (f"rank(s) {_spans(missing)} of the {world} never announced their GLOBAL_RANK: they never started "
                   "(a launch that started fewer processes than the world size), or their logs are not here")
         lines = mine[:MAX_CLAIM_LINES]

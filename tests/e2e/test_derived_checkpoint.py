@@ -106,3 +106,18 @@ def test_a_log_that_stops_inside_a_save_with_nothing_after_is_no_failure(
     """A running job's log copied mid-save: nothing says the job died in it."""
     (tmp_path / "rank0.log").write_text(_titan_rank(0, False))
     assert _diagnose(capsys, tmp_path / "rank0.log")["verdict"] == "no_failure_found"
+
+
+def test_an_older_torchtitan_last_step_save_has_no_finish_line_to_miss(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchtitan before its checkpointer refactor (components/checkpoint.py, CheckpointManager.save) returned from
+    the last step's save before logging "Finished saving ...", having logged "Saving a full checkpoint at last
+    step, step N.": a failure at shutdown afterwards is not a hang inside that save."""
+    lines = [_TITAN.format(r=0, m=20, s="00") + "Saving the checkpoint (or staging if async is enabled).",
+             _TITAN.format(r=0, m=20, s="00") + "Saving a model only checkpoint in torch.bfloat16 at last step, "
+             "step 3000.",
+             _WATCHDOG.format(r=0, s="40")]
+    (tmp_path / "rank0.log").write_text("\n".join(lines) + "\n")
+    rc = _diagnose(capsys, tmp_path / "rank0.log")["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] != "pytorch.checkpoint.save_hang"

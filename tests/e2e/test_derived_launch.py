@@ -119,3 +119,15 @@ def test_a_second_attempt_starts_another_communicator(tmp_path: Path, capsys: py
     """A restarted worker group makes a new unique id: the same ranks again, under another commId."""
     (tmp_path / "node001.log").write_text(_nccl_node("node001", 0, 4) + _nccl_node("node001", 0, 4, "77aa01bc03de45f6"))
     assert _diagnose(capsys, tmp_path)["verdict"] == "no_failure_found"
+
+
+def test_one_nodes_log_of_a_failed_job_does_not_blame_the_launch(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only node001's log (ranks 0-3 of 8), which ends in a watchdog timeout: ranks 4-7 are in logs not given."""
+    watchdog = ("[rank2]:[E302 09:25:30.123456789 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=4120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+    (tmp_path / "node001.log").write_text(_node(4, 8) + watchdog)
+    rc = _diagnose(capsys, tmp_path / "node001.log")["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] != "launch.duplicate_rank"
