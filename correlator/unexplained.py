@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from correlator.calibration import CAP_THIN
 from correlator.events import Event
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
@@ -27,7 +28,7 @@ REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_he
                           "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
                           "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit"})
 TELLING_CODES = frozenset({-9, 137, -11, 139, -7, 135})  # their own entries: torchrun.worker_sigkilled, ...
-CAP = 0.45  # under calibration.SUSPECTS_BELOW: the rank the exit codes point at is listed as a suspect
+CAP = CAP_THIN  # under calibration.SUSPECTS_BELOW: the rank the exit codes point at is listed as a suspect
 MAX_CODES = 4
 
 _MEANING = {

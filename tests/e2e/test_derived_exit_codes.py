@@ -66,7 +66,6 @@ def test_a_table_without_a_traceback_says_the_cause_is_unknown(tmp_path: Path,
     assert isinstance(rc, dict)
     assert d["verdict"] == "suspects"  # not sure: the rank is a suspect, not an initiator
     assert rc["signature"] == "torchrun.no_error_file"
-    assert rc["confidence"] < 0.5
     why = " ".join(rc["explanation"])
     assert "the cause is not in these logs" in why
     assert "exit code 1 on rank 5" in why and "uncaught Python exception" in why
@@ -82,7 +81,7 @@ def test_a_sigabrt_row_says_what_the_signal_means(tmp_path: Path, capsys: pytest
     why = " ".join(rc["explanation"])
     assert "the cause is not in these logs" in why
     assert "exit code -6 on rank 5 means SIGABRT" in why
-    assert rc["confidence"] < 0.5
+    assert d["verdict"] == "suspects"
 
 
 def test_a_cause_in_the_logs_is_reported_as_the_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
