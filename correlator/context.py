@@ -62,6 +62,12 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # the same rank were launched with one rank (correlator/derived.py).
     "nccl_comm_start": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev \d+ nvmlDev \d+ "
     r"busId [0-9a-fA-F]+ commId 0x(?P<comm>[0-9a-fA-F]+) - Init START",
+    # DeepSpeed's rank discovery from the launcher's environment, one line per process (deepspeedai/DeepSpeed
+    # deepspeed/comm/comm.py: mpi_discovery, patch_aml_env_for_torch_nccl_backend,
+    # patch_aws_sm_env_for_torch_nccl_backend); read apart from Lightning's banner, so that one process printing
+    # both is never two claims
+    "rank_claim_env": r"Discovered (?:MPI|AzureML|AWS SageMaker) settings of world_rank=(?P<rank>\d+), "
+    r"local_rank=\d+, world_size=(?P<world>\d+)",
     # A checkpoint save's finish line, paired with its start (pytorch.checkpoint.save_hang) in correlator/derived.py:
     # torchtitan components/checkpoint.py "Finished saving the checkpoint (or staging if async is enabled) in N
     # seconds" (now components/checkpointer/dcp.py "Finished saving|staging the checkpoint in", "Last step

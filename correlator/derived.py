@@ -53,7 +53,8 @@ _ALWAYS_FINISH = frozenset({"titan", "megatron"})
 def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[Event], failures: Sequence[Event],
                    catalog: Catalog, ids: IdentityMap) -> list[Event]:
     """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others."""
-    out = _launch_ranks(of_kind.get("rank_claim", []), catalog, failures)
+    out = _launch_ranks(of_kind.get("rank_claim", []), catalog, failures) or _launch_ranks(
+        of_kind.get("rank_claim_env", []), catalog, failures)
     if not out and not any(ev.signature.id == NCCL_DUPLICATE for ev in failures):  # NCCL's root said it already
         out = _nccl_duplicates(of_kind.get("nccl_comm_start", []), catalog)
     # A start line may sit inside another event (a multi-line message ending in a timeout): read every finding.

@@ -131,3 +131,17 @@ def test_one_nodes_log_of_a_failed_job_does_not_blame_the_launch(
     rc = _diagnose(capsys, tmp_path / "node001.log")["root_cause"]
     assert isinstance(rc, dict)
     assert rc["signature"] != "launch.duplicate_rank"
+
+
+def test_deepspeed_discovery_lines_claiming_one_rank_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """deepspeedai/DeepSpeed deepspeed/comm/comm.py, patch_aml_env_for_torch_nccl_backend: "Discovered AzureML
+    settings of world_rank={}, local_rank={}, world_size={}, master_addr={}, master_port={}", on every process.
+    Two nodes that read the same rank variables claim ranks 0-1 of 4 twice; 2-3 never appear."""
+    line = ("[2026-03-02 09:00:01,412] [INFO] [comm.py:{n}:patch_aml_env_for_torch_nccl_backend] Discovered AzureML "
+            "settings of world_rank={r}, local_rank={r}, world_size=4, master_addr=10.0.0.4, master_port=6105")
+    for host in ("node001", "node002"):
+        (tmp_path / f"{host}.log").write_text("\n".join(line.format(n=949, r=r) for r in range(2)) + "\n")
+    rc = _diagnose(capsys, tmp_path)["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "launch.duplicate_rank"
+    assert "2-3" in " ".join(rc["explanation"])
