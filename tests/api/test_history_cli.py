@@ -50,7 +50,7 @@ def test_show_prints_the_full_report_timeline_and_revisions(capsys: pytest.Captu
     assert code == 0
     for part in ("## Xid 79", "### Evidence", "NVRM: Xid (PCI:0000:3b:00): 79", "### Fix", "### Verify",
                  "### Timeline (clock-skew corrected)", "| initiating |", "### Revisions", "first diagnosis",
-                 "→ xid.79 (node001)"):
+                 "→ xid.79 (rank 9 on node001)"):
         assert part in out, part
     code, out, _ = _run(capsys, "show", history["train-oom-1"].id, "--db", engine_url)
     assert "rank 37 on node004" in out and "Timeline" in out and "Revisions" in out
