@@ -34,6 +34,8 @@ SAVE_HANG = "pytorch.checkpoint.save_hang"
 W_DUPLICATE = 4.0  # the rank announcements of every process contradict each other: as strong as a named rank
 W_MISSING = 1.0  # ranks never announced: they never started, or their logs are not here
 W_SAVE_HANG = 2.5  # above a traceback's frame in a save (where, not what), below a specific cause after the start
+W_SAVE_KILLED = 1.0  # a kill or crash ended it (SIGKILL, SIGSEGV, SIGBUS): that exit says more than where it was
+KILLS = frozenset({-9, 137, -11, 139, -7, 135})
 MAX_CLAIM_LINES = 6
 _JOB = Target(None, None)
 _DERIVED_ORDER = 1 << 61  # after every line read, before collective lags: a stable tie-break
@@ -242,8 +244,11 @@ def _save_event(open_saves: dict[_Save, Finding], closed: set[_Save], failures: 
         reason += f"; {len(others)} other rank(s) finished the same save"
     elif len(open_saves) > 1:
         reason += f"; {len(open_saves)} speakers started it and none finished"
+    killed = sorted({e.exit_code for e in ids.exits if e.exit_code in KILLS})
+    if killed:
+        reason += f"; exit code {killed[0]} ended it, which says more about why"
     sig = _derived(base)
     best = _finding(sig, start.source, start.line_no, start.text, start.speaker, 0, start.time, start.clock)
     found = [best] + ([_finding(sig, end.best.source, end.best.line_no, end.best.text, end.best.speaker, 1,
                                 end.best.time, end.best.clock)] if end is not None else [])
-    return Event(best, sig, found, target, [target], weight=W_SAVE_HANG, reason=reason)
+    return Event(best, sig, found, target, [target], weight=W_SAVE_KILLED if killed else W_SAVE_HANG, reason=reason)

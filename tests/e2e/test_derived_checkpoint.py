@@ -121,3 +121,37 @@ def test_an_older_torchtitan_last_step_save_has_no_finish_line_to_miss(
     rc = _diagnose(capsys, tmp_path / "rank0.log")["root_cause"]
     assert isinstance(rc, dict)
     assert rc["signature"] != "pytorch.checkpoint.save_hang"
+
+
+_TABLE_KILLED = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-03-02_09:16:02
+  host      : node001
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4242)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4242
+============================================================
+"""
+
+
+def test_a_rank_sigkilled_during_the_save_is_reported_as_killed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Staging a checkpoint to host memory can bring the OOM killer: the SIGKILLed rank (torchrun's table,
+    torch/distributed/elastic/multiprocessing/errors/__init__.py) is the answer, the unfinished save a runner-up."""
+    for r in range(2):
+        (tmp_path / f"rank{r}.log").write_text(_titan_rank(r, False))
+    (tmp_path / "launcher.log").write_text(_TABLE_KILLED)
+    rc = _diagnose(capsys, tmp_path)["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] != "pytorch.checkpoint.save_hang"
+    assert rc["rank"] == 1
+    assert "exit code -9 ended it" in " ".join(rc["explanation"])  # the save is said, as a runner-up
