@@ -7,7 +7,6 @@ the configured bearer token; 503 with Retry-After when the pipeline pushes back.
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Callable
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -15,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from ingest.dispatch import Dispatcher
-from ingest.validate import decode_shard_data
+from ingest.validate import decode_shard_data, parse_json
 from pipeline import tracing
 from schemas.errors import InvalidMessage, RetryableError
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
@@ -41,9 +40,10 @@ async def _body(request: Request) -> object:
     if len(raw) > MAX_SHARD_BYTES + 64 * 1024:
         raise HTTPException(status_code=413, detail=f"message over {MAX_SHARD_BYTES} bytes: chunk it")
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HTTPException(status_code=400, detail=f"body is not JSON: {exc}") from exc
+        return parse_json(raw)  # the same checks as a Kafka message's: syntax, depth, digits
+    except InvalidMessage as exc:
+        raise HTTPException(status_code=400, detail=f"body is {exc.reason}"
+                            if exc.reason.startswith("not ") else exc.reason) from exc
 
 
 def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:

@@ -164,8 +164,10 @@ def _absent(group: dict[int, Timeout], seq: int, count: int, world: int | None) 
     """Ranks of the job (NCCL's nranks or the job's size; else the ranks below the highest that timed out) that
     did not time out at all while nearly every other rank waited in collective #seq."""
     size = world if world else max(group) + 1
+    if count < MAJORITY * size:  # first: a size the ranks that timed out do not support allocates nothing
+        return []
     absent = sorted(set(range(size)) - set(group))
-    if not absent or len(absent) > max(1, ABSENT_SHARE * size) or count < MAJORITY * size:
+    if not absent or len(absent) > max(1, ABSENT_SHARE * size):
         return []
     first = min(group.values(), key=lambda item: item[0])
     return [Lag(rank, "absent", f"it is absent from collective #{seq}: {count} of the job's {size} ranks timed out "

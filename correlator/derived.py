@@ -27,6 +27,7 @@ from correlator.events import Event, Target
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from schemas.findings import Finding, Role, Speaker
+from schemas.wire import MAX_WORLD_SIZE
 
 DUPLICATE_RANK = "launch.duplicate_rank"
 NCCL_DUPLICATE = "nccl.bootstrap.duplicate_rank"  # the bootstrap root's own report of the same fault
@@ -101,7 +102,11 @@ def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog, failures: S
     base = catalog.get(DUPLICATE_RANK)
     if base is None or not claims:
         return []
-    world = Counter(int(rec.fields["world"]) for rec in claims).most_common(1)[0][0]
+    # a world size past any honest job's is a garbled line, and would size the set of missing ranks below
+    worlds = Counter(w for rec in claims if (w := int(rec.fields["world"])) <= MAX_WORLD_SIZE)
+    if not worlds:
+        return []
+    world = worlds.most_common(1)[0][0]
     mine = [rec for rec in claims if int(rec.fields["world"]) == world]
     by_rank: dict[int, list[ContextRecord]] = defaultdict(list)
     for rec in mine:

@@ -61,8 +61,9 @@ def readiness(job: JobEvent | None, failed_at: datetime | None, complete: Iterab
 
 def _expected_complete(job: JobEvent, complete: set[SourceKey], seen: set[SourceKey]) -> bool:
     if job.world_size is not None:
-        ranks = {k.rank for k in complete if k.rank is not None}
-        if ranks >= set(range(job.world_size)):
+        # every rank 0..world_size-1 complete, counted over what arrived (never a set the size of the claim)
+        ranks = {k.rank for k in complete if k.rank is not None and 0 <= k.rank < job.world_size}
+        if len(ranks) >= job.world_size:
             return True
     if job.hosts:
         hosts = {k.host for k in complete if k.host} | {job.rank_hosts.get(k.rank) for k in complete

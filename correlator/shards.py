@@ -143,4 +143,5 @@ def complete_sources(shards: Iterable[StoredShard]) -> set[SourceKey]:
         seqs[shard.key].add(shard.seq)
         if shard.eof:
             last[shard.key] = shard.seq
-    return {key for key, end in last.items() if seqs[key] >= set(range(end + 1))}
+    # every seq 0..end arrived, counted over the seqs received (an eof shard's seq sizes nothing)
+    return {key for key, end in last.items() if sum(1 for seq in seqs[key] if 0 <= seq <= end) == end + 1}

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from ingest.topics import Kind
 from ingest.zstdfile import unended_frame
 from schemas.errors import InvalidMessage
-from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+from schemas.wire import MAX_JSON_DEPTH, MAX_SHARD_BYTES, JobEvent, LogShard
 
 MAX_DECODED_BYTES = 16 << 20  # a shard inflating past this is a decompression bomb, not a log
 _MAX_REASONS = 4
@@ -60,16 +60,53 @@ def _json_object(raw: bytes, name: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InvalidMessage(f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
                              f"(binary data must be compressed and base64-encoded in a {name})") from None
+    obj = parse_json(text)
+    if not isinstance(obj, dict):
+        raise InvalidMessage(f"JSON {_json_type(obj)} where a {name} object was expected")
+    return obj
+
+
+def parse_json(text: str | bytes) -> object:
+    """JSON text to Python, or InvalidMessage: a syntax error with its position, nesting deeper than
+    MAX_JSON_DEPTH (which the parser would meet as a RecursionError), a number too long to convert."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         # A cut-off message fails at its very end, or inside a string that never closes.
-        cut_off = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        end = len(text.rstrip())
+        cut_off = exc.pos >= end or exc.msg.startswith("Unterminated string")
         hint = ", truncated?" if cut_off else ""
         raise InvalidMessage(f"not JSON: {exc.msg} (line {exc.lineno} column {exc.colno}{hint})") from None
-    if not isinstance(obj, dict):
-        raise InvalidMessage(f"JSON {_json_type(obj)} where a {name} object was expected")
+    except RecursionError:
+        raise _too_deep() from None
+    except UnicodeDecodeError as exc:
+        raise InvalidMessage(f"not JSON: not UTF-8 text ({exc.reason} at offset {exc.start})") from None
+    except ValueError as exc:  # int('9' * 5000): Python's limit on the digits of an integer
+        raise InvalidMessage(f"not usable JSON: {exc}") from None
+    if _depth_over(obj, MAX_JSON_DEPTH):
+        raise _too_deep()
     return obj
+
+
+def _too_deep() -> InvalidMessage:
+    return InvalidMessage(f"JSON nested deeper than {MAX_JSON_DEPTH} levels: not a firstfault message")
+
+
+def _depth_over(obj: object, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than `limit`, without recursion."""
+    stack: list[tuple[object, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _json_type(obj: object) -> str:
