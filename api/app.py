@@ -12,6 +12,7 @@ from catalog.loader import default_catalog
 from firstfault import __version__
 from firstfault.settings import Settings
 from ingest.dispatch import Dispatcher
+from notifiers.webhook_policy import WebhookPolicy
 from store.incidents import Store
 
 
@@ -22,7 +23,8 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> Fast
     app.include_router(ingest_router(dispatcher, settings.api_token))
     catalog = default_catalog()
     app.include_router(history_router(store, catalog, settings.api_token))
-    app.include_router(subscriptions_router(store, settings.api_token))
+    policy = WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)
+    app.include_router(subscriptions_router(store, settings.api_token, policy))
     app.include_router(web_router(store, catalog))
     app.mount("/static", static_files(), name="static")
 

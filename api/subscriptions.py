@@ -2,9 +2,11 @@
 
 The same store functions as ``firstfault subscribe|unsubscribe|subscriptions`` (notifiers/subscriptions.py) and the
 same model (schemas/subscription.py), so a subscription made here routes exactly like one made from the terminal.
-Reads are open; writes need the bearer token. A PagerDuty routing key is a credential and a webhook URL often
-carries one (a path token, ``?key=``, ``user:pass@``): answers show only their end. PUT replaces everything, so it
-needs the targets in full; PATCH changes only the fields it names and keeps the stored targets when it names none.
+Reads are open; writes need the bearer token. Webhooks go only to https hosts an admin allows
+(notifiers/webhook_policy.py, FIRSTFAULT_WEBHOOK_ALLOW_HOSTS): any other is a 422 naming the target. A PagerDuty
+routing key is a credential and a webhook URL often carries one (a path token, ``?key=``, ``user:pass@``): answers
+show only their end. PUT replaces everything, so it needs the targets in full; PATCH changes only the fields it
+names and keeps the stored targets when it names none.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sqlmodel import Session
 from api.history import answers
 from api.ingest import bearer_guard
 from notifiers.subscriptions import add, all_subscriptions, from_row, new_id, remove
+from notifiers.webhook_policy import WebhookPolicy
 from schemas.subscription import Match, QuietHours, Subscription, Target, TargetKind
 from store.incidents import Store
 from store.notify_tables import SubscriptionRow
@@ -158,7 +161,18 @@ WRITE: dict[int | str, dict[str, Any]] = {
 }
 
 
-def subscriptions_router(store: Store, token: str | None) -> APIRouter:
+def _allowed(sub: Subscription, policy: WebhookPolicy) -> Subscription:
+    """Webhooks only where the admin allows them (notifiers/webhook_policy.py): a 422 naming the target."""
+    problems = [{"loc": ("body", "targets", i, "address"), "msg": refused, "type": "value_error"}
+                for i, t in enumerate(sub.targets) if t.kind == "webhook"
+                and (refused := policy.problem(t.address)) is not None]
+    if problems:
+        raise RequestValidationError(problems)
+    return sub
+
+
+def subscriptions_router(store: Store, token: str | None, policy: WebhookPolicy | None = None) -> APIRouter:
+    policy = policy or WebhookPolicy()
     router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"], route_class=NoEchoRoute)
     guarded = [Depends(bearer_guard(token))]
 
@@ -174,6 +188,7 @@ def subscriptions_router(store: Store, token: str | None) -> APIRouter:
             sub = Subscription(id=new_id(), created_at=now, **body.model_dump())
         except ValidationError as exc:
             raise _invalid(exc) from exc
+        _allowed(sub, policy)
         with stored(store) as s:
             add(s, sub, now)
         response.headers["Location"] = f"/v1/subscriptions/{sub.id}"
@@ -195,6 +210,7 @@ def subscriptions_router(store: Store, token: str | None) -> APIRouter:
                                    **body.model_dump())
             except ValidationError as exc:
                 raise _invalid(exc) from exc
+            _allowed(sub, policy)
             return out(_replace(s, sub, datetime.now(UTC)))
 
     @router.patch("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
@@ -206,6 +222,8 @@ def subscriptions_router(store: Store, token: str | None) -> APIRouter:
                 sub = Subscription.model_validate({**current, **body.model_dump(exclude_unset=True)})
             except ValidationError as exc:
                 raise _invalid(exc) from exc
+            if body.targets is not None:  # stored targets are checked again at delivery
+                _allowed(sub, policy)
             return out(_replace(s, sub, datetime.now(UTC)))
 
     @router.delete("/{subscription_id}", status_code=204, dependencies=guarded, responses={**WRITE, **NOT_FOUND})

@@ -15,7 +15,7 @@ from sqlmodel import col, select
 
 from firstfault.settings import load_settings
 from notifiers.subscriptions import add, all_subscriptions, new_id, remove
-from notifiers.wiring import Deliverer
+from notifiers.wiring import Deliverer, webhook_policy
 from schemas.errors import UsageError
 from schemas.subscription import Match, QuietHours, Subscription, Target
 from store.incidents import Store
@@ -72,6 +72,10 @@ def _first_problem(exc: Exception) -> str:
 
 def _subscribe(args: argparse.Namespace, store: Store) -> int:
     sub = subscription_from_args(args, new_id())
+    policy = webhook_policy(load_settings())
+    for target in sub.targets:
+        if target.kind == "webhook" and (refused := policy.problem(target.address)) is not None:
+            raise UsageError(f"subscribe: {refused}")
     with store.session() as s:
         add(s, sub, datetime.now(UTC))
     sys.stdout.write(f"{sub.id}\n")

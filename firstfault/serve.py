@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from schemas.errors import UsageError
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
@@ -65,6 +67,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s.add_argument("--port", type=int, default=None)
     s.add_argument("--config", default=None, help="a TOML settings file (default: $FIRSTFAULT_CONFIG)")
     s.add_argument("--no-http", action="store_true", help="distributed: consume Kafka only, no HTTP ingest")
+    s.add_argument("--insecure", action="store_true",
+                   help="serve a non-loopback address without FIRSTFAULT_API_TOKEN (anyone who can reach it may "
+                        "ingest, subscribe and resolve)")
+
+
+def loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost: only this machine can connect."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None, insecure: bool) -> None:
+    """Secure by default: open writes (no token) are served only to this machine unless --insecure says so."""
+    if token is None and not insecure and not loopback(host):
+        raise UsageError(f"refusing to serve on {host} without an API token: set FIRSTFAULT_API_TOKEN "
+                         "(writes then need it), or pass --insecure to leave writes open to the network")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -79,6 +103,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     tracing.setup(settings.tracing, settings.otlp_endpoint)
     host, port = args.host or settings.http_host, args.port or settings.http_port
+    if args.embedded or not args.no_http:
+        check_exposure(host, settings.api_token, args.insecure)
     if args.embedded:
         from notifiers.loop import DeliveryLoop
         from notifiers.wiring import Deliverer

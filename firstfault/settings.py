@@ -39,7 +39,9 @@ class Settings(BaseModel):
     revise_wait_s: float = Field(default=10.0, ge=0)  # batch late shards this long before revising
     http_host: str = "127.0.0.1"
     http_port: int = 8321
-    api_token: str | None = None  # bearer token for writes (ingest, subscriptions); None: writes are open
+    # bearer token for writes (ingest, subscriptions, resolve); None: writes are open, so `serve` then binds only a
+    # loopback address unless --insecure
+    api_token: str | None = None
     public_url: str = "http://127.0.0.1:8321"  # links in posts point here
     tracing: Literal["off", "console", "otlp"] = "off"
     otlp_endpoint: str | None = None
@@ -48,6 +50,9 @@ class Settings(BaseModel):
     slack_base_url: str = "https://slack.com/api/"
     pagerduty_url: str = "https://events.pagerduty.com/v2/enqueue"
     webhook_secret: str | None = None
+    # comma-separated hosts webhooks may post to (notifiers/webhook_policy.py); empty: no webhook is allowed
+    webhook_allow_hosts: str = ""
+    webhook_allow_http_loopback: bool = False  # plain http to 127.0.0.1/::1/localhost (a local receiver)
 
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:

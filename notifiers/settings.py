@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from notifiers.webhook_policy import WebhookPolicy
+
 
 class NotifySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -13,9 +15,14 @@ class NotifySettings(BaseModel):
     slack_api_url: str = "https://slack.com/api/"
     pagerduty_url: str = "https://events.pagerduty.com"
     webhook_secret: SecretStr | None = None
+    webhook_allow_hosts: tuple[str, ...] = ()  # notifiers/webhook_policy.py: empty allows no webhook
+    webhook_allow_http_loopback: bool = False
     timeout_s: float = 10.0
     slack_per_second: float = 1.0  # chat.postMessage allows about one message per second per channel
     slack_burst: int = 3
+
+    def webhook_policy(self) -> WebhookPolicy:
+        return WebhookPolicy(self.webhook_allow_hosts, self.webhook_allow_http_loopback)
 
     def incident_url(self, incident_id: str) -> str:
         return f"{self.base_url.rstrip('/')}/incidents/{incident_id}"

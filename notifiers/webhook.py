@@ -67,6 +67,9 @@ class WebhookNotifier:
 
     def send(self, incident: Incident, address: str, root_ref: str | None, delivery_id: str,
              now: datetime | None = None) -> Delivery:
+        refused = self.settings.webhook_policy().problem(address)
+        if refused is not None:  # the list may have changed since the subscription was made
+            raise Rejected("webhook not allowed", refused)
         body = event_body(incident, self.settings.incident_url(incident.id))
         timestamp = int(now.timestamp()) if now else _unix_now()
         headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: str(timestamp),

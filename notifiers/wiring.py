@@ -21,6 +21,7 @@ from notifiers.pagerduty import ENQUEUE, PagerDutyNotifier
 from notifiers.settings import NotifySettings
 from notifiers.slack import SlackNotifier
 from notifiers.webhook import WebhookNotifier
+from notifiers.webhook_policy import WebhookPolicy
 from store.incidents import OnSaved, Store
 from store.notify_tables import OutboxRow
 
@@ -32,7 +33,13 @@ def notify_settings(settings: Settings) -> NotifySettings:
         slack_api_url=settings.slack_base_url,
         pagerduty_url=settings.pagerduty_url.removesuffix(ENQUEUE),
         webhook_secret=SecretStr(settings.webhook_secret) if settings.webhook_secret else None,
+        webhook_allow_hosts=webhook_policy(settings).allow_hosts,
+        webhook_allow_http_loopback=settings.webhook_allow_http_loopback,
     )
+
+
+def webhook_policy(settings: Settings) -> WebhookPolicy:
+    return WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)
 
 
 def build_notifiers(settings: NotifySettings) -> dict[str, Notifier]:

@@ -32,7 +32,8 @@ ONCALL = {"team": "llm", "name": "on-call", "match": {"tags": ["memory", "nccl"]
 @pytest.fixture
 def served(db_url: str) -> Iterator[tuple[httpx.Client, Store]]:
     store = Store.open(db_url)
-    app = create_app(Settings(database_url=db_url, api_token=TOKEN), EmbeddedRunner(), store)
+    app = create_app(Settings(database_url=db_url, api_token=TOKEN, webhook_allow_hosts="hooks.example.org"),
+                     EmbeddedRunner(), store)
     with serving(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield client, store
     store.close()

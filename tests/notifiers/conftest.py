@@ -84,7 +84,7 @@ def settings_for(slack: FakeSlack | None = None, pagerduty: FakePagerDuty | None
         base_url="https://firstfault.example.org", slack_token=SecretStr(token),
         slack_api_url=slack.url if slack else "http://127.0.0.1:9/api/",
         pagerduty_url=pagerduty.base if pagerduty else "http://127.0.0.1:9",
-        webhook_secret=SecretStr(secret), timeout_s=5)
+        webhook_secret=SecretStr(secret), webhook_allow_http_loopback=True, timeout_s=5)
 
 
 def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty) -> tuple[Any, Any, dict[str, Any]]:

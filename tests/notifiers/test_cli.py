@@ -22,6 +22,7 @@ def db(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     for name in ("FIRSTFAULT_CONFIG", "FIRSTFAULT_SLACK_TOKEN", "FIRSTFAULT_WEBHOOK_SECRET"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("FIRSTFAULT_DATABASE_URL", sqlite_url)
+    monkeypatch.setenv("FIRSTFAULT_WEBHOOK_ALLOW_HOSTS", "hooks.example.com")
     return sqlite_url
 
 
