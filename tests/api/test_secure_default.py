@@ -133,11 +133,14 @@ def test_delivery_checks_the_list_again() -> None:
         make = lambda loopback: NotifySettings(webhook_secret=SecretStr("whsec"),  # noqa: E731
                                                webhook_allow_http_loopback=loopback, timeout_s=5)
         incident = make_incident()
+        strict, local = WebhookNotifier(make(False)), WebhookNotifier(make(True))
         with pytest.raises(Rejected, match="webhooks must be https"):
-            WebhookNotifier(make(False)).send(incident, receiver.url, None, "d1", datetime.now(UTC))
+            strict.send(incident, receiver.url, None, "d1", datetime.now(UTC))
         assert receiver.requests == []
-        WebhookNotifier(make(True)).send(incident, receiver.url, None, "d2", datetime.now(UTC))
+        local.send(incident, receiver.url, None, "d2", datetime.now(UTC))
         assert list(receiver.deliveries) == ["d2"]
+        strict.close()
+        local.close()
     finally:
         receiver.stop()
 
