@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from catalog.dbcache import BlobCache, cache_key
-from catalog.engine import HyperscanEngine, expressions
+from catalog.engine import HyperscanEngine, ReEngine, expressions
 from catalog.loader import default_catalog, load_catalog
 from catalog.matcher import LineMatch, Matcher
 from catalog.rewrite import hyperscan_expression
@@ -61,8 +62,10 @@ def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pyte
                                                ) -> None:
     cache = BlobCache(tmp_path / "firstfault")
     cold = build_matcher(default_catalog(), engine, cache)
-    # the rewritten expressions, the database, the self-check verdict, the database with literals
-    assert len(_entries(cache.directory)) == 4
+    # the rewritten expressions, the database, the self-check verdict, and where the self-check rescued patterns
+    # the database with their literals. python-hyperscan's Hyperscan 5.4 drops some (it rescues them); libhs built
+    # on Debian's libvectorscan finds them all, so it has nothing to rescue and no literal database to keep.
+    assert len(_entries(cache.directory)) == (4 if rescued else 3)
 
     def no_compiling(*args: object) -> None:
         raise AssertionError("compiled although the cache holds the database")
@@ -71,7 +74,8 @@ def test_a_warm_cache_starts_without_compiling(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr("catalog.engine.hyperscan_expression", no_compiling)
     monkeypatch.setattr("catalog.matcher.ReEngine", no_compiling)  # the self-check's reference scan
     warm = build_matcher(default_catalog(), engine, cache)
-    assert warm.rescued == cold.rescued == rescued > 0
+    assert warm.rescued == cold.rescued == rescued
+    assert rescued > 0 or engine == "libhs"
     assert _matches(warm) == _matches(cold) == uncached
 
 
@@ -187,12 +191,27 @@ def test_a_corrupt_catalog_pickle_is_rebuilt(tmp_path: Path) -> None:
     assert cached_catalog(None, cache) == good
 
 
+def _self_check_probe(matcher: Matcher) -> tuple[bytes, Callable[[], dict[int, set[int]]]]:
+    """The self-check's probe (every catalog example on its own line) and its `re` reference (Matcher.self_check)."""
+    lines = [ex for sig in matcher.catalog.signatures for ex in sig.examples.positive]
+    probe = b"".join(b"x\n" + line.encode() + b"\n" for line in lines)
+    return probe, lambda: ReEngine(matcher.patterns).candidates(probe)
+
+
 def test_the_literals_join_the_database_only_if_it_then_loses_nothing(engine: str) -> None:
     """The database with the rescued patterns' literals replaces the first one only when it still finds, on the
     catalog examples, everything the `re` engine finds; otherwise the literals are found with bytes.find."""
     matcher = build_matcher(default_catalog(), engine)
     trusted = matcher.engine
-    assert isinstance(trusted, HyperscanEngine) and trusted._literal_ids, "the literals should be in the database"
+    assert isinstance(trusted, HyperscanEngine)
+    if not trusted._literal_ids:
+        # libhs on libvectorscan drops nothing the self-check sees (see the warm-cache test): rescue the pattern
+        # python-hyperscan drops by hand, as the self-check would, and check the same join on this engine.
+        assert engine == "libhs" and matcher.rescued == 0
+        dropped = next(i for i, p in enumerate(matcher.patterns) if "but didn't join collective" in p)
+        trusted = type(trusted)(matcher.patterns)
+        trusted.also_with_re({dropped: matcher.patterns[dropped]}, *_self_check_probe(matcher))
+    assert trusted._literal_ids, "the literals should be in the database"
     rescue = {s.index: matcher.patterns[s.index] for s in trusted._leftover}
     doubtful = type(trusted)(matcher.patterns)
     probe = b"x\nNCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
