@@ -16,7 +16,7 @@ from catalog.model import catalog_json_schema
 from correlator.diagnose import diagnose
 from correlator.reading import SourceScanner
 from correlator.speakers import who_from_path
-from firstfault import __version__, notify_args, serve, ship_cli
+from firstfault import __version__, dlq_cli, notify_args, serve, ship_cli
 from firstfault.engine import default_matcher, scan_sources
 from firstfault.history_args import add_incidents_parser
 from ingest.files import chunks, expand
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     ship_cli.add_parsers(sub)
     serve.add_parser(sub)
     notify_args.add_commands(sub)
+    dlq_cli.add_parser(sub)
     add_incidents_parser(sub)
     return p
 
@@ -209,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ship_cli.run(args)
         if args.command == "serve":
             return serve.cmd_serve(args)
+        if args.command == "dlq":
+            return dlq_cli.run(args)
         if args.command in notify_args.COMMANDS:
             from firstfault import notify_cli
 

@@ -16,42 +16,49 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from pipeline.service import Pipeline
 from schemas.errors import FirstfaultError, RetryableError
 from schemas.wire import JobEvent, LogShard
+from store.dead_letters import record
 
 log = logging.getLogger("firstfault.embedded")
 Task = Callable[[], object]
+Letter = tuple[str, str, dict[str, Any]]  # what a dead letter keeps of a task: kind, where, payload
 MAX_ATTEMPTS = 5
 
 
 class EmbeddedRunner:
     def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0) -> None:
-        self._queue: queue.Queue[tuple[Task, int] | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[tuple[Task, int, Letter] | None] = queue.Queue(maxsize=queue_size)
         self._put_timeout = put_timeout
-        self._timers: list[tuple[float, int, Task, int]] = []
+        self._timers: list[tuple[float, int, Task, int, Letter]] = []
         self._timer_seq = itertools.count()
         self._wake = threading.Condition()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self.pipeline: Pipeline | None = None
-        self.failures: deque[str] = deque(maxlen=1000)  # the newest permanent failures (every one is logged)
+        # the newest permanent failures (every one is logged, and kept as a dead letter in the store)
+        self.failures: deque[str] = deque(maxlen=1000)
 
     def bind(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
 
     # -- Dispatcher ---------------------------------------------------------------------------------------------
     def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
-        self._put(lambda: self._bound().accept_job(event, headers))
+        self._put(lambda: self._bound().accept_job(event, headers), 0,
+                  ("job", "record_job", event.model_dump(mode="json")))
 
     def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
-        self._put(lambda: self._bound().accept_shard(shard, headers))
+        self._put(lambda: self._bound().accept_shard(shard, headers), 0,
+                  ("shard", "match_shard", shard.model_dump(mode="json")))
 
     # -- Scheduler ----------------------------------------------------------------------------------------------
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
         delay = max(0.0, (at - datetime.now(UTC)).total_seconds())
-        self._later(delay, lambda: self._bound().correlate(job_id, headers), 0)
+        self._later(delay, lambda: self._bound().correlate(job_id, headers), 0,
+                    ("correlate", "correlate_job", {"job_id": job_id}))
 
     # -- running ------------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -77,15 +84,15 @@ class EmbeddedRunner:
             raise RuntimeError("EmbeddedRunner.bind(pipeline) was not called")
         return self.pipeline
 
-    def _put(self, task: Task, attempt: int = 0) -> None:
+    def _put(self, task: Task, attempt: int, letter: Letter) -> None:
         try:
-            self._queue.put((task, attempt), timeout=self._put_timeout)
+            self._queue.put((task, attempt, letter), timeout=self._put_timeout)
         except queue.Full as exc:
             raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0) from exc
 
-    def _later(self, delay: float, task: Task, attempt: int) -> None:
+    def _later(self, delay: float, task: Task, attempt: int, letter: Letter) -> None:
         with self._wake:
-            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._timer_seq), task, attempt))
+            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._timer_seq), task, attempt, letter))
             self._wake.notify_all()
 
     def _work(self) -> None:
@@ -98,23 +105,30 @@ class EmbeddedRunner:
             finally:
                 self._queue.task_done()
 
-    def _run(self, task: Task, attempt: int) -> None:
+    def _run(self, task: Task, attempt: int, letter: Letter) -> None:
         try:
             task()
         except RetryableError as exc:
             if attempt + 1 >= MAX_ATTEMPTS:
-                self._fail(f"gave up after {MAX_ATTEMPTS} attempts: {exc}")
+                self._fail(f"gave up after {MAX_ATTEMPTS} attempts: {exc}", letter)
             else:
-                self._later(exc.retry_after or min(30.0, 0.5 * 2**attempt), task, attempt + 1)
+                self._later(exc.retry_after or min(30.0, 0.5 * 2**attempt), task, attempt + 1, letter)
         except FirstfaultError as exc:
-            self._fail(str(exc))
-        except Exception as exc:  # a bug: keep the service up, say what happened
+            self._fail(str(exc), letter)
+        except Exception as exc:  # a bug: keep the service up, say what happened, keep what it was given
             log.exception("task failed")
-            self._fail(f"{type(exc).__name__}: {exc}")
+            self._fail(f"{type(exc).__name__}: {exc}", letter)
 
-    def _fail(self, reason: str) -> None:
-        log.error("dropped a task: %s", reason)
+    def _fail(self, reason: str, letter: Letter) -> None:
         self.failures.append(reason)
+        kind, where, payload = letter
+        try:
+            letter_id = record(self._bound().store, kind, where, reason, payload)
+        except Exception:  # the store is failing too: the log line is all that is left of it
+            log.exception("%s failed for good (%s) and its dead letter could not be kept", where, reason)
+            return
+        log.error("%s failed for good, dead letter #%d (firstfault dlq show %d): %s", where, letter_id, letter_id,
+                  reason)
 
     def _tick(self) -> None:
         while not self._stopping.is_set():
@@ -122,13 +136,13 @@ class EmbeddedRunner:
                 if not self._timers:
                     self._wake.wait(timeout=1.0)
                     continue
-                due, _, task, attempt = self._timers[0]
+                due, _, task, attempt, letter = self._timers[0]
                 wait = due - time.monotonic()
                 if wait > 0:
                     self._wake.wait(timeout=wait)
                     continue
                 heapq.heappop(self._timers)
             try:
-                self._queue.put((task, attempt), timeout=60)
+                self._queue.put((task, attempt, letter), timeout=60)
             except queue.Full:
-                self._later(1.0, task, attempt)
+                self._later(1.0, task, attempt, letter)

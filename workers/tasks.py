@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 from celery import Task, shared_task
+from pydantic import ValidationError
 
 from pipeline.service import Pipeline
 from schemas.errors import PermanentError, RetryableError
@@ -39,28 +40,48 @@ def _trace(task: Task) -> dict[str, str]:
     return {"traceparent": value} if isinstance(value, str) else {}
 
 
-def _dead_letter(what: str, exc: PermanentError) -> None:
-    # Never retried; logged with the reason so that nothing is dropped silently.
-    log.error("dead letter: %s: %s", what, exc)
+def _dead_letter(kind: str, where: str, payload: dict[str, Any], reason: str) -> None:
+    """Never retried again: logged and kept in the store with its reason and payload (`firstfault dlq list`)."""
+    from store.dead_letters import record
+
+    try:
+        letter_id = record(pipeline().store, kind, where, reason, payload)
+    except Exception:  # the store is failing too: the log line is all that is left of it
+        log.exception("dead letter: %s failed for good (%s) and could not be kept", where, reason)
+        return
+    log.error("dead letter #%d: %s: %s", letter_id, where, reason)
 
 
-@shared_task(name="firstfault.record_job", bind=True, **RETRY)
+class DeadLettering(Task):  # type: ignore[misc]
+    """A task that fails for good (a bug, or retries exhausted) leaves a dead letter instead of vanishing."""
+
+    def on_failure(self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   einfo: object) -> None:
+        first = args[0] if args else kwargs.get("event") or kwargs.get("shard") or kwargs.get("job_id")
+        payload = dict(first) if isinstance(first, Mapping) else {"job_id": first}
+        _dead_letter(KINDS.get(self.name, "task"), self.name, payload, f"{type(exc).__name__}: {exc}")
+
+
+KINDS = {"firstfault.record_job": "job", "firstfault.match_shard": "shard", "firstfault.correlate_job": "correlate"}
+
+
+@shared_task(name="firstfault.record_job", bind=True, base=DeadLettering, **RETRY)
 def record_job(self: Task, event: Mapping[str, Any]) -> None:
     try:
         pipeline().accept_job(JobEvent.model_validate(event), _trace(self))
-    except PermanentError as exc:
-        _dead_letter(f"job {event.get('job_id')}", exc)
+    except (PermanentError, ValidationError) as exc:
+        _dead_letter("job", self.name, dict(event), str(exc))
 
 
-@shared_task(name="firstfault.match_shard", bind=True, **RETRY)
+@shared_task(name="firstfault.match_shard", bind=True, base=DeadLettering, **RETRY)
 def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
     try:
         pipeline().accept_shard(LogShard.model_validate(shard), _trace(self))
-    except PermanentError as exc:
-        _dead_letter(f"shard {shard.get('job_id')}#{shard.get('seq')}", exc)
+    except (PermanentError, ValidationError) as exc:
+        _dead_letter("shard", self.name, dict(shard), str(exc))
 
 
-@shared_task(name="firstfault.correlate_job", bind=True, **RETRY)
+@shared_task(name="firstfault.correlate_job", bind=True, base=DeadLettering, **RETRY)
 def correlate_job(self: Task, job_id: str) -> str | None:
     incident = pipeline().correlate(job_id, _trace(self))
     if incident is not None:
