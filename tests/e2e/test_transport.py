@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from correlator import calibration
 from firstfault.cli import main
 from tests.e2e import formats as F
 
@@ -115,9 +116,12 @@ def test_with_only_transport_errors_the_reporter_is_not_the_suspect(
 def test_a_connect_failure_names_the_unreachable_peer_not_the_node_that_tried(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`Net : Connect to <ip><port> failed : No route to host` on the only node whose logs are here: the
-    unreachable side is the peer's address, which no log maps to a host name."""
+    unreachable side is the peer's address, which no log maps to a host name. The answer rests on the trying
+    node's word alone (the peer printed nothing): calibration never gives such an answer 0.9 or more
+    (CAP_UNCONFIRMED); within that the fitted model decides, and on the tuning half every answer resting only on
+    others' blame of a named rank or host was right (3 of 3, at 0.73-0.83), so no tighter cap is asserted."""
     files = {"rank0.log": [*F.nccl_init(JOB, 0), F.connect_failed(JOB, 0, "192.168.66.30", "No route to host")]}
     rc = _diagnose(F.write(tmp_path, files), capsys)["root_cause"]
     assert isinstance(rc, dict)
     assert rc["host"] == "192.168.66.30" and rc["rank"] is None, rc["explanation"]
-    assert float(rc["confidence"]) < 0.7
+    assert float(rc["confidence"]) <= calibration.CAP_UNCONFIRMED < 0.9
