@@ -7,7 +7,8 @@ order, the first and the last occurrence of every distinct (kind, fields, speake
 those two of each, and NCCL's channel and sub-communicator set-up lines, printed again every few steps, stop
 growing memory. Kinds read only into sets and first-wins maps (FIRST_ONLY_KINDS) need no last occurrence: they
 keep their first alone (at 4,096 ranks that halves the ring and channel records). Not folded: pg_status (clock
-medians), store_remote, worker_failed and table_* (line numbers and counts matter).
+medians), store_remote, worker_failed and table_* (line numbers and counts matter), nccl_comm_start (one
+per communicator: its commId makes every line a row of its own).
 
 `errorish` lines are kept once per (speaker, template, gravity, catalogued): the differential view weighs each
 distinct template a speaker printed once, from its first occurrence, so the later repeats are only counted
