@@ -62,8 +62,8 @@ BINS = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0001)
 CORPUS_WEIGHT = 16.0
 L2 = 2.0
 # How much more a wrong answer weighs than a right one. 1 would make confidence a plain probability; 3 makes it a
-# conservative one, a floor (measured 2026-12-03 on the held-out simulator as written: answers at >= 0.9 from 204
-# with 9 wrong to 131 with 1 wrong; in every bin at least the bin's share right). See calibration.SUSPECTS_BELOW.
+# conservative one, a floor (measured 2026-12-03 08:50 on the held-out simulator as written: answers at >= 0.9
+# from 211 with 3 wrong to 157 with none; degraded, from 165 with 4 wrong to 123 with 1). See SUSPECTS_BELOW.
 WRONG_WEIGHT = 3.0
 FIT_SEED, TABLE_SEED = 2026, 7
 HOSTILE_SHARE = 0.5

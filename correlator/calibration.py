@@ -26,10 +26,10 @@ from correlator.scoring import Candidate, exit_report
 from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
 
-# Under it the named rank is likelier wrong than right: the verdict lists suspects instead. From the reliability
-# table (bench/calibrate.py --table, README): on the simulator answers under 0.3 were right a quarter to a third of
-# the time, from 0.3 to 0.5 well over half.
-SUSPECTS_BELOW = 0.3
+# Under it the named rank is at best a coin flip: the verdict lists suspects instead. From the reliability table
+# (bench/calibrate.py --table, README; tuning half and simulator, 08:50 fit): of the answers under 0.5, 33% were
+# right (47% of those from 0.3 to 0.5); from 0.5 to 0.6, 77%; from 0.6 up, 95% or more.
+SUSPECTS_BELOW = 0.5
 CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence of its own: never 0.9 or more
 CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis
 THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all match: too little to single anyone out
