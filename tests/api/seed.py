@@ -55,15 +55,17 @@ XID_TEXT = {79: "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
 
 
 def xid_job(out: Path, victim: int, xid: int = 79, bus: int = 0x3B, world_size: int = 32,
-            name: str = "python") -> None:
+            name: str = "python", silent: bool = True) -> None:
     """One GPU reports Xid `xid` in its host's kernel log and goes silent; every other rank times out. Each
-    host's clock is off by a different amount, as on a real cluster."""
+    host's clock is off by a different amount, as on a real cluster. Not `silent`: the victim's watchdog times
+    out like everyone's (its CPU-side thread still runs), so no rank stands out and only the host is known."""
     t_fail = datetime(2026, 11, 29, 10, 14, 0, tzinfo=UTC)
     skews = {h: timedelta(seconds=37 * h - 60) for h in range(world_size // GPUS_PER_NODE)}
     for r in range(world_size):
         path = out / _host(r) / f"rank{r}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(_rank_log(r, world_size, t_fail, skews[r // GPUS_PER_NODE], victim)) + "\n")
+        lines = _rank_log(r, world_size, t_fail, skews[r // GPUS_PER_NODE], victim if silent else -1)
+        path.write_text("\n".join(lines) + "\n")
     stamp = f"[{t_fail + skews[victim // GPUS_PER_NODE]:%a %b %d %H:%M:%S %Y}]"
     (out / _host(victim) / "dmesg.log").write_text(f"{stamp} NVRM: Xid (PCI:0000:{bus:02x}:00): {xid}, "
                                                    f"{XID_TEXT[xid].format(name=name)}\n")

@@ -12,6 +12,7 @@ from firstfault.simulate import oom_killed_rank
 from ingest.files import expand
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident
+from tests.api.seed import xid_job
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 
@@ -35,6 +36,18 @@ def _marker_y(g: ElementTree.Element) -> float:
     return (min(ys) + max(ys)) / 2
 
 
+def _marker_x(g: ElementTree.Element) -> float:
+    """A dot's centre, or a diamond's (its path starts at the top vertex, straight above the centre)."""
+    circle = g.find("svg:circle", NS)
+    if circle is not None:
+        return float(circle.get("cx", 0))
+    path = g.find("svg:path", NS)
+    assert path is not None
+    m = re.match(r"M([\d.]+) ", path.get("d", ""))
+    assert m
+    return float(m.group(1))
+
+
 def test_a_512_rank_job_is_drawn_in_bands_with_the_initiator_in_its_band(tmp_path: Path) -> None:
     oom_killed_rank(tmp_path, world_size=512, victim=300, seed=3)
     d = diagnose_sources(default_matcher(), expand([str(tmp_path)]), 2026)
@@ -49,8 +62,12 @@ def test_a_512_rank_job_is_drawn_in_bands_with_the_initiator_in_its_band(tmp_pat
     assert abs(_marker_y(initiating) - label_y) < 8
 
 
-def test_a_host_level_fault_spans_the_ranks_of_its_host(history: dict[str, Incident]) -> None:
-    d = history["train-xid-2"].diagnosis  # Xid 79 on node001: the kernel line names no rank
+def test_a_host_level_fault_spans_the_ranks_of_its_host(tmp_path: Path) -> None:
+    # Xid 79 on node001 while every rank's watchdog times out, the victim's too: the kernel line names no rank and
+    # no rank stands out, so the diagnosis names the host only
+    xid_job(tmp_path, victim=10, silent=False)
+    d = diagnose_sources(default_matcher(), expand([str(tmp_path)]), 2026)
+    assert d.root_cause is not None and (d.root_cause.rank, d.root_cause.host) == (None, "node001")
     svg = timeline_svg(d)
     [initiating] = _events(svg, "initiating")
     assert (initiating.get("data-rank"), initiating.get("data-host")) == ("", "node001")
@@ -60,6 +77,19 @@ def test_a_host_level_fault_spans_the_ranks_of_its_host(history: dict[str, Incid
     assert top < _row_of(svg, "rank 8") and top + height > _row_of(svg, "rank 14")
 
 
+def test_a_host_level_fault_sits_on_the_rank_the_diagnosis_names(history: dict[str, Incident]) -> None:
+    # Xid 79 on node001, and rank 10 of node001 (the seed's victim) is the one absent from the collective the
+    # other 31 ranks time out in: the kernel line is drawn on rank 10's row, not over the host
+    d = history["train-xid-2"].diagnosis
+    assert d.root_cause is not None and (d.root_cause.rank, d.root_cause.host) == (10, "node001")
+    svg = timeline_svg(d)
+    markers = _events(svg, "initiating")
+    assert {(g.get("data-rank"), g.get("data-host")) for g in markers} == {("10", "node001")}
+    [xid] = [g for g in markers if g.get("data-signature") == "xid.79"]
+    assert xid.find("svg:rect", NS) is None  # no bar over the host
+    assert abs(_marker_y(xid) - _row_of(svg, "rank 10")) < 8
+
+
 def test_events_without_a_clock_get_their_own_lane(history: dict[str, Incident]) -> None:
     d = history["train-oom-1"].diagnosis
     untimed = [e for e in d.timeline if e.time is None]
@@ -67,11 +97,12 @@ def test_events_without_a_clock_get_their_own_lane(history: dict[str, Incident])
     svg = timeline_svg(d)
     lane = re.search(r'<rect class="noclock" x="([\d.]+)"', svg)
     assert lane
-    dots = [g for g in _events(svg, "collateral") if g.get("data-time") == "no clock"]
+    # the two connection resets (collateral) and rank 37's absence from the collective (derived from the others'
+    # sequence numbers: no line of its own, no time; part of the initiator's failure)
+    dots = [g for role in ("collateral", "initiating") for g in _events(svg, role) if g.get("data-time") == "no clock"]
     assert len(dots) == len(untimed)
     for g in dots:
-        circle = g.find("svg:circle", NS)
-        assert circle is not None and float(circle.get("cx", 0)) > float(lane.group(1))
+        assert _marker_x(g) > float(lane.group(1))
 
 
 def test_text_in_the_picture_is_escaped() -> None:

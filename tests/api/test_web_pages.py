@@ -35,8 +35,12 @@ def test_the_incident_page_draws_the_timeline_with_the_initiator_on_its_rank(cli
                                                                              history: dict[str, Incident]) -> None:
     html = _page(client, f"/incidents/{history['train-oom-1'].id}")
     svg = html[html.index("<svg"):html.index("</svg>")]
-    initiating = re.findall(r'<g class="event initiating" data-rank="(\d*)" data-host="([^"]*)"', svg)
-    assert initiating == [("37", "node004")]
+    initiating = re.findall(r'<g class="event initiating" data-rank="(\d*)" data-host="([^"]*)" data-time="([^"]*)" '
+                            r'data-signature="([^"]*)"', svg)
+    # the OOM kill, at its corrected time, on rank 37's row; and rank 37's absence from the collective the 63
+    # others time out in (derived from their sequence numbers: no time of its own, so in the no-clock lane)
+    assert sorted((rank, host, sig, when == "no clock") for rank, host, when, sig in initiating) == [
+        ("37", "node004", "host.oom_killer", False), ("37", "node004", "pytorch.c10d.desync_not_joined", True)]
     assert len(re.findall(r'class="event collateral"', svg)) >= 63
     assert "no clock" in svg  # two connection resets carry no timestamp: they get their own lane
     assert 'id="verify-cmd"' in html and "dmesg -T | grep -c &#39;Out of memory: Killed process&#39;" in html
@@ -52,7 +56,10 @@ def test_log_text_is_escaped_everywhere(client: Client, history: dict[str, Incid
 def test_a_revised_incident_shows_what_changed(client: Client, history: dict[str, Incident]) -> None:
     html = _page(client, f"/incidents/{history['train-xid-1'].id}")
     revisions = html[html.index('<ol class="revisions">'):]
-    assert "first diagnosis" in revisions and "→ xid.79 (node001)" in revisions
+    # before its kernel log came, rank 9 (the seed's victim) was known by its absence from the collective the
+    # others time out in; the Xid then named why, on the same rank
+    assert "first diagnosis" in revisions
+    assert "pytorch.c10d.desync_not_joined (rank 9 on node001) → xid.79 (rank 9 on node001)" in revisions
 
 
 def test_offenders_and_catalog_pages(client: Client) -> None:
