@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from api.history import history_router
 from api.ingest import ingest_router
+from api.limits import BodyLimit
 from api.subscriptions import subscriptions_router
 from api.web import static_files, web_router
 from catalog.loader import default_catalog
@@ -20,6 +21,7 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> Fast
     app = FastAPI(title="firstfault", version=__version__,
                   description="Which rank or node failed first, why, what to do, and how to verify the fix.")
     app.state.settings, app.state.store = settings, store
+    app.add_middleware(BodyLimit)  # every body bounded before a route reads it (api/limits.py)
     app.include_router(ingest_router(dispatcher, settings.api_token))
     catalog = default_catalog()
     app.include_router(history_router(store, catalog, settings.api_token))

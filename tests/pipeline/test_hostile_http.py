@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from api.limits import MAX_BODY_BYTES
 from firstfault.serve import Embedded, build_embedded
 from firstfault.settings import load_settings
 from schemas.wire import MAX_WORLD_SIZE
@@ -124,3 +125,21 @@ def test_each_job_bound_is_a_400_naming_the_field(service: tuple[Embedded, httpx
     _, http = service
     answer = http.post("/v1/jobs", json={"job_id": "j", "state": "failed", field: value})
     assert answer.status_code == 400 and answer.json()["detail"].startswith(field)
+
+
+@pytest.mark.parametrize("path", ["/v1/shards", "/v1/subscriptions", "/v1/incidents/x/resolve"])
+def test_a_body_past_the_limit_is_a_413_before_it_is_read_whole(service: tuple[Embedded, httpx.Client],
+                                                                 path: str) -> None:
+    """Declared too long, or sent chunked without a length and cut off as it arrives: 413, the service holds at
+    most the limit."""
+    _, http = service
+    declared = http.post(path, content=b"x" * (MAX_BODY_BYTES + 1))
+    assert declared.status_code == 413 and f"{MAX_BODY_BYTES:,} bytes" in declared.json()["detail"]
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(64):  # 64 MiB if it were all read
+            yield b"[" * (1 << 20)
+
+    chunked = http.post(path, content=chunks())
+    assert chunked.status_code == 413
+    _still_serving(http)
