@@ -90,6 +90,9 @@ def _replay(row: DeadLetterRow, url: str, token: str | None) -> None:
     from schemas.errors import PermanentError
     from schemas.wire import JobEvent, LogShard
 
+    if row.kind == "message":
+        raise UsageError(f"dead letter {row.id} is a message the consumer refused: fix it at the producer and "
+                         "produce it again (its original bytes are value_base64 in `firstfault dlq show`)")
     if row.kind not in ("job", "shard"):
         raise UsageError(f"dead letter {row.id} is a {row.kind}: only jobs and shards are replayed (a job's "
                          "correlation runs again when its job event or a shard is sent again)")

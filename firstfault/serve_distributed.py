@@ -12,6 +12,7 @@ from ingest.consumer import kafka_ingest, stop_on_signals
 from ingest.kafka import KafkaDispatcher, WireProducer, create_topics
 from ingest.topics import DEFAULT_TOPICS
 from schemas.errors import UsageError
+from store.dead_letters import keep_message
 from store.incidents import Store
 from workers.app import make_app
 from workers.dispatch import CeleryDispatcher
@@ -35,7 +36,8 @@ def run_distributed(settings: Settings, host: str, port: int, http: bool = True)
         raise UsageError("distributed serve needs FIRSTFAULT_KAFKA_BOOTSTRAP (or run `firstfault serve --embedded`)")
     create_topics(bootstrap, DEFAULT_TOPICS)
     store = Store.open(settings.database_url)  # migrates the schema once, before any worker writes
-    loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), DEFAULT_TOPICS, settings.kafka_group)
+    loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), DEFAULT_TOPICS, settings.kafka_group,
+                        also=lambda letter: keep_message(store, letter))
     stop = threading.Event()
     stop_on_signals(stop)
     if http:

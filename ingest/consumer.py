@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from ingest.dispatch import Dispatcher
-from ingest.dlq import DeadLetterWriter
+from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from ingest.validate import validate_message
@@ -181,12 +181,13 @@ class IngestLoop:
 
 
 def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAULT_TOPICS, group: str = GROUP,
-                 batch: int = 64, poll_timeout_s: float = 1.0, backoff: Backoff | None = None) -> IngestLoop:
+                 batch: int = 64, poll_timeout_s: float = 1.0, backoff: Backoff | None = None,
+                 also: Callable[[DeadLetter], object] | None = None) -> IngestLoop:
     """The loop wired to Kafka: a consumer of the jobs and shards topics, and a DLQ writer with its own producer.
     Run it with `loop.run(stop)`; `stop_on_signals(stop)` makes SIGTERM stop it cleanly."""
     source = KafkaSource(bootstrap, topics, group, batch=batch)
     try:
-        dead_letters = DeadLetterWriter(WireProducer(bootstrap), topics.dlq)
+        dead_letters = DeadLetterWriter(WireProducer(bootstrap), topics.dlq, also=also)
     except TransportError:
         source.close()
         raise

@@ -13,6 +13,7 @@ A record is JSON, one per rejected message, keyed like the original (so a job's 
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Protocol
@@ -20,6 +21,8 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from ingest.topics import DEFAULT_TOPICS
+
+log = logging.getLogger(__name__)
 
 
 class DeadLetter(BaseModel):
@@ -60,16 +63,23 @@ class DeadLetterWriter:
     consumer may then commit the rejected message's offset. Raises TransportError when it cannot."""
 
     def __init__(self, producer: Producer, topic: str = DEFAULT_TOPICS.dlq,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 also: Callable[[DeadLetter], object] | None = None) -> None:
         self._producer = producer
         self._topic = topic
         self._clock = clock
+        self._also = also  # e.g. keep it in the store too, for `firstfault dlq list`; best effort
 
     def write(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, reason: str,
               headers: Mapping[str, str]) -> DeadLetter:
         record = dead_letter(topic, partition, offset, key, value, reason, headers, self._clock())
         self._producer.send(self._topic, key, record.model_dump_json().encode("utf-8"), {})
         self._producer.flush()
+        if self._also is not None:
+            try:
+                self._also(record)
+            except Exception:  # the topic has it, durably: a second copy failing must not stop the consumer
+                log.exception("dead letter of %s@%d kept on %s only", topic, offset, self._topic)
         return record
 
     def close(self) -> None:

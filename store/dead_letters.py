@@ -48,6 +48,13 @@ def record(store: Store, kind: str, where: str, reason: str, payload: dict[str, 
         return row.id
 
 
+def keep_message(store: Store, letter: Any) -> int:
+    """A Kafka message the consumer dead-lettered (ingest.dlq.DeadLetter), kept here too: the topic stays the
+    record of its original bytes, this row makes it listable."""
+    dumped = letter.model_dump(mode="json")
+    return record(store, "message", letter.topic, letter.reason, {"job_id": letter.key, **dumped}, letter.time)
+
+
 def listed(store: Store, job_id: str | None = None, limit: int = 100) -> list[DeadLetterRow]:
     """The newest first."""
     with store.session() as s:

@@ -1,5 +1,6 @@
 """Test doubles for the ingest edge: a Dispatcher that records what it is handed (optionally refusing the first
-few hand-offs), and the entry point of a consumer process the tests kill or stop with a signal."""
+few hand-offs), a consumer over a list of records, a DLQ producer that keeps what it is sent, and the entry point
+of a consumer process the tests kill or stop with a signal."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ingest.kafka import Record
 from schemas.errors import RetryableError
 from schemas.wire import JobEvent, LogShard
 
@@ -39,6 +41,41 @@ class RecordingDispatcher:
             self.before(model)
         if self.attempts <= self.refuse:
             raise RetryableError(f"refusing hand-off {self.attempts} of {self.refuse}", retry_after=0.0)
+
+
+@dataclass
+class ListSource:
+    """A consumer over a fixed list of records: one batch, then nothing."""
+
+    records: list[Record]
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def poll(self, timeout_s: float) -> list[Record]:
+        out, self.records = self.records, []
+        return out
+
+    def commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None:
+        self.committed.update(next_offsets)
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        raise AssertionError("nothing is retried here")
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class DlqProducer:
+    sent: list[bytes] = field(default_factory=list)
+
+    def send(self, topic: str, key: bytes | None, value: bytes, headers: Mapping[str, str]) -> None:
+        self.sent.append(value)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class FileDispatcher:

@@ -107,3 +107,36 @@ def test_a_celery_task_s_permanent_failure_is_a_dead_letter(env: str, monkeypatc
         if tasks.pipeline.cache_info().currsize:
             tasks.pipeline().store.close()
         tasks.pipeline.cache_clear()
+
+
+def test_the_consumer_s_rejects_are_listed_too(env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A message the Kafka consumer refuses goes to firstfault.dlq and, in serve, into the store as well."""
+    import base64
+    import threading
+
+    from ingest.consumer import IngestLoop
+    from ingest.dlq import DeadLetterWriter
+    from ingest.kafka import Record
+    from ingest.topics import DEFAULT_TOPICS
+    from store.dead_letters import keep_message
+    from store.incidents import Store
+    from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
+
+    raw = b'{"job_id": "j31", "rank": ' + str(10**30).encode() + b', "seq": 0, "data": "x"}'
+    store = Store.open(env)
+    try:
+        producer = DlqProducer()
+        loop = IngestLoop(ListSource([Record(DEFAULT_TOPICS.shards, 0, 7, b"j31", raw, {})]), RecordingDispatcher(),
+                          DeadLetterWriter(producer, also=lambda letter: keep_message(store, letter)))
+        assert loop.step(threading.Event()).dead_lettered == 1
+    finally:
+        store.close()
+    assert len(producer.sent) == 1  # on the topic, and:
+    assert main(["dlq", "list", "--job", "j31", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["kind"], row["where"]) == ("message", DEFAULT_TOPICS.shards) and "rank" in row["reason"]
+    assert main(["dlq", "show", str(row["id"])]) == 0
+    shown = json.loads(capsys.readouterr().out)["payload"]
+    assert base64.b64decode(shown["value_base64"]) == raw and shown["offset"] == 7
+    assert main(["dlq", "replay", str(row["id"])]) == 2
+    assert "fix it at the producer" in capsys.readouterr().err

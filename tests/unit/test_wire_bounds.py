@@ -8,8 +8,6 @@ import json
 import threading
 import time
 import tracemalloc
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +20,7 @@ from ingest.kafka import Record
 from ingest.topics import DEFAULT_TOPICS
 from ingest.wire_schema import json_schema
 from schemas.wire import MAX_RANK, MAX_SEQ, MAX_WORLD_SIZE, JobEvent
-from tests.fakes.ingest import RecordingDispatcher
+from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
@@ -65,42 +63,6 @@ def test_readiness_of_the_largest_job_costs_what_arrived() -> None:
     assert not ready.ready and peak < 1 << 20
     small = JobEvent(job_id="j", state="failed", world_size=4)
     assert readiness(small, NOW, done, done, NOW, timedelta(seconds=30)).ready
-
-
-@dataclass
-class ListSource:
-    """A consumer over a fixed list of records: one batch, then nothing."""
-
-    records: list[Record]
-    committed: dict[tuple[str, int], int] = field(default_factory=dict)
-
-    def poll(self, timeout_s: float) -> list[Record]:
-        out, self.records = self.records, []
-        return out
-
-    def commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None:
-        self.committed.update(next_offsets)
-
-    def seek(self, topic: str, partition: int, offset: int) -> None:
-        raise AssertionError("nothing is retried here")
-
-    def close(self) -> None:
-        pass
-
-
-@dataclass
-class DlqProducer:
-    sent: list[bytes] = field(default_factory=list)
-
-    def send(self, topic: str, key: bytes | None, value: bytes, headers: Mapping[str, str]) -> None:
-        assert topic == DEFAULT_TOPICS.dlq
-        self.sent.append(value)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 BAD = {
