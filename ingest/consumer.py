@@ -19,11 +19,11 @@ from typing import Protocol
 from ingest.dispatch import Dispatcher
 from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
-from ingest.topics import DEFAULT_TOPICS, Topics
+from ingest.topics import DEFAULT_TOPICS, Kind, Topics
 from ingest.validate import validate_message
 from pipeline import tracing
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
-from schemas.wire import JobEvent
+from schemas.wire import JobEvent, LogShard
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class IngestLoop:
         try:
             if kind is None:
                 raise InvalidMessage(f"topic {record.topic!r} is not one firstfault ingests")
-            model = validate_message(kind, record.value, record.key)
+            model = _validated(kind, record)
             with tracing.span("firstfault.consume", record.headers, topic=record.topic, offset=record.offset,
                               job_id=model.job_id):
                 # the next hop continues this span's trace (itself a child of the producer's traceparent)
@@ -192,6 +192,18 @@ def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAUL
         source.close()
         raise
     return IngestLoop(source, dispatcher, dead_letters, topics, poll_timeout_s, backoff)
+
+
+def _validated(kind: Kind, record: Record) -> JobEvent | LogShard:
+    """validate_message, where a bug that lets another exception out dead-letters the message instead of
+    stopping the loop on it again at every restart (a poison message)."""
+    try:
+        return validate_message(kind, record.value, record.key)
+    except InvalidMessage:
+        raise
+    except Exception as exc:
+        log.exception("ingest: validating %s failed unexpectedly", _where(record))
+        raise InvalidMessage(f"could not be validated ({type(exc).__name__}: {exc})") from exc
 
 
 def _where(record: Record) -> str:

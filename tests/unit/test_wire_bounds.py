@@ -103,3 +103,19 @@ def test_a_log_line_claiming_an_impossible_world_size_sizes_nothing(world: int) 
     started = time.monotonic()
     assert _launch_ranks(claims, default_catalog(), []) == []
     assert time.monotonic() - started < 1
+
+
+def test_a_bug_in_validation_dead_letters_the_message_instead_of_stopping_the_consumer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import ingest.consumer
+
+    def broken(kind: object, value: object, key: object) -> None:
+        raise MemoryError("a bug")
+
+    monkeypatch.setattr(ingest.consumer, "validate_message", broken)
+    producer = DlqProducer()
+    loop = IngestLoop(ListSource([Record(DEFAULT_TOPICS.jobs, 0, 0, b"j", b"{}", {})]), RecordingDispatcher(),
+                      DeadLetterWriter(producer, clock=lambda: NOW))
+    assert loop.step(threading.Event()).dead_lettered == 1
+    letter = DeadLetter.model_validate(json.loads(producer.sent[0]))
+    assert letter.reason == "could not be validated (MemoryError: a bug)" and letter.original() == b"{}"
