@@ -65,6 +65,10 @@ class Features:
     collateral_only: float  # every line is a consequence: the initiator printed nothing here
     unknown_suspect: float  # no catalog entry fits; a rank's unique lines are the lead
     no_suspect: float  # nobody scored at all: the answer is what the first consequence names
+    # Names nobody, and nothing says the fault is the job's (no job-scope entry, no derived relation, no known rank
+    # or host that locate() cleared because the whole job or several nodes share it): the owner is unknown, which is
+    # not a claim that there is none, so it is held under the suspects line.
+    unlocated: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -144,6 +148,9 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
         no_suspect=float(top is None),
+        unlocated=float(rank is None and host is None and not sequence
+                        and not (sig is not None and sig.scope is Scope.JOB)
+                        and not (top is not None and (top.target.rank is not None or top.target.host is not None))),
     )
 
 
@@ -159,12 +166,15 @@ def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None
 def cap(f: Features) -> float:
     """The highest confidence the evidence allows, whatever the fit says."""
     limit = CEILING
-    if not (f.cause or f.named or f.sequence) or f.unplaced:
-        # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own
+    if not (f.cause or f.named or f.sequence) or f.unplaced or f.assumed_rank:
+        # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
+        # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
     if f.thin and not f.job_wide:
+        limit = min(limit, CAP_THIN)
+    if f.unlocated:
         limit = min(limit, CAP_THIN)
     return limit
 

@@ -169,3 +169,30 @@ def test_a_suspects_evidence_is_redacted_before_it_is_posted(thin_job: Path) -> 
     d.suspects[1].evidence[0] = d.suspects[1].evidence[0].model_copy(update={"text": f"HF_TOKEN={token}"})
     body = json.dumps(incident_blocks(_incident(d), URL)) + json.dumps(build_event(_incident(d), "R" * 32, URL))
     assert token not in body and "HF_TOKEN=[REDACTED]" in body
+
+
+def test_a_cause_in_a_log_without_rank_prefixes_is_rank_0s_by_assumption_and_never_90_percent(tmp_path: Path) -> None:
+    """A pasted log with no prefixes is read as rank 0's, an assumption the hard rule does not let reach 0.9:
+    the cause is certain, whose it is is not. The line is PyTorch's CUDA OOM (c10/cuda/CUDACachingAllocator.cpp)."""
+    (tmp_path / "paste.log").write_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.15 GiB of which 1.02 GiB is free.\n")
+    rc = _diagnose(tmp_path / "paste.log").root_cause
+    assert rc is not None and rc.signature == "cuda.oom" and rc.rank == 0
+    assert 0.5 <= rc.confidence < 0.9
+
+
+def test_an_answer_that_names_nobody_without_a_job_wide_reason_says_not_sure(tmp_path: Path) -> None:
+    """A paste of two ranks' output where the cause line carries no prefix (PyTorch's CUDA error, c10/cuda/
+    CUDAException.cpp) while the others' lines are rank-prefixed: nothing locates the cause and nothing says the
+    whole job shares it, so naming nobody is not an answer to be sure of, and the verdict lists suspects."""
+    (tmp_path / "paste.log").write_text(
+        "[rank1]: step 1200 loss 2.31\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[rank1]: torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network "
+        "error, NCCL version 2.21.5\n")
+    d = _diagnose(tmp_path / "paste.log")
+    rc = d.root_cause
+    assert rc is not None and rc.signature == "cuda.illegal_memory_access"
+    assert rc.rank is None and rc.host is None
+    assert rc.confidence < calibration.SUSPECTS_BELOW and d.verdict == "suspects"
