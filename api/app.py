@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from api.history import history_router
 from api.ingest import ingest_router
 from api.limits import BodyLimit
+from api.scopes import ReadScope
 from api.subscriptions import subscriptions_router
 from api.web import static_files, web_router
 from catalog.loader import default_catalog
@@ -22,6 +23,8 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> Fast
                   description="Which rank or node failed first, why, what to do, and how to verify the fix.")
     app.state.settings, app.state.store = settings, store
     app.add_middleware(BodyLimit)  # every body bounded before a route reads it (api/limits.py)
+    if settings.api_read_token:  # reads need a token too (api/scopes.py); writes always need the write token
+        app.add_middleware(ReadScope, read=settings.api_read_token, write=settings.api_token)
     app.include_router(ingest_router(dispatcher, settings.api_token))
     catalog = default_catalog()
     app.include_router(history_router(store, catalog, settings.api_token))

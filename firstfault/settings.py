@@ -42,6 +42,7 @@ class Settings(BaseModel):
     # bearer token for writes (ingest, subscriptions, resolve); None: writes are open, so `serve` then binds only a
     # loopback address unless --insecure
     api_token: str | None = None
+    api_read_token: str | None = None  # set: reads (API, pages) need it or api_token; unset: reads are open
     public_url: str = "http://127.0.0.1:8321"  # links in posts point here
     tracing: Literal["off", "console", "otlp"] = "off"
     otlp_endpoint: str | None = None

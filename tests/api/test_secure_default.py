@@ -153,3 +153,24 @@ def test_the_policy_reads_the_admins_list() -> None:
     assert policy.problem("https://corp.example.com/x") is not None
     assert WebhookPolicy.parse("*").problem("https://anything.example/x") is None
     assert WebhookPolicy.parse("*").problem("http://anything.example/x") is not None
+
+
+def test_a_read_token_reads_and_cannot_write(sqlite_url: str) -> None:
+    store = Store.open(sqlite_url)
+    app = create_app(Settings(database_url=sqlite_url, api_token=TOKEN, api_read_token="reader-token"),
+                     EmbeddedRunner(), store)
+    job = {"job_id": "j", "state": "failed"}
+    try:
+        with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+            reader, writer = {"Authorization": "Bearer reader-token"}, AUTH
+            for path in ("/v1/incidents", "/v1/subscriptions", "/incidents"):
+                assert http.get(path).status_code == 401
+                assert http.get(path, headers={"Authorization": "Bearer nope"}).status_code == 401
+                assert http.get(path, headers=reader).status_code == 200
+                assert http.get(path, headers=writer).status_code == 200
+            assert http.get("/healthz").status_code == 200  # a probe holds no token
+            assert http.post("/v1/jobs", json=job).status_code == 401
+            assert http.post("/v1/jobs", json=job, headers=reader).status_code == 401  # read scope only
+            assert http.post("/v1/jobs", json=job, headers=writer).status_code == 202
+    finally:
+        store.close()
