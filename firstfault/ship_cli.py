@@ -69,6 +69,8 @@ def _ship(args: argparse.Namespace) -> int:
         raise UsageError("ship: --state sends the job event; ship the logs in a separate call")
     if event is None and len(args.host) > 1:
         raise UsageError("ship: logs come from one --host")
+    if event is None:
+        _check_shard_fields(args)
     try:
         transport = _transport(args)
         if event is not None:
@@ -116,6 +118,17 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
             raise UsageError(f"ship: {flag} takes NAME=VALUE, got {item!r}")
         pairs[name] = value
     return pairs
+
+
+def _check_shard_fields(args: argparse.Namespace) -> None:
+    """--rank and --host within the wire bounds: a usage error now, not a traceback from the first shard."""
+    from ingest.validate import condense
+    from schemas.wire import LogShard
+
+    try:
+        LogShard(job_id=args.job, rank=args.rank, host=args.host[0] if args.host else None, seq=0, data="")
+    except ValidationError as exc:
+        raise UsageError(f"ship: {condense(exc)}") from None
 
 
 def _job_event(args: argparse.Namespace) -> JobEvent:

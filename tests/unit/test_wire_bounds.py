@@ -9,6 +9,7 @@ import threading
 import time
 import tracemalloc
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,15 @@ def test_a_bug_in_validation_dead_letters_the_message_instead_of_stopping_the_co
     assert loop.step(threading.Event()).dead_lettered == 1
     letter = DeadLetter.model_validate(json.loads(producer.sent[0]))
     assert letter.reason == "could not be validated (MemoryError: a bug)" and letter.original() == b"{}"
+
+
+@pytest.mark.parametrize(("flags", "why"), [(["--rank", "2000000"], "rank: Input should be less than or equal to"),
+                                            (["--host", "h" * 300], "host: String should have at most 255")])
+def test_ship_refuses_out_of_bound_flags_with_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            flags: list[str], why: str) -> None:
+    from firstfault.cli import main
+
+    log = tmp_path / "x.log"
+    log.write_text("hello\n")
+    assert main(["ship", "--url", "http://127.0.0.1:9", "--job", "j", *flags, str(log)]) == 2
+    assert why in capsys.readouterr().err
