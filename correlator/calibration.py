@@ -69,6 +69,10 @@ class Features:
     # or host that locate() cleared because the whole job or several nodes share it): the owner is unknown, which is
     # not a claim that there is none, so it is held under the suspects line.
     unlocated: float = 0.0
+    # A second, independent kind of evidence agrees: its exit code or signal, others' lines pointing at it, a naming
+    # report or sequence numbers. One line alone, however specific, can sit on the wrong rank (a paste's prefixes,
+    # two failures in one log), so it is not enough for 0.9.
+    corroborated: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -148,6 +152,7 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
         no_suspect=float(top is None),
+        corroborated=float(named or sequence or (cause and (exit_code or bool(top and top.support_events)))),
         unlocated=float(rank is None and host is None and not sequence
                         and not (sig is not None and sig.scope is Scope.JOB)
                         and not (top is not None and (top.target.rank is not None or top.target.host is not None))),
@@ -166,7 +171,7 @@ def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None
 def cap(f: Features) -> float:
     """The highest confidence the evidence allows, whatever the fit says."""
     limit = CEILING
-    if not (f.cause or f.named or f.sequence) or f.unplaced or f.assumed_rank:
+    if not (f.cause or f.named or f.sequence) or f.unplaced or f.assumed_rank or not f.corroborated:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)

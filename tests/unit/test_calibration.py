@@ -196,3 +196,13 @@ def test_an_answer_that_names_nobody_without_a_job_wide_reason_says_not_sure(tmp
     assert rc is not None and rc.signature == "cuda.illegal_memory_access"
     assert rc.rank is None and rc.host is None
     assert rc.confidence < calibration.SUSPECTS_BELOW and d.verdict == "suspects"
+
+
+def test_one_cause_line_alone_never_reaches_90_percent_and_a_second_kind_of_evidence_may() -> None:
+    """0.9 needs two kinds of evidence that agree: a line of its own and its exit code, others' lines pointing at
+    it, a naming report or sequence numbers. The first alone sits on the wrong rank too often (pastes, two
+    failures in one log)."""
+    alone = dataclasses.replace(ZERO, cause=1.0, strength=1.0, margin=1.0)
+    assert calibrated(alone) < 0.9
+    assert calibrated(dataclasses.replace(alone, corroborated=1.0)) > calibrated(alone) - 1e-9
+    assert calibration.cap(dataclasses.replace(alone, corroborated=1.0)) >= 0.9
