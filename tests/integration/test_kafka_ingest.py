@@ -103,11 +103,20 @@ def test_bad_messages_are_dead_lettered_with_reasons_while_good_ones_flow(kafka_
                  job.encode()),
         "truncated gzip": (topics.shards, json.dumps({"job_id": job, "seq": 6, "compression": "gzip",
                                                       "data": truncated_gzip}).encode(), job.encode()),
+        # issue 27: out of the wire bounds, and nesting that would exhaust the parser's recursion
+        "rank 10**30": (topics.shards, b'{"job_id": "job-dlq", "rank": ' + str(10**30).encode() + b', "seq": 7, '
+                        b'"data": "x"}', job.encode()),
+        "world_size 1e9": (topics.jobs, b'{"job_id": "job-dlq", "state": "failed", "world_size": 1000000000}',
+                           job.encode()),
+        "100,000 [": (topics.shards, b"[" * 100_000, job.encode()),
     }
     expected_reason = {"malformed": "not JSON", "truncated": "truncated?", "oversized": "over the 1,048,576-byte",
                        "wrong key": "is not the job_id", "binary": "not UTF-8",
                        "missing field": "state: Field required", "bomb": "decompression bomb",
-                       "truncated gzip": "gzip data is truncated"}
+                       "truncated gzip": "gzip data is truncated",
+                       "rank 10**30": "rank: Input should be less than or equal to 1048575",
+                       "world_size 1e9": "world_size: Input should be less than or equal to 1048576",
+                       "100,000 [": "JSON nested deeper than 32 levels"}
     producer = WireProducer(kafka_bootstrap)
     trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
     producer.send(topics.jobs, job.encode(), good_job, trace)
