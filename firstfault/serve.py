@@ -51,12 +51,14 @@ def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_save
 def build_embedded(settings: Settings, on_saved: OnSaved | None = None) -> Embedded:
     from api.app import create_app
     from pipeline.embedded import EmbeddedRunner
+    from pipeline.sweep import resume_pending
     from store.incidents import Store
 
     store = Store.open(settings.database_url)
     runner = EmbeddedRunner(queue_size=settings.queue_size)
     pipeline = pipeline_for(settings, store, runner, on_saved)
     runner.bind(pipeline)
+    resume_pending(store, runner)  # correlations the previous process had pending, timers and all, are re-armed
     return Embedded(create_app(settings, runner, store), runner, pipeline, store)
 
 

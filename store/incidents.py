@@ -135,6 +135,29 @@ class Store:
             s.add(row)
             return True
 
+    def pending_correlations(self, due_before: datetime | None = None, limit: int = 10_000
+                             ) -> list[tuple[str, datetime]]:
+        """Jobs with a correlation noted as scheduled (due before `due_before`, when given), the earliest first:
+        what a sweeper re-sends when the task that should run it is gone (lost with a broker's queue, never
+        published, or held by a process that restarted)."""
+        with self.session() as s:
+            query = select(JobRow.job_id, JobRow.correlate_at).where(col(JobRow.correlate_at).is_not(None))
+            if due_before is not None:
+                query = query.where(col(JobRow.correlate_at) < due_before)
+            rows = s.exec(query.order_by(col(JobRow.correlate_at)).limit(limit)).all()
+            return [(job_id, _aware(due) or due) for job_id, due in rows if due is not None]
+
+    def reclaim(self, job_id: str, due: datetime, now: datetime) -> bool:
+        """Take over a pending correlation still due at `due` (none other rescheduled it meanwhile): it is now
+        due at `now`, so the next sweep waits its grace again while the re-sent task runs."""
+        with self.session() as s:
+            row = s.get(JobRow, job_id, with_for_update=True)
+            if row is None or _aware(row.correlate_at) != due:
+                return False
+            row.correlate_at = now
+            s.add(row)
+            return True
+
     def unschedule(self, job_id: str) -> None:
         with self.session() as s:
             row = s.get(JobRow, job_id, with_for_update=True)

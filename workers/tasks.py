@@ -62,6 +62,30 @@ class DeadLettering(Task):  # type: ignore[misc]
         _dead_letter(KINDS.get(self.name, "task"), self.name, payload, f"{type(exc).__name__}: {exc}")
 
 
+@shared_task(name="firstfault.sweep")
+def sweep() -> int:
+    """Re-send the correlations whose time has come and gone (pipeline/sweep.py); beat runs it."""
+    from pipeline.sweep import resend_overdue
+
+    p = pipeline()
+    sent = resend_overdue(p.store, p.scheduler, datetime.now(UTC))
+    if sent:
+        log.warning("sweep: re-sent %d overdue correlation(s), their tasks were gone: %s", len(sent),
+                    ", ".join(sent[:20]))
+    return len(sent)
+
+
+def _beat() -> None:
+    from pipeline.sweep import SWEEP_EVERY_S
+    from workers.app import app
+
+    # `celery -A workers.app beat` reads this from the default app
+    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-sweep": {
+        "task": "firstfault.sweep", "schedule": SWEEP_EVERY_S, "options": {"expires": SWEEP_EVERY_S * 2}}}
+
+
+_beat()
+
 KINDS = {"firstfault.record_job": "job", "firstfault.match_shard": "shard", "firstfault.correlate_job": "correlate"}
 
 
