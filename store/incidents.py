@@ -110,9 +110,12 @@ class Store:
         row = _shard_row(job_id, key, seq, eof, scanned, now)
         try:
             with self.session() as s:
+                # The job's row is locked first: two workers storing a job's last two shards at once would each
+                # count the other's as missing (neither committed yet) and neither would correlate. Locked, the
+                # second waits for the first's commit and counts both.
+                job = s.get(JobRow, job_id, with_for_update=True)
                 s.add(row)
                 s.flush()  # a redelivered shard fails here, before anything is read
-                job = s.get(JobRow, job_id)
                 if job is None or job.correlate_at is None:  # no correlation pending: nothing is settled
                     return Recorded(True)
                 if not eof and _incomplete(s, job_id, key):

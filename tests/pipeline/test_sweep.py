@@ -77,3 +77,52 @@ def test_an_embedded_service_started_again_correlates_what_the_last_one_had_pend
     finally:
         embedded.runner.stop()
         embedded.store.close()
+
+
+@pytest.mark.integration
+def test_two_workers_storing_a_job_s_last_shards_at_once_one_sees_them_all(fresh_pg_url: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: two workers storing the last two of 16 ranks' eof shards at once each counted 15 ended, so
+    neither correlated and the job waited for group_wait. Worker A is held inside its transaction (after its
+    count, before its commit) while B stores the other shard: B must wait for A and count 16."""
+    import threading
+    import time
+
+    import store.incidents as incidents
+    from correlator.shards import source_key
+
+    store = Store.open(fresh_pg_url)
+    now = datetime.now(UTC)
+    try:
+        store.record_job(failed_job("race", world_size=16), now)
+        assert store.schedule("race", now + timedelta(seconds=30), now)
+        scanned = {"lines": 1, "bytes": 1, "findings": [], "context": []}
+        for rank in range(14):
+            store.record_shard("race", source_key("stdout", rank, None, None), 0, True, scanned, now)
+        inside, original = threading.Event(), incidents._pending_progress
+
+        def held(s: object, row: object, when: datetime) -> object:
+            counted = original(s, row, when)  # type: ignore[arg-type]
+            if threading.current_thread().name == "A":
+                inside.set()
+                time.sleep(1.0)  # counted, not committed yet: B runs meanwhile
+            return counted
+
+        monkeypatch.setattr(incidents, "_pending_progress", held)
+        counts: dict[str, int] = {}
+
+        def store_rank(rank: int) -> None:
+            recorded = store.record_shard("race", source_key("stdout", rank, None, None), 0, True, scanned, now)
+            assert recorded.pending is not None
+            counts[threading.current_thread().name] = recorded.pending[1].ended_ranks
+
+        a = threading.Thread(target=store_rank, args=(14,), name="A")
+        b = threading.Thread(target=store_rank, args=(15,), name="B")
+        a.start()
+        assert inside.wait(10)
+        b.start()
+        a.join(10)
+        b.join(10)
+        assert max(counts.values()) == 16, counts
+    finally:
+        store.close()
