@@ -174,3 +174,14 @@ def test_a_read_token_reads_and_cannot_write(sqlite_url: str) -> None:
             assert http.post("/v1/jobs", json=job, headers=writer).status_code == 202
     finally:
         store.close()
+
+
+def test_the_deploy_files_restart_what_exits() -> None:
+    """Workers, beat and serve come back after they exit (a Redis restart can make a Celery worker exit)."""
+    import yaml
+
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    assert all(services[name].get("restart") == "unless-stopped" for name in ("ingest", "worker", "beat"))
+    units = COMPOSE.parents[1] / "systemd"
+    for unit in ("firstfault-serve.service", "firstfault-worker@.service", "firstfault-beat.service"):
+        assert "Restart=on-failure" in (units / unit).read_text()
