@@ -120,8 +120,8 @@ def test_a_connect_failure_names_the_unreachable_peer_not_the_node_that_tried(
     node's word alone (the peer printed nothing): calibration never gives such an answer 0.9 or more
     (CAP_UNCONFIRMED); within that the fitted model decides, and on the tuning half every answer resting only on
     others' blame of a named rank or host was right (3 of 3, at 0.73-0.83), so no tighter cap is asserted."""
-    files = {"rank0.log": [*F.nccl_init(JOB, 0), F.connect_failed(JOB, 0, "192.168.66.30", "No route to host")]}
+    files = {"rank0.log": [*F.nccl_init(JOB, 0), F.connect_failed(JOB, 0, "10.20.7.41", "No route to host")]}
     rc = _diagnose(F.write(tmp_path, files), capsys)["root_cause"]
     assert isinstance(rc, dict)
-    assert rc["host"] == "192.168.66.30" and rc["rank"] is None, rc["explanation"]
+    assert rc["host"] == "10.20.7.41" and rc["rank"] is None, rc["explanation"]
     assert float(rc["confidence"]) <= calibration.CAP_UNCONFIRMED < 0.9
