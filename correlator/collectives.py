@@ -169,7 +169,7 @@ def _absent(group: dict[int, Timeout], seq: int, count: int, world: int | None) 
     absent = sorted(set(range(size)) - set(group))
     if not absent or len(absent) > max(1, ABSENT_SHARE * size):
         return []
-    first = min(group.values(), key=lambda item: item[0])
+    # cited at a line that exists: the lowest other rank's own timeout in #seq (an absence prints no line)
+    _, _, _, source, line, text = min((item for item in group.values() if item[1] == seq), key=lambda item: item[0])
     return [Lag(rank, "absent", f"it is absent from collective #{seq}: {count} of the job's {size} ranks timed out "
-                f"waiting in it, this one did not", first[3], 0, f"collective #{seq}: rank {rank} absent, "
-                f"{count} of {size} ranks timed out in it") for rank in absent]
+                f"waiting in it, this one did not", source, line, text) for rank in absent]

@@ -32,6 +32,13 @@ def is_address(name: str) -> bool:
     return bool(_IPV4.match(name))
 
 
+def address_in_name(name: str) -> str | None:
+    """The IPv4 address a DNS name carries as its first label (AWS's ip-10-1-2-3.ec2.internal, a pod's
+    10-244-0-8.<namespace>.pod.cluster.local), else None."""
+    m = _DASHED_ADDRESS.match(name)
+    return ".".join(m.groups()) if m else None
+
+
 class _Groups:
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
@@ -67,8 +74,7 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
             continue
         label = name.split(".")[0].lower()
         groups.join(name, by_label.setdefault(label, name))
-        if m := _DASHED_ADDRESS.match(name):
-            address = ".".join(m.groups())
+        if address := address_in_name(name):
             order.setdefault(address, len(order))
             groups.join(address, name)
     owners: dict[str, set[str]] = {}

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord
 
 _IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[\w.-]+):(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)")
@@ -91,6 +92,11 @@ class IdentityMap:
         addr = address.strip("[]")
         if addr in self.host_of_ip:
             return self.host_of_ip[addr]
+        # a survivor names its peer as its resolver does (NCCL prints getnameinfo's name): a name carrying an
+        # address (ip-10-1-2-3.ec2.internal) is the host that advertises it, whatever the logs call that host
+        carried = address_in_name(addr)
+        if carried is not None and carried in self.host_of_ip:
+            return self.host_of_ip[carried]
         known = set(self.host_of_rank.values()) | set(self.host_of_ip.values())
         if addr in known:
             return addr

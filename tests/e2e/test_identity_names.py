@@ -289,3 +289,28 @@ def test_global_rank_prefixes_that_ncclss_init_lines_agree_with_stay(tmp_path: P
     (tmp_path / "node1").mkdir()
     (tmp_path / "node1" / "console.log").write_text(text)
     assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_a_peer_named_by_its_reverse_dns_name_is_the_host_advertising_that_address(tmp_path: Path) -> None:
+    """NCCL's `Connection closed by remote peer %s` prints ncclSocketToString(&sock->addr, ..., numericHostForm=0)
+    (NVIDIA/nccl src/misc/socket.cc, socketProgress): getnameinfo's reverse-DNS name, which on EC2 is the private
+    DNS name carrying the address (ip-10-0-0-2.ec2.internal: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    ec2-instance-naming.html). The folders carry the scheduler's names, NCCL's headers the machine's short name,
+    its `Bootstrap : Using eth0:10.0.0.2<0>` line (src/bootstrap.cc) the address: the peer every survivor names
+    is node gpu-st-p4d-2, reported by the scheduler's name, not as a host of its own."""
+    header = "ip-10-0-0-{n}:{pid}:{pid} [{d}] NCCL INFO "
+    for n in (1, 2, 3):
+        lines = []
+        for d in range(4):
+            r, pid = 4 * (n - 1) + d, 4240 + 16 * n + d
+            lines += [header.format(n=n, pid=pid, d=d) + f"Bootstrap : Using eth0:10.0.0.{n}<0>",
+                      header.format(n=n, pid=pid, d=d) + f"comm 0x55d0a1b2c3d0 rank {r} nranks 12 cudaDev {d} "
+                      f"nvmlDev {d} busId {18 + d}000 commId 0x9f3a5c7e21b04d68 - Init COMPLETE"]
+        if n != 2:
+            lines += [f"ip-10-0-0-{n}:{4240 + 16 * n + d}:{4300 + d} [{d}] misc/socket.cc:50 NCCL WARN "
+                      f"socketProgress: Connection closed by remote peer ip-10-0-0-2.ec2.internal<{40096 + d}>"
+                      for d in range(4)]
+        (tmp_path / f"gpu-st-p4d-{n}").mkdir()
+        (tmp_path / f"gpu-st-p4d-{n}" / "console.log").write_text("\n".join(lines) + "\n")
+    d = _diagnose(tmp_path)
+    assert d.root_cause is not None and d.root_cause.host == "gpu-st-p4d-2", d.root_cause

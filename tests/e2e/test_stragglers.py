@@ -84,3 +84,18 @@ def test_the_rank_that_printed_nothing_without_nccl_info_lines_is_the_straggler(
     ranks 0-15 but 9 time out: the one hole among the ranks that timed out is the straggler."""
     d = _diagnose(F.write(tmp_path, _job([], info=False)), capsys)
     _named(d)
+
+
+def test_the_absent_rank_is_cited_at_a_line_that_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An absence prints no line of its own: the evidence cites the first other rank's watchdog timeout in the
+    collective (rank 0's `WorkNCCL(SeqNum=1843, ...)` line, at its real line number), not a line 0 of a file."""
+    files = _job(None)
+    d = _diagnose(F.write(tmp_path, files), capsys)
+    _named(d)
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    name = f"{JOB.host(0)}/rank0.log"
+    timeout = next(i for i, text in enumerate(files[name], 1) if f"SeqNum={SEQ}," in text)
+    cited = [(e["source"], e["line"], e["text"]) for e in rc["evidence"]]
+    assert (name, timeout, files[name][timeout - 1]) in cited, cited
+    assert all(line >= 1 for _, line, _ in cited if line is not None), cited

@@ -48,3 +48,16 @@ def test_a_pods_dashed_address_record_is_its_address() -> None:
     got = aliases(["trainjob-worker-6", "10-244-0-8.trainjob.default.svc.cluster.local", "10.244.0.8"],
                   advertised=[("trainjob-worker-6", "10.244.0.8")])
     assert got["10-244-0-8.trainjob.default.svc.cluster.local"] == "trainjob-worker-6"
+
+
+def test_a_name_carrying_its_address_gives_the_address() -> None:
+    """AWS's private DNS names (ip-10-1-2-3.ec2.internal, docs.aws.amazon.com ec2-instance-naming) and a pod's A
+    record (10-244-0-8.default.pod.cluster.local, kubernetes/website dns-pod-service.md) carry the address; a
+    node name with digits and dashes does not."""
+    from correlator.hostnames import address_in_name
+
+    assert address_in_name("ip-10-1-2-3.ec2.internal") == "10.1.2.3"
+    assert address_in_name("ip-10-1-2-3") == "10.1.2.3"
+    assert address_in_name("10-244-0-8.trainjob.default.svc.cluster.local") == "10.244.0.8"
+    assert address_in_name("gpu-st-p4d24xlarge-13") is None
+    assert address_in_name("node003.hpc.internal") is None

@@ -101,3 +101,14 @@ def _records(rng: random.Random) -> list[ContextRecord]:
 def test_reading_kind_by_kind_builds_the_map_one_pass_builds(seed: int) -> None:
     records = _records(random.Random(seed))
     assert vars(build_identity(records)) == vars(_one_pass(records))
+
+
+def test_a_peer_named_by_a_dns_name_carrying_an_address_is_the_host_advertising_it() -> None:
+    """NCCL names a peer by getnameinfo's name (src/misc/socket.cc, numericHostForm=0): on EC2
+    ip-10-0-0-2.ec2.internal, the host whose `Bootstrap : Using eth0:10.0.0.2<0>` line advertises 10.0.0.2,
+    whatever the logs call that host."""
+    from correlator.identity import IdentityMap
+
+    ids = IdentityMap(host_of_ip={"10.0.0.2": "gpu-st-p4d-2"})
+    assert ids.host_of("ip-10-0-0-2.ec2.internal") == "gpu-st-p4d-2"
+    assert ids.host_of("ip-10-0-0-9.ec2.internal") is None
