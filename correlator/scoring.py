@@ -150,8 +150,21 @@ def _blame(board: Board, events: list[Event]) -> None:
             for target in ev.implicated:
                 peer_reporters[target].add(ev.reporter)
                 board.get(target).support_events.append(ev)
+    _peer_blame(board, peer_reporters)
+
+
+def _peer_blame(board: Board, peer_reporters: dict[Target, set[Target]]) -> None:
+    """Each peer named by survivors' transport errors, by how many hosts and ranks lost it. A host whose own NIC
+    or link fails loses every peer it talks to, so its ranks name healthy hosts too: a host named only by one
+    other host, which ranks on two or more other hosts name, is that host's view, not a suspect of its own."""
+    accusers: dict[str, set[str]] = defaultdict(set)  # host -> the other hosts whose ranks lost it
+    for target, reporters in peer_reporters.items():
+        if target.host is not None:
+            accusers[target.host] |= {r.host for r in reporters if r.host is not None and r.host != target.host}
     for target, reporters in peer_reporters.items():
         others = {r.host for r in reporters if r.host != target.host}
+        if len(others) == 1 and len(accusers.get(str(next(iter(others))), ())) >= 2:
+            continue  # only a host that many others lost names it
         weight = min(W_PEER_CAP, W_PEER_HOST * max(1, len(others)) + W_PEER_RANK * len(reporters))
         where = f"on {len(others)} other host(s)" if others else "on its own host"
         board.get(target).add(weight, f"{len(reporters)} rank(s) {where} lost their connection to it", own=False)

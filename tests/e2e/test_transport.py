@@ -125,3 +125,29 @@ def test_a_connect_failure_names_the_unreachable_peer_not_the_node_that_tried(
     assert isinstance(rc, dict)
     assert rc["host"] == "10.20.7.41" and rc["rank"] is None, rc["explanation"]
     assert float(rc["confidence"]) <= calibration.CAP_UNCONFIRMED < 0.9
+
+
+def test_a_host_named_only_by_the_host_that_every_other_host_lost_is_not_the_suspect(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-b02's NIC fails. Every one of its 16 ranks loses its IB connection to its peer on gpu-b01 and prints
+    a retry-exceeded completion naming gpu-b01's address (NVIDIA/nccl src/transport/net_ib.cc `Got completion from
+    peer %s with status=12`); the ranks on gpu-b01 and gpu-b03 that talked to gpu-b02 name gpu-b02. gpu-b01 is
+    named by one host, gpu-b02 by two: gpu-b01's 16 accusers are gpu-b02's own view of its dead link, and the
+    suspect is gpu-b02."""
+    job = F.Job(hosts=("gpu-b01", "gpu-b02", "gpu-b03"), per_host=16)
+    files: dict[str, list[str]] = {}
+    t = F.T0
+    for r in range(job.world):
+        lines = F.nccl_init(job, r) + F.steps(r, t)
+        host = job.host(r)
+        if host == "gpu-b02":
+            lines.append(F.ib_retry_exceeded(job, r, "gpu-b01"))
+        elif r in (0, 40):
+            lines.append(F.ib_retry_exceeded(job, r, "gpu-b02"))
+        lines += F.remote_error(job, r, t) + F.teardown(r, t)
+        files[f"{host}/rank{r}.log"] = lines
+    d = _diagnose(F.write(tmp_path, files), capsys)
+    rc = d["root_cause"]
+    suspects = d.get("suspects") or []
+    top = rc["host"] if isinstance(rc, dict) and rc.get("host") else suspects[0]["host"]  # type: ignore[index]
+    assert top == "gpu-b02", (rc, suspects)
