@@ -119,7 +119,8 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
         notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
         return None, host, notes
     if scope is Scope.JOB:
-        if (len(hosts) >= 2 and hosts >= all_hosts) or len(results) == 1 or hosts == all_hosts:
+        # a line that names no host (srun's step report, a launcher's summary) is no host without the fault
+        if (len(hosts) >= 2 and hosts >= all_hosts - {None}) or len(results) == 1 or hosts == all_hosts:
             notes.append("this is a configuration every rank shares, so no single rank is named")
             return None, None, notes
         if len(hosts) == 1:

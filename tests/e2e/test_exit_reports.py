@@ -106,3 +106,24 @@ def test_three_ranks_of_sixteen_failing_alike_are_not_the_whole_job(
                                                                        F.remote_error(job, r, t))]
     rc = _diagnose(F.write(tmp_path, files), capsys)
     assert rc["rank"] in (4, 5, 6), rc["explanation"]
+
+
+def test_a_setting_every_host_shares_is_job_wide_beside_srun_s_step_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every rank on both nodes fails to reach the rendezvous address (NVIDIA/nccl src/misc/socket.cc
+    socketStartConnect: `Connect to %s failed : %s`, strerror's `Network is unreachable`). srun's output file
+    reports each node's task and the step's end (SchedMD/slurm src/srun/launch.c _task_finish;
+    src/slurmd/slurmstepd/req.c _handle_signal_container `*** STEP %s ON %s CANCELLED AT %s ***`;
+    src/api/step_launch.c `Job step aborted: Waiting up to %d seconds for job step to finish.`), lines that name
+    no host of their own: no rank is named."""
+    job = F.Job(hosts=("gpu-c01", "gpu-c02"), per_host=4)
+    files = {f"{job.host(r)}/rank{r}.log": [F.nccl(job, r, "WARN", "socketStartConnect: Connect to "
+                                                   "10.255.0.1<29400> failed : Network is unreachable")]
+             for r in range(job.world)}
+    files["slurm-903.out"] = [F.srun_exit("gpu-c01", "0", 1),
+                              "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+                              "slurmstepd: error: *** STEP 903.0 ON gpu-c01 CANCELLED AT 2026-11-29T10:00:51 ***",
+                              F.srun_exit("gpu-c02", "1", 1)]
+    rc = _diagnose(F.write(tmp_path, files), capsys)
+    assert (rc["rank"], rc["host"]) == (None, None), rc["explanation"]
+    assert rc["signature"] == "nccl.socket.network_unreachable"
