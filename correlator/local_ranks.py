@@ -59,16 +59,20 @@ class LocalRanks:
 
 
 def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[ContextRecord]],
-                speakers: Iterable[tuple[Who, str]], ids: IdentityMap) -> LocalRanks:
-    """``speakers``: every (who, source) of the findings and records; ``ids`` built from the same records."""
+                speakers: Iterable[tuple[Who, str]], ids: IdentityMap, store_world: int | None = None) -> LocalRanks:
+    """``speakers``: every (who, source) of the findings and records; ``ids`` built from the same records;
+    ``store_world``: the job's size as its TCPStore counted clients, if a line says."""
     out = LocalRanks()
     max_local = -1
     hosts_named = False
+    local_hosts: set[str] = set()
     for who, source in speakers:
         hosts_named = hosts_named or who.host is not None
         if who.local_rank is None:
             continue
         max_local = max(max_local, who.local_rank)
+        if who.host is not None:
+            local_hosts.add(who.host)
         if who.host is not None and out.hosts.setdefault((source, who.local_rank), who.host) != who.host:
             out.hosts[(source, who.local_rank)] = None  # two hosts' workers in one source: neither
         rank = who.rank if who.rank is not None else ids.rank_of(who.host, who.pid)
@@ -80,7 +84,30 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
             _teach(out, row.host, row.source, row.local_rank, row.rank)
     _rendezvous(out, of_kind)
     _nodes(out, of_kind, ids, max_local, hosts_named)
+    _last_block(out, local_hosts, ids.world_size or store_world, max_local + 1)
     return out
+
+
+def _last_block(out: LocalRanks, hosts: set[str], world: int | None, nproc: int) -> None:
+    """torchrun numbers each node's workers as one block: global rank = the node's base + local rank, the bases
+    the sums of the lower group ranks' local world sizes (torch/distributed/elastic/agent/server/api.py,
+    _assign_worker_ranks). A job of ``world`` ranks on world / nproc nodes, every node's base known but one's:
+    that node has the block left over."""
+    if out.single_node or not world or nproc < 1 or world % nproc or len(hosts) != world // nproc:
+        return
+    bases: dict[str, set[int]] = defaultdict(set)
+    for (node, local), rank in out.by_node.items():
+        if node[0] == "host" and node[1] in hosts:
+            bases[node[1]].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
+    unknown = [h for h in hosts if h not in bases]
+    known = [next(iter(b)) for b in bases.values() if len(b) == 1]
+    if len(unknown) != 1 or len(known) != len(hosts) - 1 or len(set(known)) != len(known):
+        return
+    left = set(range(0, world, nproc)) - set(known)
+    if len(left) == 1:
+        base = left.pop()
+        for local in range(nproc):
+            out.teach(("host", unknown[0]), local, base + local)
 
 
 def fill_exits(ids: IdentityMap, local: LocalRanks) -> None:

@@ -54,7 +54,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         of_kind = records_by_kind(context)
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
         pairs = _speakers(findings, context)
-    local = local_ranks(context, of_kind, pairs, ids)
+    local = local_ranks(context, of_kind, pairs, ids, _store_world(findings))
     ranked = _global_ranks(findings, context, local) if any(w.local_rank is not None for w, _ in pairs) else None
     if ranked is not None:
         findings, context = ranked
@@ -71,6 +71,14 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     fill_exits(ids, local)
     return Named(findings, context, of_kind, ids, local)
+
+
+def _store_world(findings: Sequence[Finding]) -> int | None:
+    """The job's size as the TCPStore server counts its clients ("Timed out after 901 seconds waiting for
+    clients. 15/16 clients joined.": pytorch/pytorch torch/csrc/distributed/c10d/TCPStore.cpp, the server
+    waits for world_size workers), where no NCCL init line counts the ranks."""
+    sizes = [f.fields["world"] for f in findings if isinstance(f.fields.get("world"), int)]
+    return max(sizes, default=None)
 
 
 def _role_rank_prefixes(pairs: Sequence[tuple[Who, str]], ids: IdentityMap) -> dict[str, set[int]]:

@@ -314,3 +314,27 @@ def test_a_peer_named_by_its_reverse_dns_name_is_the_host_advertising_that_addre
         (tmp_path / f"gpu-st-p4d-{n}" / "console.log").write_text("\n".join(lines) + "\n")
     d = _diagnose(tmp_path)
     assert d.root_cause is not None and d.root_cause.host == "gpu-st-p4d-2", d.root_cause
+
+
+_STORE_WAIT = ("[default{local}]:torch.distributed.DistStoreError: wait timeout after 600000ms, keys: "
+               "/default_pg/0//cuda//0")
+
+
+def test_the_node_without_a_table_has_the_rank_block_the_others_leave(tmp_path: Path) -> None:
+    """2 nodes x 4 workers. torchrun numbers each node's workers as one block, base + local rank (torch/
+    distributed/elastic/agent/server/api.py, _assign_worker_ranks). gpu-n2's failure table says local rank 1 is
+    rank 5 (block 4-7); rank 0's TCPStore server counts the job, "7/8 clients joined" (torch/csrc/distributed/
+    c10d/TCPStore.cpp: `Timed out after {} seconds waiting for clients. {}/{} clients joined.`, of numWorkers_).
+    gpu-n1 printed no table and no NCCL line: its block is 0-3, and its "[default2]:" traceback is rank 2's."""
+    n1 = ["[default2]:Traceback (most recent call last):",
+          '[default2]:  File "/workspace/train.py", line 58, in load_shards',
+          "[default2]:FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/train-00002.arrow'",
+          "[default0]:torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 7/8 "
+          "clients joined.",
+          *(_STORE_WAIT.format(local=k) for k in (1, 3))]
+    n2 = [*(_STORE_WAIT.format(local=k) for k in range(4)),
+          *_TABLE.format(host="gpu-n2", rank=5, local=1, pid=5521).splitlines()]
+    for node, lines in (("gpu-n1", n1), ("gpu-n2", n2)):
+        (tmp_path / node).mkdir()
+        (tmp_path / node / "console.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path))[1:] == (2, "gpu-n1")
