@@ -108,6 +108,8 @@ def _role_rank_prefixes(pairs: Sequence[tuple[Who, str]], ids: IdentityMap) -> d
         seen = prefixed.get(row.source, set())
         if row.rank is None or row.local_rank is None or row.rank == row.local_rank or row.source == METADATA:
             continue
+        if row.rank in seen and row.local_rank in seen:
+            continue  # both under "[rankN]:": the header's local ranks, c10's global ones after it; NCCL decides
         if row.rank in seen:
             agree.add(row.source)
         elif row.local_rank in seen and row.rank > row.local_rank and hosts.get(row.source, set()) <= {row.host}:

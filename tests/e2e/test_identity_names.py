@@ -338,3 +338,18 @@ def test_the_node_without_a_table_has_the_rank_block_the_others_leave(tmp_path: 
         (tmp_path / node).mkdir()
         (tmp_path / node / "console.log").write_text("\n".join(lines) + "\n")
     assert _root(_diagnose(tmp_path))[1:] == (2, "gpu-n1")
+
+
+def test_a_role_header_before_c10s_global_prefix_is_still_read_as_the_local_rank(tmp_path: Path) -> None:
+    """Under `--role rank` torchrun's tee header "[rank2]:" (local rank 2, tail_log.py) comes before c10's own
+    "[rank6]:" on ProcessGroupNCCL's lines (pytorch/pytorch#110623), so the console shows both numbers under
+    "[rankN]:", and the failure table's "rank: 6 (local_rank: 2)" matches either. NCCL's init lines (src/init.cc
+    `comm %p rank %d nranks %d ...`, printed under the header "[rank2]:" by rank 6's process) decide: the header
+    is the local rank, and the OOM is rank 6's."""
+    text = _role_rank_console(init=True, table=True)
+    text = text.replace("[rank2]:Traceback", "[rank2]:" + _WATCHDOG.format(r=6, s=12) + "\n[rank2]:Traceback")
+    for k in range(4):
+        text = text.replace(f"[rank{k}]:[E", f"[rank{k}]:[rank{4 + k}]:[E")
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(text)
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
