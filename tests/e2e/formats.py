@@ -131,11 +131,22 @@ def agent_failure(job: Job, host: str, rank: int, code: int, t: datetime, script
     return [f"{stamp} torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: {code}) local_rank: "
             f"{job.local(rank)} (pid: {job.pid(rank)}) of binary: /usr/bin/python3",
             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-            "=" * 60, f"{script} FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
-            "Root Cause (first observed failure):", "[0]:", f"  time      : {t:%Y-%m-%d_%H:%M:%S}",
-            f"  host      : {host}", f"  rank      : {rank} (local_rank: {job.local(rank)})",
-            f"  exitcode  : {code} (pid: {job.pid(rank)})", "  error_file: <N/A>", f"  traceback : {trace}",
-            "=" * 60]
+            *failure_table(script, f"{t:%Y-%m-%d_%H:%M:%S}", host, rank, job.local(rank), code, job.pid(rank),
+                           trace)]
+
+
+NO_TRACEBACK = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+
+
+def failure_table(script: str, when: str, host: str, rank: int, local: int, code: int, pid: int,
+                  traceback: str = NO_TRACEBACK) -> list[str]:
+    """The table under torchrun's ChildFailedError line, one root-cause failure and no other (pytorch/pytorch
+    torch/distributed/elastic/multiprocessing/errors/__init__.py ChildFailedError.format_msg and _format_failure:
+    `rank` is the global rank, `when` is %Y-%m-%d_%H:%M:%S, `error_file: <N/A>` when the worker wrote none)."""
+    return ["=" * 60, f"{script} FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
+            "Root Cause (first observed failure):", "[0]:", f"  time      : {when}", f"  host      : {host}",
+            f"  rank      : {rank} (local_rank: {local})", f"  exitcode  : {code} (pid: {pid})",
+            "  error_file: <N/A>", f"  traceback : {traceback}", "=" * 60]
 
 
 def srun_exit(host: str, tasks: str, code: int) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from firstfault.cli import main
+from tests.e2e import formats as F
 
 _TITAN = "[rank{r}]:[titan] 2026-03-02 09:{m}:{s},102 - root - INFO - "
 _WATCHDOG = ("[rank{r}]:[E302 09:25:{s}.123456789 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
@@ -123,24 +124,8 @@ def test_an_older_torchtitan_last_step_save_has_no_finish_line_to_miss(
     assert rc["signature"] != "pytorch.checkpoint.save_hang"
 
 
-_TABLE_KILLED = """\
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-  <NO_OTHER_FAILURES>
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-03-02_09:16:02
-  host      : node001
-  rank      : 1 (local_rank: 1)
-  exitcode  : -9 (pid: 4242)
-  error_file: <N/A>
-  traceback : Signal 9 (SIGKILL) received by PID 4242
-============================================================
-"""
+_TABLE_KILLED = "\n".join(["torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", *F.failure_table(
+    "train.py", "2026-03-02_09:16:02", "node001", 1, 1, -9, 4242, "Signal 9 (SIGKILL) received by PID 4242")]) + "\n"
 
 
 def test_a_rank_sigkilled_during_the_save_is_reported_as_killed(

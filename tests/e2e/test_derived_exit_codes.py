@@ -17,34 +17,24 @@ from pathlib import Path
 import pytest
 
 from firstfault.cli import main
+from tests.e2e import formats as F
 
 _AGENT = ("E0302 10:59:45.301000 140538811684672 torch/distributed/elastic/multiprocessing/api.py:869] failed "
           "(exitcode: {code}) local_rank: 1 (pid: 51234) of binary: /usr/bin/python3")
-_TABLE = """\
+_TRACEBACK = """\
 Traceback (most recent call last):
   File "/usr/local/bin/torchrun", line 8, in <module>
     sys.exit(main())
   File "/usr/local/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 263, in launch_agent
     raise ChildFailedError(
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-pretrain.py FAILED
-------------------------------------------------------------
-Failures:
-  <NO_OTHER_FAILURES>
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-03-02_10:59:45
-  host      : gpu-node-2
-  rank      : 5 (local_rank: 1)
-  exitcode  : {code} (pid: 51234)
-  error_file: <N/A>
-  traceback : {traceback}
-============================================================
-srun: error: gpu-node-2: task 1: Exited with exit code 1
 """
-_NO_FILE = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+
+
+def _table(code: int, traceback: str) -> str:
+    table = F.failure_table("pretrain.py", "2026-03-02_10:59:45", "gpu-node-2", 5, 1, code, 51234, traceback)
+    return _TRACEBACK + "\n".join(table) + "\nsrun: error: gpu-node-2: task 1: Exited with exit code 1\n"
+_NO_FILE = F.NO_TRACEBACK
 
 
 def _diagnose(capsys: pytest.CaptureFixture[str], path: Path) -> dict[str, object]:
@@ -55,7 +45,7 @@ def _diagnose(capsys: pytest.CaptureFixture[str], path: Path) -> dict[str, objec
 
 def _log(tmp_path: Path, code: int, traceback: str, before: str = "") -> Path:
     path = tmp_path / "slurm-88231.out"
-    path.write_text(before + _AGENT.format(code=code) + "\n" + _TABLE.format(code=code, traceback=traceback))
+    path.write_text(before + _AGENT.format(code=code) + "\n" + _table(code, traceback))
     return path
 
 

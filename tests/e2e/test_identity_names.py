@@ -24,32 +24,18 @@ from pathlib import Path
 from firstfault.engine import default_matcher, diagnose_sources
 from ingest.files import expand
 from schemas.diagnosis import Diagnosis
+from tests.e2e import formats as F
 
 _OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {dev} has a total capacity of "
         "79.15 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.09 GiB memory in use.")
 _WATCHDOG = ("[rank{r}]:[E1129 10:02:{s:02d}.123456789 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
              "collective operation timeout: WorkNCCL(SeqNum=182, OpType=ALLREDUCE, NumelIn=1048576, "
              "NumelOut=1048576, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
-_TABLE = """\
-E1129 10:02:31.000000 4100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) \
-local_rank: {local} (pid: {pid}) of binary: /usr/bin/python3
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-  <NO_OTHER_FAILURES>
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-11-29_10:02:31
-  host      : {host}
-  rank      : {rank} (local_rank: {local})
-  exitcode  : 1 (pid: {pid})
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-============================================================
-"""
+def _table(local: int, pid: int, host: str, rank: int) -> str:
+    agent = (f"E1129 10:02:31.000000 4100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+             f"local_rank: {local} (pid: {pid}) of binary: /usr/bin/python3")
+    table = F.failure_table("train.py", "2026-11-29_10:02:31", host, rank, local, 1, pid)
+    return "\n".join([agent, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", *table]) + "\n"
 
 
 def _node1_console(table: bool, c10_prefix: bool = False) -> str:
@@ -62,7 +48,7 @@ def _node1_console(table: bool, c10_prefix: bool = False) -> str:
                  "    loss.backward()", _OOM.format(dev=2)]:
         lines.append("[default2]:" + ("[rank6]:" if c10_prefix and text.startswith("Traceback") else "") + text)
     out = "\n".join(lines) + "\n"
-    return out + (_TABLE.format(local=2, pid=4242, host="node1.hpc.internal", rank=6) if table else "")
+    return out + (_table(local=2, pid=4242, host="node1.hpc.internal", rank=6) if table else "")
 
 
 def _diagnose(root: Path) -> Diagnosis:
@@ -266,7 +252,7 @@ def _role_rank_console(init: bool, table: bool) -> str:
     lines += [f"[rank{k}]:" + _WATCHDOG.split("]:", 1)[1].format(r=4 + k, s=10 + k) for k in (0, 1, 3)]
     lines += ["[rank2]:Traceback (most recent call last):", "[rank2]:" + _OOM.format(dev=2)]
     text = "\n".join(lines) + "\n"
-    return text + (_TABLE.format(local=2, pid=4242, host="node1", rank=6) if table else "")
+    return text + (_table(local=2, pid=4242, host="node1", rank=6) if table else "")
 
 
 def test_a_role_named_rank_prints_local_ranks_ncclss_init_lines_say_so(tmp_path: Path) -> None:
@@ -333,7 +319,7 @@ def test_the_node_without_a_table_has_the_rank_block_the_others_leave(tmp_path: 
           "clients joined.",
           *(_STORE_WAIT.format(local=k) for k in (1, 3))]
     n2 = [*(_STORE_WAIT.format(local=k) for k in range(4)),
-          *_TABLE.format(host="gpu-n2", rank=5, local=1, pid=5521).splitlines()]
+          *_table(local=1, pid=5521, host="gpu-n2", rank=5).splitlines()]
     for node, lines in (("gpu-n1", n1), ("gpu-n2", n2)):
         (tmp_path / node).mkdir()
         (tmp_path / node / "console.log").write_text("\n".join(lines) + "\n")
