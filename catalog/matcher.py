@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from catalog.dbcache import BlobCache, cache_key
@@ -152,8 +152,10 @@ def folded(pattern: str) -> str | None:
 class Matcher:
     def __init__(self, catalog: Catalog, context: Mapping[str, str] | None = None, engine: str = "auto",
                  cache: BlobCache | None = None, context_prefilters: Mapping[str, str] | None = None,
-                 context_volatile: Mapping[str, Volatile] | None = None) -> None:
+                 context_volatile: Mapping[str, Volatile] | None = None,
+                 context_examples: Mapping[str, Sequence[str]] | None = None) -> None:
         """``cache``, if given, keeps the compiled scanner and the self-check's verdict between runs.
+        ``context_examples``: lines the context patterns find, scanned by the self-check with the catalog's.
         ``context_prefilters``: for some context patterns, what the engine scans for instead (see prefilter).
         ``context_volatile``: for some context patterns, where their lines hold digits that nothing reads
         (see spans)."""
@@ -182,9 +184,9 @@ class Matcher:
         self._folded = [folded(p) for p in self._patterns]
         self._confirms: list[_Confirm | None] = [None] * len(self._patterns)  # made on first use: _confirmer
         self.engine: Engine = make_engine(self._patterns, engine, cache, prefilters)
-        self.rescued = self._self_check(cache)
+        self.rescued = self._self_check(cache, [ex for lines in (context_examples or {}).values() for ex in lines])
 
-    def _self_check(self, cache: BlobCache | None) -> int:
+    def _self_check(self, cache: BlobCache | None, context_examples: Sequence[str] = ()) -> int:
         """Scan every positive example with the engine and with `re`; patterns the engine misses are scanned with
         `re` too. Hyperscan 5.4 (python-hyperscan 0.9.1) drops `\\[(\\d+)\\] finished collective #..., but didn't
         join` when `... joined but didn't finish` is in the same database: the catalog's examples catch such bugs.
@@ -192,7 +194,7 @@ class Matcher:
         rescue = getattr(self.engine, "also_with_re", None)
         if rescue is None:
             return 0
-        lines = [ex for sig in self.catalog.signatures for ex in sig.examples.positive]
+        lines = [ex for sig in self.catalog.signatures for ex in sig.examples.positive] + list(context_examples)
         key = cache_key("self-check-1", getattr(self.engine, "cache_key", ""), *self._patterns, "", *lines)
         probe = b"".join(b"x\n" + line.encode() + b"\n" for line in lines)
         computed: list[dict[int, set[int]]] = []

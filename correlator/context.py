@@ -110,6 +110,10 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "rdzv_global_ranks": r"global_ranks=\[[\d, ]*\][ \t]*$",
     "launch_nodes": r"max_nodes[ \t]*: \d+[ \t]*$",
     "launch_nproc": r"nproc_per_node[ \t]*: \d+[ \t]*$",
+    # Hyperscan 5.4 dropped Ray's `\tip: ...` line, anchored with an optional prefix, whenever the line before held
+    # a UUID (Ray's `\tnamespace: ` line): unanchored, the same database finds it
+    "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
+    "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
 
 # Where lines of a context pattern differ without meaning: the first group's digits, which no capture, speaker or
@@ -119,4 +123,53 @@ CONTEXT_PREFILTERS: dict[str, str] = {
 # same as its own line would (tests/unit/test_siblings.py).
 CONTEXT_VOLATILE: dict[str, Volatile] = {
     "nccl_ring": Volatile(after=("NCCL INFO Ring ", "NCCL INFO Channel "), before=" : "),
+}
+
+# One line each context pattern must find, in its upstream format (the comments above say where each comes from).
+# The matcher's self-check scans them with the engine and with `re` (catalog.matcher.Matcher): Hyperscan was seen
+# to drop `ray_dead_ip` from the full database, and a pattern it drops on an example is scanned with `re` as well.
+CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "nccl_comm": ("node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 busId 3e000 - Init "
+                  "COMPLETE",),
+    "nccl_using": ("node01:2301:2301 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
+                   "node01:2301:2301 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; "
+                   "OOB eth0:10.1.2.3<0>"),
+    "nccl_nodes": ("node01:2301:2388 [2] NCCL INFO comm 0x7f3a9c002f60 rank 10 nRanks 16 nNodes 2 localRanks 8 "
+                   "localRank 2 MNNVL 0",),
+    "rdzv_group_rank": ("  group_rank=1",),
+    "rdzv_nodes": ("  group_world_size=2",),
+    "rdzv_local_ranks": ("  local_ranks=[0, 1, 2, 3]",),
+    "rdzv_global_ranks": ("  global_ranks=[4, 5, 6, 7]",),
+    "launch_nodes": ("  max_nodes       : 4",),
+    "launch_nproc": ("  nproc_per_node  : 8",),
+    "nccl_busid": ("node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 3e000 "
+                   "commId 0x9a5e1c7b2d4f6a81 - Init START",),
+    "pg_status": ("[rank2]:[E1203 10:21:07.118 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+                  "Exception (either an error or timeout) detected by watchdog at work: 41, last enqueued NCCL work: "
+                  "41, last completed NCCL work: 40.",),
+    "store_remote": ("[W1203 10:21:07.118 socket.cpp:464] [c10d] recvValue failed on SocketImpl(fd=3, addr=[node01]"
+                     ":41230, remote=[node000]:29500): Failed to recv, got 0 bytes. Connection was likely closed.",),
+    "nccl_ring": ("node01:2301:2388 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/CUMEM",
+                  "node01:2301:2388 [2] NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] via P2P/IPC"),
+    "nccl_version": ("node01:2301:2301 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",),
+    "table_rank": ("  rank      : 3 (local_rank: 3)",),
+    "table_host": ("  host      : node01",),
+    "table_exit": ("  exitcode  : -9 (pid: 2304)",),
+    "table_no_error_file": ("  error_file: <N/A>",),
+    "table_time": ("  time      : 2026-12-03_10:21:07",),
+    "worker_failed": ("E1203 10:21:08.412000 2290 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                      "(exitcode: -9) local_rank: 3 (pid: 2304) of binary: /usr/bin/python3",),
+    "worker_sigterm": ("W1203 10:21:08.101000 2290 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+                       "process 2301 closing signal SIGTERM",),
+    "rank_claim": ("Initializing distributed: GLOBAL_RANK: 5, MEMBER: 6/16",),
+    "nccl_comm_start": ("node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId "
+                        "3e000 commId 0x9a5e1c7b2d4f6a81 - Init START",),
+    "rank_claim_env": ("Discovered MPI settings of world_rank=3, local_rank=3, world_size=8, master_addr=10.1.2.3, "
+                       "master_port=29500",),
+    "ckpt_saved": ("[rank0]:[titan] 2026-12-03 10:21:07,118 - root - INFO - Finished saving the checkpoint (or "
+                   "staging if async is enabled)in 4.21 seconds.",),
+    "errorish": ("RuntimeError: CUDA error: an illegal memory access was encountered",),
+    "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
+    "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

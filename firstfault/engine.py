@@ -16,7 +16,7 @@ from catalog import loader, model
 from catalog.dbcache import BlobCache, cache_key
 from catalog.loader import Catalog
 from catalog.matcher import Matcher
-from correlator.context import CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
+from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.diagnose import diagnose
 from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
@@ -68,7 +68,7 @@ def cached_catalog(extra_paths: str | None, cache: BlobCache | None) -> Catalog:
 
 
 def build_matcher(catalog: Catalog, engine: str = "auto", cache: BlobCache | None = None) -> Matcher:
-    return Matcher(catalog, CONTEXT_PATTERNS, engine, cache, CONTEXT_PREFILTERS, CONTEXT_VOLATILE)
+    return Matcher(catalog, CONTEXT_PATTERNS, engine, cache, CONTEXT_PREFILTERS, CONTEXT_VOLATILE, CONTEXT_EXAMPLES)
 
 
 @dataclass
