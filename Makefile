@@ -18,7 +18,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/mypy schemas catalog correlator ingest store pipeline workers notifiers api firstfault
+	$(BIN)/mypy schemas catalog correlator config scan simulate ingest store pipeline runtime workers notifiers api firstfault
 	$(BIN)/python -m pytest -q
 
 score: install

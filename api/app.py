@@ -11,8 +11,8 @@ from api.scopes import ReadScope
 from api.subscriptions import subscriptions_router
 from api.web import static_files, web_router
 from catalog.loader import default_catalog
-from firstfault import __version__
-from firstfault.settings import Settings
+from config.settings import Settings
+from config.version import __version__
 from ingest.dispatch import Dispatcher
 from notifiers.webhook_policy import WebhookPolicy
 from store.incidents import Store

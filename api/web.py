@@ -19,9 +19,9 @@ from api.history import clock_of
 from api.subscriptions import out
 from api.timeline import timeline_svg
 from catalog.loader import Catalog
-from firstfault.render import rank_ranges
 from notifiers.subscriptions import all_subscriptions
 from schemas.errors import RetryableError, UsageError
+from schemas.text import rank_ranges
 from store.incidents import Store
 from store.offenders import offenders
 from store.queries import IncidentFilter, incident_detail, list_incidents, parse_since

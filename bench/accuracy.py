@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.accuracy --per-kind 4 --no-large    # a quick look
     .venv/bin/python -m bench.accuracy --per-kind 4 --no-large --hostile --records out.jsonl
 
-For every scenario the simulator (firstfault.simulate) writes the job's files and its ground truth; both
+For every scenario the simulator (simulate) writes the job's files and its ground truth; both
 diagnosers read the same files in the same run:
 - **firstfault**: the matcher and correlator, given the job's exit codes (as a JobEvent carries them) in a third
   of the scenarios as diagnose()'s argument, in another third as a job.json beside the logs;
@@ -16,7 +16,7 @@ diagnosers read the same files in the same run:
   ``N: `` labels skipped, the host from the file's directory.
 
 ``--hostile`` turns on, at random per scenario (seeded, from a generator of its own so the plan and the other
-knobs are the same draws), issue 22's patterns 1-5 (firstfault/simulate/hostile.py): torchrun's local-rank
+knobs are the same draws), issue 22's patterns 1-5 (simulate/hostile.py): torchrun's local-rank
 prefixes and consoles, host aliases, srun's exit reports, survivors' transport errors, silent stragglers.
 ``--records FILE`` writes one JSON line per scenario: the diagnosis's verdict, confidence, signature, named
 rank and host, its alternatives, and whether it was right, for fitting calibration.
@@ -42,10 +42,10 @@ from pathlib import Path
 
 from correlator.diagnose import diagnose
 from correlator.timestamps import parse_timestamp
-from firstfault.engine import default_matcher, scan_sources
-from firstfault.simulate import SCENARIOS, Knobs, Truth, generate
 from ingest.files import expand
+from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
+from simulate import SCENARIOS, Knobs, Truth, generate
 
 YEAR = 2026
 OUT = Path(__file__).resolve().parent / "out"
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-large", action="store_true", help="skip the 1,024- and 4,096-rank scenarios")
     p.add_argument("-v", "--verbose", action="store_true", help="print every scenario firstfault gets wrong")
     p.add_argument("--hostile", "--knobs", action="store_true", dest="hostile",
-                   help="turn on issue 22's patterns 1-5 at random per scenario (firstfault/simulate/hostile.py)")
+                   help="turn on issue 22's patterns 1-5 at random per scenario (simulate/hostile.py)")
     p.add_argument("--records", type=Path, help="write one JSON line per scenario (diagnosis features, right?)")
     args = p.parse_args(argv)
     began = time.perf_counter()

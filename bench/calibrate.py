@@ -11,7 +11,7 @@ calibration.Features) to whether the named initiator was right. It is written to
 as constants. Its data, and only this, is:
 - the labelled real corpus's **tuning half** (bench/corpus.py; never the checking half): right is the initiating
   rank or host as the corpus's score.py counts it, or, where the label names neither, the class;
-- **simulated jobs** (firstfault.simulate through bench/accuracy.py's sweep of knobs), each also degraded the way
+- **simulated jobs** (simulate through bench/accuracy.py's sweep of knobs), each also degraded the way
   real logs arrive (see ``degrade``): the initiator's own logs lost, the nodes' kernel and launcher logs lost, or
   only a few files pasted; half also with issue 22's hostile knobs (accuracy.hostile_knobs). Right is
   accuracy.correct(). The table's simulated jobs use another seed than the fit's.
@@ -41,10 +41,10 @@ from bench.corpus import HALVES, corpus_dir, labels
 from bench.logistic import Row, fit, log_loss
 from correlator import calibration
 from correlator.diagnose import diagnose
-from firstfault.engine import default_matcher, scan_sources
-from firstfault.simulate import generate
 from ingest.files import expand
+from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
+from simulate import generate
 
 MODEL = Path(__file__).resolve().parents[1] / "correlator" / "calibration_model.py"
 NAMES = [f for f in calibration.Features.__dataclass_fields__]

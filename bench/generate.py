@@ -14,7 +14,7 @@ then N training steps (step/loss lines, data-loader lines, repeated UserWarning/
 pairs, periodic NCCL INFO sub-communicator set-up, checkpoint lines), then the cascade: the victim either is
 OOM-killed by the host (``oom_kill``: silent, kernel log on its node) or raises ``torch.OutOfMemoryError``
 (``cuda_oom``); its ring neighbours report "Connection reset by peer"; every other rank reports the PyTorch NCCL
-watchdog timeout ~600 s later. Line formats are those of ``firstfault.simulate`` (reused, not copied) plus the
+watchdog timeout ~600 s later. Line formats are those of ``simulate`` (reused, not copied) plus the
 other real formats listed above (bench/loglines.py). N is calibrated so the whole tree is about ``--size`` bytes.
 
 Writing streams line batches to disk (memory stays bounded by one batch whatever the size); output is
@@ -48,7 +48,7 @@ from bench.loglines import (
     step_line,
     watchdog_tail,
 )
-from firstfault.simulate import GPUS_PER_NODE, START, Cluster
+from simulate import GPUS_PER_NODE, START, Cluster
 
 FLUSH_BYTES = 1 << 18  # bytes buffered per file before a write
 

@@ -54,8 +54,8 @@ def run_scan(matcher: Any, files: Sequence[Path], logs: Path) -> dict[str, Any]:
     records kept so far made this row slower than the whole `diagnose --jobs 1`."""
     import gc
 
-    from firstfault.engine import scan_sources
     from ingest.files import Source
+    from scan.engine import scan_sources
 
     was_on = gc.isenabled()
     gc.disable()
@@ -98,7 +98,7 @@ def startup_parts(catalog: Any, engine: str) -> dict[str, float]:
     Hyperscan) that the cache also skips."""
     from catalog.dbcache import BlobCache
     from catalog.engine import HyperscanEngine, LibhsEngine, ReEngine
-    from firstfault.engine import build_matcher
+    from scan.engine import build_matcher
 
     engine_type = LibhsEngine if engine == "libhs" else HyperscanEngine
 

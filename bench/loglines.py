@@ -1,6 +1,6 @@
 """The line formats of bench.generate's logs: a rank's start-up, its training steps, the planted failure
 cascade, and each node's kernel and torchrun logs. Formats shared with the scenario simulator are reused from
-``firstfault.simulate``, not copied. Every function draws from the RNG it is given, in a fixed order, so that a
+``simulate``, not copied. Every function draws from the RNG it is given, in a fixed order, so that a
 (ranks, size, seed, failure) always gives the same bytes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from firstfault.simulate import (
+from simulate import (
     GPUS_PER_NODE,
     START,
     Cluster,

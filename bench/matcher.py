@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     import hyperscan
 
     from catalog.loader import default_catalog
-    from firstfault.engine import build_matcher
+    from scan.engine import build_matcher
 
     # 1. The catalog, and the matchers built from it (no cache: these time the compile).
     catalog = default_catalog()

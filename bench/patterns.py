@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from catalog.loader import default_catalog
     from catalog.rewrite import hyperscan_expression, single_line
-    from firstfault.engine import build_matcher
+    from scan.engine import build_matcher
 
     data = a.data or max((OUT / "data").glob("*/truth.json"), key=lambda p: json.loads(p.read_text())["bytes"]).parent
     m = build_matcher(default_catalog(), "hyperscan")

@@ -66,8 +66,8 @@ def wait_for(found: Callable[[], object], limit_s: float = 600) -> float:
 
 
 def baseline_s(logs: Path) -> float:
-    from firstfault.engine import default_matcher, diagnose_sources
     from ingest.files import expand
+    from scan.engine import default_matcher, diagnose_sources
 
     matcher = default_matcher()
     runs = []
@@ -79,8 +79,8 @@ def baseline_s(logs: Path) -> float:
 
 
 def embedded(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[float], float, str | None]:
+    from config.settings import load_settings
     from firstfault.serve import build_embedded
-    from firstfault.settings import load_settings
 
     settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
                                       "FIRSTFAULT_QUEUE_SIZE": "100000"}, path="/dev/null")
@@ -123,7 +123,7 @@ def scratch_pg() -> Iterator[str]:
 
 
 def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[float], float, str | None]:
-    from firstfault.settings import load_settings
+    from config.settings import load_settings
     from ingest.consumer import kafka_ingest
     from ingest.kafka import WireProducer, create_topics
     from ingest.topics import Topics

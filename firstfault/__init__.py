@@ -1,3 +1,4 @@
-"""firstfault: which rank or node failed first, why, what to do, and how to verify the fix."""
+"""firstfault: which rank or node failed first, why, what to do, and how to verify the fix.
 
-__version__ = "0.1.0"
+This package is the composition root: the CLI and the wiring of the running service. Nothing outside it (and
+tests) imports it; what other packages share lives below it (config, runtime, scan, simulate)."""

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
+from config.version import __version__
 from correlator.diagnose import diagnose
 from correlator.reading import SourceScanner
 from correlator.speakers import who_from_path
-from firstfault import __version__, dlq_cli, notify_args, serve, ship_cli
-from firstfault.engine import default_matcher, scan_sources
+from firstfault import dlq_cli, notify_args, serve, ship_cli
 from firstfault.history_args import add_incidents_parser
 from ingest.files import chunks, expand
+from scan.engine import default_matcher, scan_sources
 from schemas.errors import CatalogError, TransportError, UsageError
 from schemas.findings import Finding
 

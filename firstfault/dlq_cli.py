@@ -49,7 +49,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from firstfault.settings import load_settings
+    from config.settings import load_settings
     from store.dead_letters import listed, mark_replayed, one
     from store.incidents import Store
 

@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from catalog.loader import default_catalog
+from config.settings import load_settings
 from firstfault.render import render_markdown, render_text
-from firstfault.settings import load_settings
 from schemas.diagnosis import TimelineEntry
 from schemas.errors import TransportError, UsageError
 from store.incidents import Store

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import col, select
 
-from firstfault.settings import load_settings
+from config.settings import load_settings
 from notifiers.subscriptions import add, all_subscriptions, new_id, remove
 from notifiers.wiring import Deliverer, webhook_policy
 from schemas.errors import UsageError

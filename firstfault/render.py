@@ -2,42 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from schemas.diagnosis import CollateralGroup, Diagnosis, Suspect
-
-
-def rank_ranges(ranks: Sequence[int]) -> str:
-    """[0,1,2,3,5,7,8,9] -> '0-3,5,7-9'."""
-    parts: list[str] = []
-    values = sorted(set(ranks))
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
-def _who(rank: int | None, host: str | None) -> str:
-    if rank is None and host is None:
-        return "no single rank (job-wide)"
-    if rank is None:
-        return f"host {host}"
-    return f"rank {rank}" + (f" on {host}" if host else "")
-
-
-def suspect_line(s: Suspect) -> str:
-    """One suspect of a `suspects` verdict: who, how likely, what points at it."""
-    what = f" `{s.signature}`" if s.signature else ""
-    return f"{_who(s.rank, s.host)} ({s.confidence:.0%}){what}"
+from schemas.diagnosis import CollateralGroup, Diagnosis
+from schemas.text import rank_ranges, suspect_line
+from schemas.text import who as _who
 
 
 def _collateral_line(g: CollateralGroup) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from schemas.errors import UsageError
@@ -17,14 +16,10 @@ from schemas.errors import UsageError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from firstfault.settings import Settings
+    from config.settings import Settings
     from pipeline.embedded import EmbeddedRunner
-    from pipeline.service import Pipeline, Scheduler
+    from pipeline.service import Pipeline
     from store.incidents import OnSaved, Store
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -35,23 +30,11 @@ class Embedded:
     store: Store
 
 
-def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None) -> Pipeline:
-    from firstfault.engine import default_matcher
-    from notifiers.wiring import outbox_hook
-    from pipeline.service import Pipeline
-
-    matcher = default_matcher()
-    if on_saved is None:  # every incident change writes its notifications in the same transaction
-        on_saved = outbox_hook(matcher.catalog, utc_now)
-    return Pipeline(store, matcher, scheduler, utc_now,
-                    group_wait=timedelta(seconds=settings.group_wait_s),
-                    revise_wait=timedelta(seconds=settings.revise_wait_s), on_saved=on_saved)
-
-
 def build_embedded(settings: Settings, on_saved: OnSaved | None = None) -> Embedded:
     from api.app import create_app
     from pipeline.embedded import EmbeddedRunner
     from pipeline.sweep import resume_pending
+    from runtime.build import pipeline_for
     from store.incidents import Store
 
     store = Store.open(settings.database_url)
@@ -98,7 +81,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from firstfault.settings import load_settings
+    from config.settings import load_settings
     from pipeline import tracing
 
     settings = load_settings(path=args.config)

@@ -7,7 +7,7 @@ import logging
 import threading
 
 from api.app import create_app
-from firstfault.settings import Settings
+from config.settings import Settings
 from ingest.consumer import kafka_ingest, stop_on_signals
 from ingest.kafka import KafkaDispatcher, WireProducer, create_topics
 from ingest.topics import DEFAULT_TOPICS

@@ -1,4 +1,4 @@
-"""What the notifiers need, passed explicitly (built from firstfault.settings.Settings by notifiers.wiring)."""
+"""What the notifiers need, passed explicitly (built from config.settings.Settings by notifiers.wiring)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from firstfault.render import rank_ranges, suspect_line
 from notifiers.redact import redact_incident
 from schemas.incident import Incident
+from schemas.text import rank_ranges, suspect_line
 
 Block = dict[str, Any]
 

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from sqlmodel import col, func, select
 
 from catalog.loader import Catalog
-from firstfault.settings import Settings
+from config.settings import Settings
 from notifiers.base import Notifier
 from notifiers.console import ConsoleNotifier
 from notifiers.outbox import DELIVERABLE, collateral_ids, deliver_due, on_saved

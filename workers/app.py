@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from firstfault.settings import Settings, load_settings
+from config.settings import Settings, load_settings
 
 UNACKED_MUTEX_EXPIRE_S = 15
 

@@ -26,7 +26,7 @@ app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-deliver"
 @cache
 def deliverer() -> Deliverer:
     """One per worker process (after the fork): its notifiers and its per-channel pacing."""
-    from firstfault.settings import load_settings
+    from config.settings import load_settings
     from store.incidents import Store
 
     settings = load_settings()

@@ -25,8 +25,8 @@ def pipeline() -> Pipeline:
     """One Pipeline per worker process, built on first use (after the fork)."""
     from celery import current_app
 
-    from firstfault.serve import pipeline_for
-    from firstfault.settings import load_settings
+    from config.settings import load_settings
+    from runtime.build import pipeline_for
     from store.incidents import Store
     from workers.dispatch import CeleryScheduler
 

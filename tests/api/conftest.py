@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from api.app import create_app
-from firstfault.settings import Settings
+from config.settings import Settings
 from pipeline.embedded import EmbeddedRunner
 from schemas.incident import Incident
 from store.incidents import Store

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from firstfault.engine import default_matcher
-from firstfault.simulate import oom_killed_rank
 from pipeline.service import Pipeline
+from scan.engine import default_matcher
 from schemas.incident import Incident
+from simulate import oom_killed_rank
 from store.incidents import Store
 from tests.pipeline.helpers import ManualClock, RecordingScheduler, failed_job, shards_of
 

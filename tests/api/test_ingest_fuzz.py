@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.app import create_app
-from firstfault.settings import Settings
+from config.settings import Settings
 from pipeline.embedded import EmbeddedRunner
 from store.incidents import Store
 from tests.api.server import serving

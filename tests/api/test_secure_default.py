@@ -14,8 +14,8 @@ import pytest
 from pydantic import SecretStr
 
 from api.app import create_app
+from config.settings import Settings
 from firstfault.cli import main
-from firstfault.settings import Settings
 from notifiers.base import Rejected
 from notifiers.settings import NotifySettings
 from notifiers.webhook import WebhookNotifier

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from api.app import create_app
+from config.settings import Settings
 from firstfault.cli import main
-from firstfault.settings import Settings
 from notifiers.routing import route
 from notifiers.subscriptions import all_subscriptions
 from pipeline.embedded import EmbeddedRunner

@@ -14,7 +14,7 @@ import pytest
 
 from catalog.loader import default_catalog
 from catalog.model import Signature
-from firstfault.engine import default_matcher
+from scan.engine import default_matcher
 
 FORMATS_FILE = Path(__file__).resolve().parents[2] / "catalog" / "data" / "nccl_warn_formats.txt"
 PREFIX = "gpu-node-07:41233:41390 [3] transport/net_ib.cc:1296 NCCL WARN "

@@ -1,5 +1,5 @@
 """Log lines as the upstream projects print them, for the role-rule fixtures (test_exit_reports, test_transport,
-test_stragglers). Written here from the sources each function cites, independently of firstfault.simulate.
+test_stragglers). Written here from the sources each function cites, independently of simulate.
 
 A job is a list of hosts of `per_host` ranks each (rank = host index * per_host + local rank); every rank's log is
 `<host>/rank<r>.log`, as torchrun's `--log-dir`/`--tee` or a log collector lay them out.

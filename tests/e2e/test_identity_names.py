@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firstfault.engine import default_matcher, diagnose_sources
 from ingest.files import expand
+from scan.engine import default_matcher, diagnose_sources
 from schemas.diagnosis import Diagnosis
 from tests.e2e import formats as F
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench.generate import generate
-from firstfault.engine import POOL_MIN_BYTES, default_matcher, pool_size, scan_sources
 from ingest.files import Source, expand
+from scan.engine import POOL_MIN_BYTES, default_matcher, pool_size, scan_sources
 from schemas.findings import finding_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
@@ -46,7 +46,7 @@ def _diagnose(path: Path, *flags: str) -> dict[str, object]:
 def test_workers_send_every_field_of_a_finding() -> None:
     from dataclasses import fields
 
-    from firstfault.pool import FINDING_FIELDS, SPEAKER_FIELDS
+    from scan.pool import FINDING_FIELDS, SPEAKER_FIELDS
     from schemas.findings import Finding, Speaker
 
     assert tuple(f.name for f in fields(Finding)) == FINDING_FIELDS
@@ -128,7 +128,7 @@ def _in_child_only(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None], vic
     The parent takes 50 ms a batch, so that the workers claim most of them."""
     import time
 
-    from firstfault import pool
+    from scan import pool
 
     parent = os.getpid()
     real = pool._scan
@@ -188,7 +188,7 @@ class _Unreadable:
 
 def test_results_the_parent_cannot_read_fail_the_scan_instead_of_hanging(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from firstfault import pool
+    from scan import pool
 
     generate(tmp_path, ranks=16, size=10**6, seed=5, failure="oom_kill", quiet=True)
     parent, real = os.getpid(), pool._scan

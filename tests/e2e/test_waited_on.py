@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firstfault.engine import default_matcher, diagnose_sources
 from ingest.files import expand
+from scan.engine import default_matcher, diagnose_sources
 
 _WAITING = """\
 [rank{r}]: Traceback (most recent call last):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from firstfault.settings import load_settings
+from config.settings import load_settings
 from store.incidents import Store
 from tests.conftest import BROKER
 from tests.integration.celery_worker import Worker, service_env, wait_for

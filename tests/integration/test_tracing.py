@@ -11,8 +11,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from config.settings import load_settings
 from firstfault.serve import build_embedded
-from firstfault.settings import load_settings
 from ingest.topics import Topics
 from pipeline import tracing
 from tests.api.server import serving

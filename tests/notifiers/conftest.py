@@ -90,11 +90,11 @@ def settings_for(slack: FakeSlack | None = None, pagerduty: FakePagerDuty | None
 def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty) -> tuple[Any, Any, dict[str, Any]]:
     """A Pipeline on `store` whose incident changes write the outbox, a manual clock, and real notifiers aimed at
     the fake Slack and PagerDuty. Callers close the notifiers and the store."""
-    from firstfault.engine import default_matcher
     from notifiers.pagerduty import PagerDutyNotifier
     from notifiers.slack import SlackNotifier
     from notifiers.wiring import outbox_hook
     from pipeline.service import Pipeline
+    from scan.engine import default_matcher
     from tests.pipeline.helpers import ManualClock, RecordingScheduler
 
     clock = ManualClock()

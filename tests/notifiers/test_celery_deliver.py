@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from firstfault.settings import load_settings
+from config.settings import load_settings
 from notifiers.outbox import on_saved
 from notifiers.subscriptions import add
 from schemas.subscription import Match, Subscription, Target

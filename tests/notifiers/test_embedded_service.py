@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
+from config.settings import load_settings
 from firstfault.serve import build_embedded
-from firstfault.settings import load_settings
 from notifiers.loop import DeliveryLoop
 from notifiers.subscriptions import add
 from notifiers.wiring import Deliverer

@@ -13,8 +13,8 @@ import pytest
 from sqlmodel import Session, col, select
 
 from api.app import create_app
+from config.settings import Settings
 from firstfault.cli import main
-from firstfault.settings import Settings
 from notifiers.base import Notifier
 from notifiers.outbox import deliver_due, enqueue
 from notifiers.subscriptions import add

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from firstfault.render import rank_ranges
 from notifiers.slack_message import (
     HEADER_CHARS,
     MAX_BLOCKS,
@@ -16,6 +15,7 @@ from notifiers.slack_message import (
     incident_blocks,
     revision_reply,
 )
+from schemas.text import rank_ranges
 from tests.fakes.slack_api import check_blocks
 from tests.notifiers.conftest import make_incident
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from config.settings import load_settings
 from firstfault.cli import main
 from firstfault.serve import Embedded, build_embedded
-from firstfault.settings import load_settings
 from schemas.wire import LogShard
 from store.dead_letters import listed, record
 from tests.api.server import serving

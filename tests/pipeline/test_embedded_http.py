@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from config.settings import load_settings
 from firstfault.serve import Embedded, build_embedded
-from firstfault.settings import load_settings
 from tests.api.server import serving
 from tests.integration.celery_worker import wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of

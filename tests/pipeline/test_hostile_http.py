@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from api.limits import MAX_BODY_BYTES
+from config.settings import load_settings
 from firstfault.serve import Embedded, build_embedded
-from firstfault.settings import load_settings
 from schemas.wire import MAX_WORLD_SIZE
 from tests.api.server import serving
 from tests.integration.celery_worker import wait_for

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from firstfault.engine import default_matcher
 from pipeline.service import Pipeline
+from scan.engine import default_matcher
 from schemas.incident import incident_id
 from store.incidents import Store
 from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from config.settings import load_settings
 from firstfault.serve import build_embedded
-from firstfault.settings import load_settings
 from pipeline.sweep import SWEEP_GRACE, resend_overdue
 from store.incidents import Store
 from tests.integration.celery_worker import wait_for

@@ -18,8 +18,8 @@ from typing import get_args
 import pytest
 
 from bench import accuracy
-from firstfault.simulate import SCENARIOS, Knobs, generate
 from schemas.diagnosis import Verdict
+from simulate import SCENARIOS, Knobs, generate
 
 
 def test_the_reader_takes_role_prefixes_as_local_ranks() -> None:

@@ -24,12 +24,12 @@ from correlator.calibration import Features, calibrated, features
 from correlator.diagnose import diagnose
 from correlator.events import Target
 from correlator.scoring import Candidate
-from firstfault.engine import default_matcher, scan_sources
 from firstfault.render import render_markdown, render_text
 from ingest.files import expand
 from notifiers.console import summary
 from notifiers.pagerduty import build_event
 from notifiers.slack_message import fallback_text, incident_blocks
+from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, incident_id
 

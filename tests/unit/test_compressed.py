@@ -14,9 +14,9 @@ import zstandard
 
 from bench.generate import generate
 from catalog.matcher import Matcher
-from firstfault.engine import default_matcher, scan_sources
 from ingest.files import chunks, expand
 from ingest.zstdfile import unended_frame
+from scan.engine import default_matcher, scan_sources
 from schemas.errors import UsageError
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS
-from firstfault.engine import build_matcher, default_matcher
+from scan.engine import build_matcher, default_matcher
 from tests.unit.hs_engines import HS_ENGINES, require
 
 

@@ -36,7 +36,7 @@ def test_the_diagnose_command_starts_without_the_service_stack() -> None:
 def test_the_cli_builds_its_parsers_without_the_settings_model() -> None:
     """Settings (a pydantic model, a TOML reader, logging) are for the service commands: `diagnose` starts
     15-20 ms sooner without them, so the parsers of `serve` and the rest must not import them."""
-    code = "import sys, firstfault.cli; print(sorted(m for m in ('firstfault.settings', 'tomllib', 'logging') " \
+    code = "import sys, firstfault.cli; print(sorted(m for m in ('config.settings', 'tomllib', 'logging') " \
            "if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -15,7 +15,7 @@ from catalog.engine import HyperscanEngine, ReEngine, expressions
 from catalog.loader import default_catalog, load_catalog
 from catalog.matcher import LineMatch, Matcher
 from catalog.rewrite import hyperscan_expression
-from firstfault.engine import build_matcher, cache_dir, cached_catalog
+from scan.engine import build_matcher, cache_dir, cached_catalog
 from schemas.errors import CatalogError
 from tests.unit.hs_engines import HS_ENGINES, require
 

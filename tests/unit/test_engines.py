@@ -12,8 +12,8 @@ from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
 from catalog.matcher import folded
 from catalog.rewrite import existence_form, line_regex, single_line
-from firstfault.engine import build_matcher, scan_source
 from ingest.files import chunks, expand
+from scan.engine import build_matcher, scan_source
 from tests.unit.hs_engines import HS_ENGINES, require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def test_single_line_rewrite_never_crosses_a_newline(pattern: str, text: str, li
 def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Generated logs: the benchmark's (NCCL INFO noise, step lines, torchrun tables) and simulated failures."""
     from bench.generate import generate as generate_bench
-    from firstfault.simulate import Knobs, generate
+    from simulate import Knobs, generate
 
     base = tmp_path_factory.mktemp("generated")
     generate_bench(base / "bench", ranks=8, size=1_000_000, seed=4, failure="cuda_oom")

@@ -9,7 +9,7 @@ from typing import Any
 
 from correlator.diagnose import diagnose
 from correlator.reading import SourceResult
-from firstfault.engine import default_matcher, scan_source
+from scan.engine import default_matcher, scan_source
 from schemas.diagnosis import Diagnosis
 
 

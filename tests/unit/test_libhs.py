@@ -15,7 +15,7 @@ from catalog.literals import LineFilteredRe
 from catalog.loader import default_catalog
 from catalog.rewrite import line_regex
 from catalog.siblings import Volatile, sibling_key
-from firstfault.engine import build_matcher
+from scan.engine import build_matcher
 from tests.unit.hs_engines import require
 
 require("libhs")

@@ -12,7 +12,7 @@ import pytest
 
 from bench.generate import generate
 from catalog.matcher import _NATIVE_MATCH_LINE, MAX_LINE_CHARS, LineMatch, Matcher, _kept_text
-from firstfault.engine import default_matcher
+from scan.engine import default_matcher
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from catalog.matcher import MAX_LINE_CHARS, Matcher
 from correlator import reading
 from correlator.reading import SourceScanner
 from correlator.speakers import Who
-from firstfault.engine import default_matcher
+from scan.engine import default_matcher
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from correlator import reading, timestamps
 from correlator.reading import _python_who_and_stamp
 from correlator.speakers import Who
 from correlator.timestamps import Stamp
-from firstfault.engine import default_matcher
+from scan.engine import default_matcher
 
 ROOT = Path(__file__).resolve().parents[2]
 BASES = [Who(), Who(rank=5), Who(host="node017"), Who(rank=3, host="gpu-2", pid=77, device=1), Who(local_rank=2),

@@ -111,8 +111,8 @@ def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
     from pathlib import Path
 
     from bench.generate import generate
-    from firstfault.engine import default_matcher, scan_sources
     from ingest.files import expand
+    from scan.engine import default_matcher, scan_sources
     from schemas.findings import Finding, finding_from_json, finding_json
 
     assert isinstance(tmp_path, Path)

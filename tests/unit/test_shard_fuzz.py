@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from catalog.matcher import Matcher
 from correlator.reading import SourceScanner
 from correlator.speakers import Who
-from firstfault.engine import default_matcher
 from ingest.validate import decode_shard_data
+from scan.engine import default_matcher
 from schemas.errors import InvalidMessage
 from schemas.wire import LogShard
 

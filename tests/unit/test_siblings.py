@@ -13,7 +13,7 @@ from catalog.matcher import Matcher, Memo
 from correlator.context import CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
-from firstfault.engine import build_matcher, cache_dir, default_matcher
+from scan.engine import build_matcher, cache_dir, default_matcher
 from tests.unit.hs_engines import HS_ENGINES, require
 
 PREFIXES = ["", "[default3]:", "node007: ", "3: ", "[2026-11-29 10:02:53,234] ", "2026-11-29T10:02:53.123Z ",

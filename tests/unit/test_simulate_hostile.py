@@ -1,6 +1,6 @@
 """The simulator's hostile knobs (issue 22, patterns 1-5) write what the upstream tools print.
 
-Each regex below is transcribed from the format string of the source that prints it (firstfault/simulate/
+Each regex below is transcribed from the format string of the source that prints it (simulate/
 sources.py has the table): NVIDIA/nccl v2.21.5-1 src/debug.cc ncclDebugLog (``%s:%d:%d [%d] NCCL INFO``),
 src/init.cc (``comm %p rank %d nranks %d cudaDev %d``), src/misc/socket.cc socketProgress, src/transport/
 net_ib.cc ncclIbTest; pytorch/pytorch torch/distributed/elastic/multiprocessing/tail_log.py TailLog.start
@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from firstfault.simulate import Knobs, Truth, generate, hostile_lines, lines
-from firstfault.simulate.sources import SOURCES
+from simulate import Knobs, Truth, generate, hostile_lines, lines
+from simulate.sources import SOURCES
 
 NCCL_HEAD = re.compile(r"^(?P<host>[^:\s]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 NCCL_COMM = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks \d+ cudaDev (?P<dev>\d+)")

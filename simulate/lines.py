@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from firstfault.simulate.cluster import Cluster, ctime, glog, std
+from simulate.cluster import Cluster, ctime, glog, std
 
 NCCL_VERSION = "2.21.5"
 PY = "/usr/local/lib/python3.11/dist-packages"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from firstfault.simulate import hostile_lines as H
-from firstfault.simulate.cluster import Job, Kind, glog
+from simulate import hostile_lines as H
+from simulate.cluster import Job, Kind, glog
 
 
 def survivors_report(job: Job, dead: int, t: datetime) -> None:

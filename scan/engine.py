@@ -18,11 +18,14 @@ from catalog.loader import Catalog
 from catalog.matcher import Matcher
 from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.diagnose import diagnose
-from correlator.reading import SourceResult, SourceScanner
-from correlator.speakers import who_from_path
+from correlator.reading import SourceResult
 from ingest.files import Source, chunks
+from scan.source import order_base, scan_source
 from schemas import findings
 from schemas.diagnosis import Diagnosis
+
+__all__ = ["POOL_MIN_BYTES", "Scan", "build_matcher", "cache_dir", "cached_catalog", "default_matcher",
+           "diagnose_sources", "order_base", "pool_size", "scan_source", "scan_sources"]
 
 POOL_MIN_BYTES = 32 << 20  # below this, forking workers costs more than it saves (unless --jobs asks for them)
 
@@ -77,19 +80,6 @@ class Scan:
     bytes: int
 
 
-def scan_source(matcher: Matcher, name: str, blocks: Iterable[bytes], year: int, order_base: int = 0) -> SourceResult:
-    """What a diagnosis needs of one source (repeated context-role findings folded: see SourceScanner)."""
-    scanner = SourceScanner(matcher, name, who_from_path(name), year, order_base, fold_context=True)
-    for block in blocks:
-        scanner.feed(block)
-    return scanner.finish()
-
-
-def order_base(index: int) -> int:
-    """Where the finding order of the index-th source starts: sources never interleave, whoever scans them."""
-    return index << 32
-
-
 def pool_size(sources: list[Source], jobs: int | None) -> int:
     """How many processes scan ``sources``: ``jobs`` if given, else one per usable core for inputs worth it;
     never more than there are files, and 1 (no pool) for one file or for stdin."""
@@ -107,7 +97,7 @@ def scan_sources(matcher: Matcher, sources: list[Source], year: int,
     """Scan every source, in one process or (``jobs``: see pool_size) in a pool; the results are the same."""
     workers = pool_size(sources, jobs)
     if workers > 1:
-        from firstfault.pool import scan_in_pool
+        from scan.pool import scan_in_pool  # multiprocessing only when a pool runs: `diagnose` starts sooner
 
         results = scan_in_pool(matcher, sources, year, workers, progress)
         if results is not None:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from firstfault.simulate import hostile_events
-from firstfault.simulate import lines as L
-from firstfault.simulate.cluster import START, TIMEOUT, Cluster, Job, Kind
+from simulate import hostile_events
+from simulate import lines as L
+from simulate.cluster import START, TIMEOUT, Cluster, Job, Kind
 
 
 @dataclass(frozen=True)

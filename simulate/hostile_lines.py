@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from firstfault.simulate import lines as L
-from firstfault.simulate.cluster import Cluster, glog
+from simulate import lines as L
+from simulate.cluster import Cluster, glog
 
 PG = "[PG ID 0 PG GUID 0(default_pg) Rank {r}] "  # ProcessGroupNCCL::logPrefix(), trailing space included
 # signal -> (its name, strsignal()'s text as srun prints it, whether a core is dumped)

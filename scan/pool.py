@@ -32,6 +32,7 @@ from catalog.matcher import Matcher
 from correlator.kept import ContextRecord
 from correlator.reading import SourceResult
 from ingest.files import Source, chunks
+from scan.source import order_base, scan_source
 from schemas.findings import Finding, Speaker
 
 Task = tuple[int, Source, int, int]  # (index in the input, source, year, order base)
@@ -65,8 +66,6 @@ def _claim(counter: Any, count: int) -> int | None:
 
 
 def _scan(matcher: Matcher, batch: Sequence[Task]) -> list[tuple[int, SourceResult]]:
-    from firstfault.engine import scan_source
-
     return [(index, scan_source(matcher, source.name, chunks(source), year, base))
             for index, source, year, base in batch]
 
@@ -193,8 +192,6 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
                  progress: Callable[[int], None] | None = None) -> list[SourceResult] | None:
     """The results of every source in input order (``workers`` processes, the parent one of them), or None when
     this platform cannot fork."""
-    from firstfault.engine import order_base
-
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
     # Largest files first, so that no process is left with a big file at the end while the others idle.

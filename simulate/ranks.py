@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from firstfault.simulate import hostile_lines as H
-from firstfault.simulate import lines as L
-from firstfault.simulate.cascade import (
+from simulate import hostile_lines as H
+from simulate import lines as L
+from simulate.cascade import (
     Failure,
     Knobs,
     agents,
@@ -16,7 +16,7 @@ from firstfault.simulate.cascade import (
     start,
     timeouts,
 )
-from firstfault.simulate.cluster import START, TIMEOUT, Job, Kind
+from simulate.cluster import START, TIMEOUT, Job, Kind
 
 SEQ = 4821
 

@@ -6,10 +6,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from firstfault.simulate import hostile
-from firstfault.simulate.cascade import Failure, Knobs
-from firstfault.simulate.cluster import Job, Kind, Shard
 from schemas.wire import JobEvent
+from simulate import hostile
+from simulate.cascade import Failure, Knobs
+from simulate.cluster import Job, Kind, Shard
 
 
 @dataclass

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firstfault.simulate import lines as L
-from firstfault.simulate.cascade import Failure, Knobs, agents, fail_time, sockets_break, start, timeouts
-from firstfault.simulate.cluster import START, Job, Kind
-from firstfault.simulate.ranks import SEQ
+from simulate import lines as L
+from simulate.cascade import Failure, Knobs, agents, fail_time, sockets_break, start, timeouts
+from simulate.cluster import START, Job, Kind
+from simulate.ranks import SEQ
 
 DOCKER0 = "172.17.0.1"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from firstfault.simulate.cluster import START, Cluster
-from firstfault.simulate.lines import dmesg_oom
-from firstfault.simulate.write import Truth
+from simulate.cluster import START, Cluster
+from simulate.lines import dmesg_oom
+from simulate.write import Truth
 
 
 def _glog(t: datetime) -> str:

@@ -14,11 +14,11 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from firstfault.simulate import platform, ranks
-from firstfault.simulate.cascade import Failure, Knobs
-from firstfault.simulate.cluster import GPUS_PER_NODE, START, Cluster, Job
-from firstfault.simulate.legacy import _dmesg_oom, _glog, _nccl_init, _reset_by_peer, _std, _watchdog, oom_killed_rank
-from firstfault.simulate.write import Truth, write
+from simulate import platform, ranks
+from simulate.cascade import Failure, Knobs
+from simulate.cluster import GPUS_PER_NODE, START, Cluster, Job
+from simulate.legacy import _dmesg_oom, _glog, _nccl_init, _reset_by_peer, _std, _watchdog, oom_killed_rank
+from simulate.write import Truth, write
 
 __all__ = ["GPUS_PER_NODE", "NODE_SCENARIOS", "SCENARIOS", "START", "Cluster", "Knobs", "Truth", "_dmesg_oom",
            "_glog", "_nccl_init", "_reset_by_peer", "_std", "_watchdog", "generate", "oom_killed_rank"]

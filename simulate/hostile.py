@@ -21,12 +21,12 @@ import re
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from firstfault.simulate import hostile_lines as H
-from firstfault.simulate.cluster import START, Job, Line, Shard
-from firstfault.simulate.names import NodeNames, node_names
+from simulate import hostile_lines as H
+from simulate.cluster import START, Job, Line, Shard
+from simulate.names import NodeNames, node_names
 
 if TYPE_CHECKING:
-    from firstfault.simulate.cascade import Failure, Knobs
+    from simulate.cascade import Failure, Knobs
 
 JOB_ID = 881234
 SCHEDULER_FILE = f"slurm-{JOB_ID}.out"

@@ -1,0 +1,30 @@
+"""The Pipeline as every process runs it: the default matcher, the outbox written with each incident change, the
+waits from Settings. `firstfault serve` builds it for the embedded mode, each Celery worker for its tasks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+    from pipeline.service import Pipeline, Scheduler
+    from store.incidents import OnSaved, Store
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None) -> Pipeline:
+    # imported here: the CLI's parsers import this module's callers, and `diagnose` never builds a Pipeline
+    from notifiers.wiring import outbox_hook
+    from pipeline.service import Pipeline
+    from scan.engine import default_matcher
+
+    matcher = default_matcher()
+    if on_saved is None:  # every incident change writes its notifications in the same transaction
+        on_saved = outbox_hook(matcher.catalog, utc_now)
+    return Pipeline(store, matcher, scheduler, utc_now,
+                    group_wait=timedelta(seconds=settings.group_wait_s),
+                    revise_wait=timedelta(seconds=settings.revise_wait_s), on_saved=on_saved)
