@@ -21,6 +21,13 @@ MAX_TASKS = 1 << 16  # a task range longer than any job is not a range of ranks
 _UNRANKED: Any = object()  # a (signature, generic, role) not looked up yet
 _ORDER = attrgetter("order")
 _BEST_ORDER = attrgetter("best.order")
+# The launcher's and scheduler's reports of an ending: a table, its rows, an exit line, the teardown after it. An
+# exit code with a class of its own (SIGKILL, SIGSEGV, SIGBUS, SIGTERM from outside) is not among them: its entry
+# says what such an ending usually means, and how to confirm it.
+NO_ERROR_FILE = "torchrun.no_error_file"
+REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_header", "torchrun.failure_rank_row",
+                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
+                          "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit"})
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -136,10 +143,12 @@ def task_ids(fields: Mapping[str, object]) -> list[int]:
     return ranks
 
 
-def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int]:
-    """Order findings inside one event: specific over generic, causes over wrappers and victims, severe first."""
-    return (0 if finding.generic else 1, 0 if sig.wrapper else 1, _ROLE_RANK[finding.role],
-            _SEVERITY_RANK.get(sig.severity, 0))
+def event_rank(finding: Finding, sig: Signature) -> tuple[int, int, int, int, int]:
+    """Order findings inside one event: any line over a launcher's report of how a process ended (the report is
+    how a cause ends, never the cause where the event holds another line), specific over generic, causes over
+    wrappers and victims, severe first."""
+    return (0 if sig.id in REPORTS_ONLY else 1, 0 if finding.generic else 1, 0 if sig.wrapper else 1,
+            _ROLE_RANK[finding.role], _SEVERITY_RANK.get(sig.severity, 0))
 
 
 def _ranked(f: Finding, catalog: Catalog) -> tuple[int, Signature, bool] | None:
@@ -148,8 +157,8 @@ def _ranked(f: Finding, catalog: Catalog) -> tuple[int, Signature, bool] | None:
     sig = catalog.get(f.signature)
     if sig is None:
         return None
-    generic, wrapper, role, severity = event_rank(f, sig)
-    return ((generic * 4 + wrapper) * 4 + role) * 4 + severity, sig, sig.implicates is Implicates.MAIN
+    report, generic, wrapper, role, severity = event_rank(f, sig)
+    return (((report * 4 + generic) * 4 + wrapper) * 4 + role) * 4 + severity, sig, sig.implicates is Implicates.MAIN
 
 
 def reports_exit(sig: Signature) -> bool:

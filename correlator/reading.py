@@ -33,6 +33,7 @@ _TRACEBACKISH = re.compile(
     r"^(?:\s|$|Traceback|File \"|During handling|The above exception|Last error|Exception raised from|"
     r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
 )
+_HEADER = re.compile(r"^\s*(?:Traceback|During handling|The above exception)")
 
 
 @dataclass
@@ -367,6 +368,7 @@ class SourceScanner:
             return True
         # Every line in between must read as part of a traceback or a multi-line message.
         pos = start
+        python_frame = False  # a `File "...", line N` line in between, with no traceback header
         for _ in range(gap - 1):
             prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
             if prev >= pos:
@@ -375,8 +377,22 @@ class SourceScanner:
             _, rest = read_prefixes(between, Who())
             if not _TRACEBACKISH.match(rest):
                 return False
+            if _HEADER.match(rest):
+                python_frame = False
+            elif not python_frame:
+                python_frame = rest.lstrip().startswith('File "')
             pos = prev
-        return True
+        return not (python_frame and self._after_cpp_frame(buffer, pos))
+
+    @staticmethod
+    def _after_cpp_frame(buffer: bytes, pos: int) -> bool:
+        """Whether the line ending just before ``pos`` is a C++ stack frame (`frame #3: ...`). c10 prints those
+        inside an exception's message, which Python prints after the traceback's `File` lines: a `File` line
+        after them, with no `Traceback` or chained-exception header, is another traceback (another process's, or
+        one the excerpt cut), not this message."""
+        prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
+        _, rest = read_prefixes(buffer[prev : pos - 1].decode("utf-8", errors="replace"), Who())
+        return rest.lstrip().startswith("frame #")
 
 
 @dataclass(slots=True)

@@ -16,17 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from correlator.calibration import CAP_THIN
-from correlator.events import Event
+from correlator.events import NO_ERROR_FILE, REPORTS_ONLY, Event
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
+from schemas.findings import Role
 
-NO_ERROR_FILE = "torchrun.no_error_file"
-# The launcher's and scheduler's reports of an ending: a table, its rows, an exit line, the teardown after it.
-# An exit code with a class of its own (SIGKILL, SIGSEGV, SIGBUS, SIGTERM from outside) is not among them: its
-# entry says what such an ending usually means, and how to confirm it.
-REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_header", "torchrun.failure_rank_row",
-                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
-                          "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit"})
 TELLING_CODES = frozenset({-9, 137, -11, 139, -7, 135})  # their own entries: torchrun.worker_sigkilled, ...
 CAP = CAP_THIN  # under calibration.SUSPECTS_BELOW: the rank the exit codes point at is listed as a suspect
 MAX_CODES = 4
@@ -82,11 +76,17 @@ def cause_unknown(failures: Sequence[Event], of_kind: Mapping[str, list[ContextR
     """The note for a job whose every failure line is a launcher's or scheduler's report of an ending; None when
     any line says more (a cause, a consequence, derived evidence) or no exit code is known."""
     live = [ev for ev in failures if not ev.stale]
-    if not live or any(ev.signature.id not in REPORTS_ONLY or ev.weight is not None for ev in live):
+    consequences = [ev for ev in live if ev.signature.id not in REPORTS_ONLY and ev.weight is None
+                    and ev.role is Role.COLLATERAL and not ev.about_peer and not ev.survivor
+                    and all(t == ev.reporter for t in ev.implicated)]
+    if not live or any((ev.signature.id not in REPORTS_ONLY or ev.weight is not None) and ev not in consequences
+                       for ev in live):
         return None
     codes = _codes(ids, live)
     if not codes or any(code in TELLING_CODES for code, _ in codes):
         return None
+    if consequences:
+        return _consequences_only(consequences, codes)
     no_file = bool(of_kind.get("table_no_error_file")) or any(
         f.signature == NO_ERROR_FILE for ev in events for f in ev.findings)
     shown = "; ".join(f"exit code {code} on {whose} means {_meaning(code)}" for code, whose in codes[:MAX_CODES])
@@ -94,3 +94,14 @@ def cause_unknown(failures: Sequence[Event], of_kind: Mapping[str, list[ContextR
     note = (f"the cause is not in these logs: {why}only exit codes speak. {shown}. Read that process's own stderr "
             "(torchrun --log-dir / --tee 3) and its host's kernel log (dmesg -T) around that time")
     return Unexplained(note, NO_ERROR_FILE if no_file else None)
+
+
+def _consequences_only(consequences: Sequence[Event], codes: Sequence[tuple[int, str]]) -> Unexplained:
+    """Exit reports and lines that are consequences of a failure elsewhere (a watchdog aborting its process after
+    an NCCL error on the communicator): what happened is the consequence, and its cause is in no log here."""
+    first = min(consequences, key=lambda ev: ev.best.order)
+    shown = "; ".join(f"exit code {code} on {whose} means {_meaning(code)}" for code, whose in codes[:MAX_CODES])
+    note = (f"the cause is not in these logs: the only failure lines are consequences of a failure elsewhere "
+            f"({first.signature.id}, {first.best.source}:{first.best.line_no}) and exit reports. {shown}. Read the "
+            "other ranks' and hosts' logs (torchrun --log-dir / --tee 3, dmesg -T) from just before that time")
+    return Unexplained(note, first.signature.id)

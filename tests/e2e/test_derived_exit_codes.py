@@ -89,3 +89,37 @@ def test_a_sigkill_keeps_its_own_class(tmp_path: Path, capsys: pytest.CaptureFix
     rc = _diagnose(capsys, _log(tmp_path, -9, "Signal 9 (SIGKILL) received by PID 51234"))["root_cause"]
     assert isinstance(rc, dict)
     assert rc["signature"] == "torchrun.worker_sigkilled"
+
+
+# c10's watchdog exception as the process prints it on its way down: c10/util/Exception.cpp's what() lists the
+# C++ frames (`frame #N: symbol + offset (address in library)`), and ProcessGroupNCCL.cpp's watchdog thread
+# (ncclCommWatchdog -> watchdogHandler -> WorkNCCL::checkAndSetException -> checkForNCCLErrorsInternal) is where
+# an asynchronous NCCL error on the communicator is found.
+_WATCHDOG_FRAMES = "".join(
+    f"frame #{n}: {symbol} + 0x{off:x} (0x7fc0e54{n}f7f0 in /opt/venv/lib/python3.11/site-packages/torch/lib/"
+    f"{lib})\n"
+    for n, (symbol, off, lib) in enumerate([
+        ("c10::Error::Error(c10::SourceLocation, std::string)", 0x96, "libc10.so"),
+        ("c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal(std::shared_ptr<c10d::NCCLComm>&)", 0x220,
+         "libtorch_cuda.so"),
+        ("c10d::ProcessGroupNCCL::WorkNCCL::checkAndSetException()", 0x7c, "libtorch_cuda.so"),
+        ("c10d::ProcessGroupNCCL::watchdogHandler()", 0x213, "libtorch_cuda.so"),
+        ("c10d::ProcessGroupNCCL::ncclCommWatchdog()", 0x10c, "libtorch_cuda.so"),
+        ("<unknown function>", 0xdbbf4, "../../../.././libstdc++.so.6"),
+    ]))
+
+
+def test_a_watchdog_abort_with_only_exit_reports_is_a_consequence_whose_cause_is_elsewhere(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The watchdog's frames, then (with no header between, as an excerpt or an interleaved console shows them)
+    the launcher's traceback: two messages, so the ChildFailedError line does not swallow the frames. The abort is
+    what these logs show; what the watchdog found went wrong elsewhere: the class is the abort, the rank its
+    exit code names a suspect, and the note says the cause is not here."""
+    d = _diagnose(capsys, _log(tmp_path, -6, "Signal 6 (SIGABRT) received by PID 51234", before=_WATCHDOG_FRAMES))
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "pytorch.c10d.watchdog_abort"
+    assert d["verdict"] == "suspects"
+    why = " ".join(rc["explanation"])
+    assert "consequences of a failure elsewhere" in why and "exit code -6 on rank 5 means SIGABRT" in why
+    assert 5 in [s["rank"] for s in d["suspects"]]  # type: ignore[union-attr]
