@@ -14,10 +14,11 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from ingest.dispatch import Dispatcher
-from ingest.validate import decode_shard_data, parse_json
+from ingest.validate import parse_json
 from pipeline import tracing
 from schemas.errors import InvalidMessage, RetryableError
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+from sources.shard_data import decode_shard_data
 
 
 def bearer_guard(token: str | None) -> Callable[[Request], None]:

@@ -42,10 +42,10 @@ from pathlib import Path
 
 from correlator.diagnose import diagnose
 from correlator.timestamps import parse_timestamp
-from ingest.files import expand
 from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
 from simulate import SCENARIOS, Knobs, Truth, generate
+from sources.files import expand
 
 YEAR = 2026
 OUT = Path(__file__).resolve().parent / "out"

@@ -41,10 +41,10 @@ from bench.corpus import HALVES, corpus_dir, labels
 from bench.logistic import Row, fit, log_loss
 from correlator import calibration
 from correlator.diagnose import diagnose
-from ingest.files import expand
 from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
 from simulate import generate
+from sources.files import expand
 
 MODEL = Path(__file__).resolve().parents[1] / "correlator" / "calibration_model.py"
 NAMES = [f for f in calibration.Features.__dataclass_fields__]

@@ -104,6 +104,6 @@ def compiled_bytecode() -> None:
     which the users' installed copy never pays."""
     import compileall
 
-    for package in ("catalog", "correlator", "config", "firstfault", "ingest", "schemas", "scan", "simulate", "store",
-                    "pipeline", "runtime", "workers", "notifiers", "api"):
+    for package in ("catalog", "correlator", "config", "firstfault", "ingest", "schemas", "scan", "simulate", "sources",
+                    "store", "pipeline", "runtime", "workers", "notifiers", "api"):
         compileall.compile_dir(ROOT / package, quiet=1)

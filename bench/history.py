@@ -26,8 +26,8 @@ INDEXES = ("ix_incidents_diagnosis_trgm", "ix_incidents_job_id_trgm")
 
 
 def diagnoses() -> list[object]:
-    from ingest.files import expand
     from scan.engine import default_matcher, diagnose_sources
+    from sources.files import expand
 
     logs = sorted(CORPUS.glob("*.log")) if CORPUS.is_dir() else []
     logs += sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())

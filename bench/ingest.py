@@ -23,11 +23,11 @@ from pathlib import Path
 import kafka
 
 from ingest.consumer import kafka_ingest
-from ingest.files import chunks, expand
 from ingest.kafka import create_topics
 from ingest.ship import KafkaTransport, Overrides, ship_logs
 from ingest.topics import Topics
 from schemas.wire import JobEvent, LogShard
+from sources.files import chunks, expand
 
 RAW_CHUNK = 1_000_000
 

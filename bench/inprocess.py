@@ -14,8 +14,8 @@ from typing import Any
 
 
 def line_aligned(path: Path) -> Iterable[bytes]:
-    """The file as diagnose reads it (ingest.files.chunks, 4 MB) cut at the last newline, like SourceScanner."""
-    from ingest.files import Source, chunks
+    """The file as diagnose reads it (sources.files.chunks, 4 MB) cut at the last newline, like SourceScanner."""
+    from sources.files import Source, chunks
 
     carry = b""
     for block in chunks(Source(path.name, path)):
@@ -54,8 +54,8 @@ def run_scan(matcher: Any, files: Sequence[Path], logs: Path) -> dict[str, Any]:
     records kept so far made this row slower than the whole `diagnose --jobs 1`."""
     import gc
 
-    from ingest.files import Source
     from scan.engine import scan_sources
+    from sources.files import Source
 
     was_on = gc.isenabled()
     gc.disable()

@@ -66,8 +66,8 @@ def wait_for(found: Callable[[], object], limit_s: float = 600) -> float:
 
 
 def baseline_s(logs: Path) -> float:
-    from ingest.files import expand
     from scan.engine import default_matcher, diagnose_sources
+    from sources.files import expand
 
     matcher = default_matcher()
     runs = []

@@ -19,10 +19,10 @@ from correlator.reading import SourceScanner
 from correlator.speakers import who_from_path
 from firstfault import dlq_cli, notify_args, serve, ship_cli
 from firstfault.history_args import add_incidents_parser
-from ingest.files import chunks, expand
 from scan.engine import default_matcher, scan_sources
 from schemas.errors import CatalogError, TransportError, UsageError
 from schemas.findings import Finding
+from sources.files import chunks, expand
 
 if TYPE_CHECKING:  # rich is imported where text is drawn: `diagnose --format json` starts faster without it
     from rich.console import Console

@@ -16,11 +16,11 @@ import httpx
 
 from correlator.speakers import stream_from_path, who_from_path
 from ingest.chunking import RAW_CHUNK, Note, StreamKey, envelopes, line_pieces, numbered
-from ingest.files import Source, chunks, expand
 from ingest.kafka import WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from schemas.errors import PermanentError, RetryableError, TransportError
 from schemas.wire import Compression, JobEvent, LogShard, Stream
+from sources.files import Source, chunks, expand
 
 
 class Transport(Protocol):

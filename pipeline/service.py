@@ -12,11 +12,11 @@ from correlator.diagnose import diagnose
 from correlator.jobs import Readiness, changes, may_be_complete, readiness
 from correlator.reading import SourceScanner
 from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
-from ingest.validate import decode_shard_data
 from pipeline import tracing
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
+from sources.shard_data import decode_shard_data
 from store.incidents import JobView, OnSaved, Recorded, Store
 
 Clock = Callable[[], datetime]

@@ -19,10 +19,10 @@ from catalog.matcher import Matcher
 from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.diagnose import diagnose
 from correlator.reading import SourceResult
-from ingest.files import Source, chunks
 from scan.source import order_base, scan_source
 from schemas import findings
 from schemas.diagnosis import Diagnosis
+from sources.files import Source, chunks
 
 __all__ = ["POOL_MIN_BYTES", "Scan", "build_matcher", "cache_dir", "cached_catalog", "default_matcher",
            "diagnose_sources", "order_base", "pool_size", "scan_source", "scan_sources"]

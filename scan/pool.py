@@ -31,9 +31,9 @@ except ImportError:  # not POSIX: no fork either, so the pool is not used
 from catalog.matcher import Matcher
 from correlator.kept import ContextRecord
 from correlator.reading import SourceResult
-from ingest.files import Source, chunks
 from scan.source import order_base, scan_source
 from schemas.findings import Finding, Speaker
+from sources.files import Source, chunks
 
 Task = tuple[int, Source, int, int]  # (index in the input, source, year, order base)
 _new_tuple = tuple.__new__

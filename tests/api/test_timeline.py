@@ -7,11 +7,11 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from api.timeline import MAX_ROWS, timeline_svg
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident
 from simulate import oom_killed_rank
+from sources.files import expand
 from tests.api.seed import xid_job
 
 NS = {"svg": "http://www.w3.org/2000/svg"}

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from correlator.diagnose import diagnose
-from ingest.files import expand
 from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
 from simulate import SCENARIOS, Knobs, Truth, generate
+from sources.files import expand
 
 VARIANTS = {
     0: (Knobs(world_size=32, max_skew_s=300.0, missing=0.1, truncated=0.1), True),

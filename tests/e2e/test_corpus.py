@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.corpus import corpus_dir, half_of
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources
+from sources.files import expand
 
 CORPUS = corpus_dir()
 # Counts measured 2026-12-03 (docs/accuracy.md): class of 34 and 36 logs, initiating of the 19 and 26 whose label

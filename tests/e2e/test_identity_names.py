@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources
 from schemas.diagnosis import Diagnosis
+from sources.files import expand
 from tests.e2e import formats as F
 
 _OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {dev} has a total capacity of "

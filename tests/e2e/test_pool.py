@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.generate import generate
-from ingest.files import Source, expand
 from scan.engine import POOL_MIN_BYTES, default_matcher, pool_size, scan_sources
 from schemas.findings import finding_json
+from sources.files import Source, expand
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 

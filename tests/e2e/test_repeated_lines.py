@@ -15,9 +15,9 @@ import correlator.kept
 from bench.generate import generate
 from correlator.diagnose import diagnose
 from correlator.shards import StoredShard, base_who, merge, result_to_json, source_key
-from ingest.files import expand
 from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
+from sources.files import expand
 
 REPEATS = 100_000
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from firstfault.cli import main
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources, scan_sources
 from simulate import Knobs, generate, oom_killed_rank
+from sources.files import expand
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources, scan_sources
+from sources.files import expand
 
 _WORKER_TRACEBACK = """\
 [rank{r}]: Traceback (most recent call last):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources
+from sources.files import expand
 
 _WAITING = """\
 [rank{r}]: Traceback (most recent call last):

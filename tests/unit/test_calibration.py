@@ -25,13 +25,13 @@ from correlator.diagnose import diagnose
 from correlator.events import Target
 from correlator.scoring import Candidate
 from firstfault.render import render_markdown, render_text
-from ingest.files import expand
 from notifiers.console import summary
 from notifiers.pagerduty import build_event
 from notifiers.slack_message import fallback_text, incident_blocks
 from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, incident_id
+from sources.files import expand
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
 URL = "https://firstfault.example.org/incidents/inc-1"

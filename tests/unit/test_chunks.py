@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.files import CHUNK, chunks, expand
+from sources.files import CHUNK, chunks, expand
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096, CHUNK])

@@ -14,10 +14,10 @@ import zstandard
 
 from bench.generate import generate
 from catalog.matcher import Matcher
-from ingest.files import chunks, expand
-from ingest.zstdfile import unended_frame
 from scan.engine import default_matcher, scan_sources
 from schemas.errors import UsageError
+from sources.files import chunks, expand
+from sources.zstdfile import unended_frame
 
 
 @pytest.fixture(scope="module")

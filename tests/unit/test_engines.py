@@ -12,8 +12,8 @@ from catalog.literals import LineFilteredRe, required_literal
 from catalog.loader import default_catalog
 from catalog.matcher import folded
 from catalog.rewrite import existence_form, line_regex, single_line
-from ingest.files import chunks, expand
 from scan.engine import build_matcher, scan_source
+from sources.files import chunks, expand
 from tests.unit.hs_engines import HS_ENGINES, require
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.files import _SKIP_DIRS, Source, expand
+from sources.files import _SKIP_DIRS, Source, expand
 
 
 def _reference(paths: list[str]) -> list[Source]:

@@ -11,9 +11,9 @@ from correlator.diagnose import _evidence, diagnose
 from correlator.floods import FLOOD_AFTER, MAX_IN_EVENT, MAX_REPEATS
 from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
-from ingest.files import chunks, expand
 from scan.engine import default_matcher
 from schemas.diagnosis import Diagnosis
+from sources.files import chunks, expand
 
 
 def _timeout(rank: int, seq: int) -> str:

@@ -11,10 +11,10 @@ from correlator.diagnose import diagnose
 from correlator.kept import FOLDED_KINDS, MAX_ERROR_ROWS
 from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
-from ingest.files import chunks, expand
 from scan.engine import default_matcher
 from schemas.diagnosis import Diagnosis
 from simulate import SCENARIOS, Knobs, generate
+from sources.files import chunks, expand
 
 # No catalog entry knows these lines. rank1 repeats a mild error nobody else prints; rank2 prints one grave one.
 MILD_REPEATED = "[rank1]: error reading sample 17, skipped\n"

@@ -16,8 +16,8 @@ from correlator import kept as kept_module
 from correlator import reading
 from correlator.kept import FIRST_ONLY_KINDS, FOLDED_KINDS, MAX_ERROR_ROWS, KeptContext
 from correlator.speakers import Who
-from ingest.files import Source, chunks
 from scan.engine import default_matcher, scan_source
+from sources.files import Source, chunks
 
 
 def _native() -> Any:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from bench.generate import generate
-from ingest.files import chunks, expand
 from scan.engine import default_matcher, scan_source
+from sources.files import chunks, expand
 
 
 def _scans(logs: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any], int]:

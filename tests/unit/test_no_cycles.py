@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources
 from schemas.diagnosis import Diagnosis
 from simulate import SCENARIOS, Knobs, generate
+from sources.files import expand
 
 
 @pytest.fixture

@@ -111,9 +111,9 @@ def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
     from pathlib import Path
 
     from bench.generate import generate
-    from ingest.files import expand
     from scan.engine import default_matcher, scan_sources
     from schemas.findings import Finding, finding_from_json, finding_json
+    from sources.files import expand
 
     assert isinstance(tmp_path, Path)
     generate(tmp_path, ranks=16, size=10**6, seed=2, failure="cuda_oom", quiet=True)

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from catalog.matcher import Matcher
 from correlator.reading import SourceScanner
 from correlator.speakers import Who
-from ingest.validate import decode_shard_data
 from scan.engine import default_matcher
 from schemas.errors import InvalidMessage
 from schemas.wire import LogShard
+from sources.shard_data import decode_shard_data
 
 QUICK = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LINES = st.lists(st.sampled_from([

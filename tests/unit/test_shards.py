@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from correlator.diagnose import diagnose
 from correlator.reading import SourceScanner
 from correlator.shards import StoredShard, base_who, complete_sources, merge, result_to_json, source_key
-from ingest.files import expand
 from scan.engine import default_matcher, diagnose_sources
+from sources.files import expand
 from tests.pipeline.helpers import EXAMPLE, shards_of
 
 YEAR = 2026

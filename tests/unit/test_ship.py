@@ -18,9 +18,10 @@ import pytest
 from firstfault.cli import main
 from ingest.chunking import StreamKey, envelopes, line_pieces, numbered
 from ingest.ship import Overrides, plan, stream_shards
-from ingest.validate import decode_shard_data, validate_message
+from ingest.validate import validate_message
 from ingest.wire_schema import MODELS, committed_path, schema_text
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+from sources.shard_data import decode_shard_data
 
 KEY = StreamKey(stream="stdout", rank=3, host="node017")
 

@@ -9,9 +9,10 @@ import json
 import pytest
 import zstandard
 
-from ingest.validate import decode_shard_data, validate_message
+from ingest.validate import validate_message
 from schemas.errors import InvalidMessage
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
+from sources.shard_data import decode_shard_data
 
 
 def _reason(kind: str, value: bytes | None, key: bytes | None = b"j1") -> str:

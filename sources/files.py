@@ -42,7 +42,7 @@ def _open(path: Path) -> BinaryIO:
             import zstandard
         except ImportError as exc:
             raise UsageError(f"{path}: reading .zst needs the 'zstandard' package") from exc
-        from ingest.zstdfile import ZstdFile
+        from sources.zstdfile import ZstdFile
 
         return ZstdFile(where, zstandard)  # type: ignore[return-value]  # read and close: what chunks calls
     # Unbuffered: chunks reads whole blocks, and a buffer in between only copies them. FileIO itself, not
