@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
@@ -19,6 +20,7 @@ from correlator.locate import locate, node_wide, pick
 from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
+from correlator.redact import redact, redact_model
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.speakers import who_from_path
 from correlator.transport import assign
@@ -46,7 +48,15 @@ def diagnose(
     exit_codes: Mapping[str, int] | None = None,
 ) -> Diagnosis:
     """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004"). Without them,
-    a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map."""
+    a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map.
+
+    The diagnosis comes back redacted (correlator/redact.py): this is the one place every output (the CLI's
+    formats, the stored incident, the API, the web pages, the notifiers) gets its log text from."""
+    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes))
+
+
+def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None,
+              exit_codes: Mapping[str, int] | None) -> Diagnosis:
     findings = [f for r in results for f in r.findings]
     context = [c for r in results for c in r.context]
     job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
@@ -72,6 +82,8 @@ def diagnose(
         (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
                            failing=failing)
+    if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
+        suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
     # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
     logged = {int(rec.fields["rank"]) for rec in comms}
     logged |= {rank for r in results if r.lines and (rank := who_from_path(r.source).rank) is not None}
@@ -89,7 +101,8 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
     seen: set[tuple[str, int, str]] = set()
     for ev in events:
         for f in [ev.best, *ev.findings]:  # the line that decided first, then the rest of its event
-            key = (f.source, f.line_no, f.text[:1000])
+            # redacted before it is cut: a token cut in half no longer looks like a token, and would leak
+            key = (f.source, f.line_no, redact(f.text)[:1000])
             if key in seen:
                 continue
             seen.add(key)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from notifiers.redact import MASK, redact, redact_incident
+from correlator.redact import MASK, redact
+from notifiers.redact import redact_incident
 from tests.notifiers.conftest import make_incident
 
 # (log line as a job prints it, the secret that must disappear, what must stay readable)
@@ -29,6 +32,16 @@ LINES = [
      "github.com/org/repo"),
     ("env: GITHUB_TOKEN=github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "github_pat_11ABCDEFG0123456789", "env:"),
     ("OPENAI_API_KEY: sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34", "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34", "OPENAI_API_KEY"),
+    # each of these leaked before the rules were extended (found with tests/fixtures/planted_secrets.py)
+    ("launcher: python train.py --password Tr0ub4dor&3 --lr 3e-4", "Tr0ub4dor", "--lr 3e-4"),
+    ("srun --wandb-key 8f3a9c1d7e2b4f6a0c5d9e8f7a6b5c4d3e2f1a0b -N 2", "8f3a9c1d7e2b", "-N 2"),
+    ("db: postgresql://app:p@ss@word9@db-0:5432/x", "word9", "db-0:5432/x"),
+    ('config: password="correct horse battery" user=x', "horse battery", "user=x"),
+    ('wandb.login(key="8f3a9c1d7e2b4f6a0c5d9e8f7a6b5c4d3e2f1a0b")', "8f3a9c1d7e2b", "wandb.login(key="),
+    ("netrc: machine api.wandb.ai login user password 8f3a9c1d7e2b4f6a0c5d9e8f7a6b5c4d3e2f1a0b", "8f3a9c1d7e2b",
+     "machine api.wandb.ai"),
+    ("POST https://hooks.slack.com/workflows/T01ABC/A02DEF/123456/abcDEF456ghi", "abcDEF456ghi", "workflows/"),
+    ("mysql --user root --password 12345678 -h db", "12345678", "-h db"),
 ]
 
 
@@ -54,6 +67,7 @@ def test_a_private_key_block_is_removed_whole() -> None:
     "iteration 1200 | max_tokens=4096 | tokens_per_sec: 15321.5 | loss 2.31",
     "NVRM: Xid (PCI:0000:3b:00): 79, pid=31844, GPU has fallen off the bus.",
     "https://github.com/NVIDIA/nccl/issues/1234",
+    "vllm: --max-num-batched-tokens 8192 --num-tokens 12 max_tokens=4096 --token-budget 100",
 ])
 def test_ordinary_log_lines_are_left_alone(line: str) -> None:
     assert redact(line) == line
@@ -66,3 +80,27 @@ def test_an_incident_is_redacted_everywhere_log_text_appears() -> None:
     dumped = redact_incident(incident).model_dump_json()
     assert token not in dumped
     assert token in incident.model_dump_json()  # the stored incident is untouched
+
+
+@pytest.mark.parametrize(("line", "_secret", "_kept"), LINES, ids=[line[:40] for line, _, _ in LINES])
+def test_redaction_is_idempotent(line: str, _secret: str, _kept: str) -> None:
+    """Diagnoses are redacted when made and the notifiers redact again at the edge: twice must equal once."""
+    once = redact(line)
+    assert redact(once) == once
+
+
+def test_a_token_cut_by_the_explanation_is_redacted_before_the_cut(tmp_path: Path) -> None:
+    """The explanation quotes the first 100 characters of a suspect's first error line; cut first, a token
+    across the 100th character was too short for its rule, and 19 of its characters reached every output."""
+    from correlator.diagnose import diagnose
+    from scan.engine import default_matcher, scan_sources
+    from sources.files import expand
+    from tests.fixtures.planted_secrets import HF, write_jobs
+
+    token = HF.value  # rank 2's third line in the `cause` job starts it at the 82nd character
+    matcher = default_matcher()
+    job = write_jobs(tmp_path)["cause"]
+    d = diagnose(scan_sources(matcher, expand([str(job)]), 2026).results, matcher.catalog)
+    quoted = [e for e in d.root_cause.explanation if "first: " in e]  # type: ignore[union-attr]
+    assert quoted and "retry with hf_[REDACTED]" in quoted[0]
+    assert token[3:13] not in d.model_dump_json()
