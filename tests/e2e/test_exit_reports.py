@@ -127,3 +127,17 @@ def test_a_setting_every_host_shares_is_job_wide_beside_srun_s_step_report(
     rc = _diagnose(F.write(tmp_path, files), capsys)
     assert (rc["rank"], rc["host"]) == (None, None), rc["explanation"]
     assert rc["signature"] == "nccl.socket.network_unreachable"
+
+
+def test_the_oom_killers_line_is_the_cause_of_the_sigkill_the_agent_reports(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchrun's agent says how rank 5 ended (`failed (exitcode: -9) ... (pid: P)`); the node's kernel log says
+    who ended it (`Out of memory: Killed process P`). The answer is the OOM kill on rank 5, its SIGKILL a
+    consequence, whichever file is read first."""
+    t = F.T0 + timedelta(seconds=5)
+    console = [line for r in range(NODE.world) for line in F.steps(r, F.T0)]
+    console += F.agent_failure(NODE, "gpu-b07", 5, -9, t + timedelta(seconds=1))
+    root = F.write(tmp_path, {"gpu-b07/console.log": console, "gpu-b07/dmesg.log": F.dmesg_oom(NODE.pid(5), t)})
+    rc = _diagnose(root, capsys)
+    assert rc["signature"] == "host.oom_killer"
+    assert rc["rank"] == 5
