@@ -27,8 +27,8 @@ from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
 
 # Under it the named rank is at best a coin flip: the verdict lists suspects instead. From the reliability table
-# (bench/calibrate.py --table, README; tuning half and simulator, 08:50 fit): of the answers under 0.5, 33% were
-# right (47% of those from 0.3 to 0.5); from 0.5 to 0.6, 77%; from 0.6 up, 95% or more.
+# (bench/calibrate.py --table, docs/accuracy.md; tuning half and simulator, 08:50 fit): of the answers under 0.5,
+# 33% were right (47% of those from 0.3 to 0.5); from 0.5 to 0.6, 77%; from 0.6 up, 95% or more.
 SUSPECTS_BELOW = 0.5
 CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence of its own: never 0.9 or more
 CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis

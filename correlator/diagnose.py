@@ -1,4 +1,4 @@
-"""From the findings of every source to one diagnosis (the JSON contract of design.md). Pure."""
+"""From the findings of every source to one diagnosis (the JSON contract of docs/contracts.md). Pure."""
 
 from __future__ import annotations
 

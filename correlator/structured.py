@@ -23,7 +23,7 @@ def looks_like_job(head: bytes) -> bool:
 
 
 def parse_job(data: bytes) -> JobEvent | None:
-    """A JobEvent (design.md's firstfault.jobs contract) or None when the bytes are something else."""
+    """A JobEvent (the firstfault.jobs contract of docs/contracts.md) or None when the bytes are something else."""
     if len(data) > MAX_JOB_BYTES or not looks_like_job(data[:_SNIFF]):
         return None
     try:

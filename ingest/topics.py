@@ -1,4 +1,5 @@
-"""The Kafka topics of design.md. Tests and multi-tenant deployments may rename them, so they travel as a value."""
+"""The Kafka topics of docs/contracts.md. Tests and multi-tenant deployments may rename them, so they travel as a
+value."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The diagnosis: the JSON contract of `firstfault diagnose --format json` (see design.md)."""
+"""The diagnosis: the JSON contract of `firstfault diagnose --format json` (docs/contracts.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of the Kafka topics (design.md): JobEvent on firstfault.jobs, LogShard on firstfault.shards.
+"""Wire models of the Kafka topics (docs/contracts.md): JobEvent on firstfault.jobs, LogShard on firstfault.shards.
 
 Every field a producer controls is bounded here, once, so the exported JSON Schema (schemas/json/) says the same
 as the validation: a number in a message never sizes work or memory downstream, and a value no honest job has is

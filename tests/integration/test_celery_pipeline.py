@@ -121,7 +121,7 @@ def test_a_worker_killed_mid_task_leaves_exactly_one_incident(env: dict[str, str
         wait_for(lambda: _counts(store)[0] >= total // 3, 90, "a third of the shards")
         # SIGKILL with a task in hand, never acknowledged: the test holds the worker inside one (its INSERT waits
         # on a table lock), because a kill in the instant between Redis popping a task and kombu recording it as
-        # unacknowledged loses that task outright (kombu's ack emulation is two commands; see README)
+        # unacknowledged loses that task outright (kombu's ack emulation is two commands; see docs/operations.md)
         with _inserts_blocked(env["FIRSTFAULT_DATABASE_URL"]):
             wait_for(lambda: _held_in_a_task(log), 60, "the worker held inside a task")
             worker.kill()
