@@ -64,14 +64,17 @@ class Candidate:
         self.reasons.append(f"{reason} (+{weight:.1f})")
 
     def best_event(self) -> Event | None:
-        def key(ev: Event) -> tuple[int, int, float, int]:
+        def key(ev: Event) -> tuple[int, int, float, bool, int]:
             # an absence from a collective only shows that something happened to it: any line of its own says what;
             # and how it ended (an exit code, a signal: `failed (exitcode: -9)`) says less than who ended it (the
             # OOM killer's `Killed process <pid>`) or why; a code with a class of its own, more than a report
             code = "exit_code" in ev.best.fields or "signal" in ev.best.fields
             says = 0 if exit_report(ev) else 1 if ev.absence else 2 if code else 3
+            # The device or host under a process fails before the process does: between lines that weigh the same,
+            # a fault of the node (Xid 79) explains the rank's own (its watchdog's CUDA error), not the reverse.
             return (says, 0 if ev.best.generic else 1,
-                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], -ev.best.order)
+                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], ev.signature.scope is Scope.NODE,
+                    -ev.best.order)
         if self.own_events:
             return max(self.own_events, key=key)
         return min(self.support_events, key=lambda ev: ev.best.order) if self.support_events else None
