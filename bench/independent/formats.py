@@ -43,7 +43,7 @@ def agent(job: Job, node: Node, t: float, sev: str, module: str, lineno: int, ms
         return f"{_SEV_WORD[sev]}:{module}:{msg}"
     d = job.local_time(node, t)
     path = module.replace(".", "/") + ".py"
-    if job.rng.random() < 0.5:
+    if job.slurm_id % 2:  # make_module_path_relative leaves 'site-packages/' on for some installs: per job
         path = "site-packages/" + path
     return f"[{sev}{d:%m%d %H:%M:%S}.{d.microsecond:06d} {job.agent_pid[node.index]} {path}:{lineno}] {msg}"
 

@@ -66,13 +66,14 @@ def xid(s: Story, code: int) -> None:
     if code == 119:  # the GPU stops answering; the rank's watchdog thread itself gets stuck in the driver
         t_hb = t + 480
         pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {r}]"
-        s.emit(r, t_hb, F.c10(job, r, t_hb, "E", "ProcessGroupNCCL.cpp:1423",
-                              f"{pg} ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
-                              "monitoring enqueued collectives. This typically indicates a NCCL/CUDA API (e.g., "
-                              "CudaEventDestroy) hang blocking the watchdog, and could be triggered by another thread "
-                              "holding the GIL inside a CUDA api (for example, CudaEventDestroy), or other "
-                              "deadlock-prone behaviors."))
-        s.exits[r] = Exit(t_hb + 1, -6)
+        if job.torch_new:  # the heartbeat monitor is torch >= 2.2; before it the hung rank just goes quiet
+            s.emit(r, t_hb, F.c10(job, r, t_hb, "E", "ProcessGroupNCCL.cpp:1423",
+                                  f"{pg} ProcessGroupNCCL's watchdog got stuck for 480 seconds without making "
+                                  "progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA "
+                                  "API (e.g., CudaEventDestroy) hang blocking the watchdog, and could be triggered by "
+                                  "another thread holding the GIL inside a CUDA api (for example, CudaEventDestroy), "
+                                  "or other deadlock-prone behaviors."))
+            s.exits[r] = Exit(t_hb + 1, -6)
         evidence = xline if present else "ProcessGroupNCCL's watchdog got stuck for 480 seconds"
     else:
         err = "unknown error" if code == 79 else "uncorrectable ECC error encountered"
@@ -221,7 +222,7 @@ def node_loss(s: Story) -> None:
     store = f"[{node.short}]:29500"
     for r in range(job.world):
         n2, _ = job.by_rank(r)
-        if n2 is node or rng.random() < 0.5:
+        if n2 is node or rng.random() < 0.5 or not job.torch_new:  # the store-polling heartbeat is torch >= 2.3
             continue
         tr = t + rng.uniform(1, 30)
         # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: HeartbeatMonitor::runLoop when the store is unreachable

@@ -106,21 +106,28 @@ def watchdog_timeout(s: Story, r: int, t: float, seq: int, enq: int, done: int) 
     s.exits.setdefault(r, Exit(t + 0.5, -6))
 
 
+def pg_prefix(job: Job, r: int) -> tuple[str, str]:
+    """The log prefix and the watchdog's death notice: torch >= 2.3 names the process group (logPrefix()),
+    2.1 said '[Rank N] NCCL watchdog thread terminated with exception'."""
+    if job.torch_new:
+        return PG.format(r=r), "Process group watchdog thread terminated with exception"
+    return f"[Rank {r}]", "NCCL watchdog thread terminated with exception"
+
+
 def teardown(s: Story, r: int, t: float, what: str, origin: str) -> list[str]:
     job = s.job
-    pg = PG.format(r=r)
+    pg, died = pg_prefix(job, r)
     rows = [F.c10(job, r, t, "E", "ProcessGroupNCCL.cpp:630", f"[Rank {r}] Some NCCL operations have failed or timed "
                   "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
                   "corrupted/incomplete data."),
             F.c10(job, r, t, "E", "ProcessGroupNCCL.cpp:636", f"[Rank {r}] To avoid data inconsistency, we are taking "
                   "the entire process down."),
-            F.c10(job, r, t, "E", "ProcessGroupNCCL.cpp:1595", f"{pg} Process group watchdog thread terminated with "
-                  f"exception: {what}"),
+            F.c10(job, r, t, "E", "ProcessGroupNCCL.cpp:1595", f"{pg} {died}: {what}"),
             f"Exception raised from {origin} (most recent call first):",
             *F.cpp_frames(job.rng, "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
                           "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2"),
             "", "terminate called after throwing an instance of 'c10::DistBackendError'",
-            f"  what():  {pg} Process group watchdog thread terminated with exception: {what}"]
+            f"  what():  {pg} {died}: {what}"]
     return rows
 
 
@@ -138,17 +145,18 @@ def remote_error(s: Story, r: int, t: float, peer: str, reset: bool) -> None:
     else:
         warn = f"socketProgress: Connection closed by remote peer {peer}"
         where = "misc/socket.cc:58"
-    rows = [F.nccl_warn(job, r, where, warn),
-            F.nccl_info(job, r, "misc/socket.cc:752 -> 6"), F.nccl_info(job, r, "transport/net_socket.cc:474 -> 6"),
-            F.nccl_info(job, r, "proxy.cc:1455 -> 6 [Progress Thread]")]
+    rows = []
+    if job.nccl_debug:  # NCCL prints nothing unless NCCL_DEBUG is set; PyTorch still quotes ncclGetLastError
+        rows = [F.nccl_warn(job, r, where, warn), F.nccl_info(job, r, "misc/socket.cc:752 -> 6"),
+                F.nccl_info(job, r, "transport/net_socket.cc:474 -> 6"),
+                F.nccl_info(job, r, "proxy.cc:1455 -> 6 [Progress Thread]")]
     what = (f"NCCL error: remote process exited or there was a network error, NCCL version {job.nccl_version}\n"
             "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
             f"Last error:\n{warn}")
-    pg = PG.format(r=r)
-    rows.append(F.c10(job, r, t + 0.2, "E", "ProcessGroupNCCL.cpp:1548", f"{pg} Process group watchdog thread "
-                      f"terminated with exception: {what}"))
+    pg, died = pg_prefix(job, r)
+    rows.append(F.c10(job, r, t + 0.2, "E", "ProcessGroupNCCL.cpp:1548", f"{pg} {died}: {what}"))
     rows += ["", "terminate called after throwing an instance of 'c10::DistBackendError'",
-             f"  what():  {pg} Process group watchdog thread terminated with exception: {what}"]
+             f"  what():  {pg} {died}: {what}"]
     s.emit(r, t, rows)
     s.exits.setdefault(r, Exit(t + 0.6, -6))
 
