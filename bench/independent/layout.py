@@ -98,10 +98,9 @@ def _kernel_files(s: Story, root: str, sub: str, syslog: bool) -> None:
         rows = list(s.kernel.get(node.index, []))
         if not rows and job.rng.random() < 0.7:
             continue
+        rows += _kernel_noise(node, job.t0, human=bool(rows) and rows[0][1][1:2].isalpha())
         if syslog:  # re-render the same events the way rsyslog writes them
             rows = [(t, F.syslog(node, t, ln.split("] ", 1)[1])) for t, ln in rows]
-        else:
-            rows += _kernel_noise(node, job.t0, human=bool(rows) and rows[0][1][1:2].isalpha())
         _write(os.path.join(root, sub, f"{node.short}.log"), [ln for _, ln in sorted(rows)])
 
 
