@@ -130,7 +130,7 @@ def segfault(s: Story) -> None:
         s.kmsg(node, t, F.dmesg(node, t, seg, rng.random() < 0.5))
         if rng.random() < 0.6:
             # CPython Python/faulthandler.c: faulthandler_fatal_error
-            s.emit(r, t, ["Fatal Python error: Segmentation fault", "",
+            s.emit(r, t - 0.01, ["Fatal Python error: Segmentation fault", "",
                           f"Thread 0x00007f{rng.randint(0, 16**8):08x} (most recent call first):",
                           '  File "/workspace/model/fused.py", line 133 in forward',
                           '  File "/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", line 1562 in '

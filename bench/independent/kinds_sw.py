@@ -140,7 +140,7 @@ def version_mismatch(s: Story) -> None:
         s.exits[r] = Exit(tr + 0.2, 1, "\n".join(tb))
     agents(s)
     label(s, "nccl_version_mismatch", None, job.host(odd),
-          f"Mismatched NCCL version detected (version {_vcode(other)})",
+          "Mismatched NCCL version detected",
           f"{odd.short} runs NCCL {other}, the rest {job.nccl_version}", True)
 
 
@@ -192,7 +192,7 @@ def config_error(s: Story) -> None:
         tr = t + rng.uniform(0, 4)
         tb = F.py_traceback(frames, exc)
         s.emit(r, tr, tb)
-        s.exits[r] = Exit(tr, 1, "\n".join(tb))
+        s.exits[r] = Exit(tr + 0.1, 1, "\n".join(tb))  # after the traceback it printed
     agents(s)
     label(s, cls, None, None, exc, "the same error on every rank at start-up", True)
 

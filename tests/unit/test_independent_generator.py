@@ -79,3 +79,17 @@ def test_does_not_import_firstfault() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_rank_file_never_ends_mid_traceback(tmp_path: Path) -> None:
+    """A process prints its whole traceback before it exits; a file cut after 'Traceback (most recent call last):'
+    would hide the cause line the label promises."""
+    generate(str(tmp_path), seed=5, jobs=len(KINDS))
+    checked = 0
+    for p in tmp_path.rglob("stderr.log"):
+        lines = p.read_text().splitlines()
+        for i, ln in enumerate(lines):
+            if ln == "Traceback (most recent call last):":
+                checked += 1
+                assert i + 1 < len(lines) and lines[i + 1].startswith('  File "'), p
+    assert checked
