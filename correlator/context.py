@@ -39,6 +39,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # (in its communicator: trusted only for processes no `comm ... rank N nranks M` line maps)
     "nccl_ring": r"NCCL INFO (?:Ring|Channel) \d+(?:/\d+)? : (?P<rank>\d+)\[[0-9a-fA-F]+\] -> \d+\[",
     "nccl_version": r"NCCL version (?P<version>\d+\.\d+\.\d+)",
+    # srun -l's task label (SchedMD/slurm src/srun/srun_job.c: "%d: ") before a line with NCCL's header (its host):
+    # srun names the node each task ran on in its exit lines ("srun: error: HOST: task N: Exited"), so task N's
+    # two names are one host, whatever launcher prefixes (torchrun's [rankN]:) stand between
+    "srun_task_host": r"^(?P<task>\d{1,5}): (?:\[\w{1,40}\]:[ \t]?){0,3}(?P<host>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] "
+    r"NCCL INFO (?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using ",
     # torchrun's failure table rows
     "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
     "table_host": r"^[ \t]*(?:\S+[ \t]+)?host[ \t]*: (?P<host>[\w.-]+)[ \t]*$",
@@ -110,6 +115,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "rdzv_global_ranks": r"global_ranks=\[[\d, ]*\][ \t]*$",
     "launch_nodes": r"max_nodes[ \t]*: \d+[ \t]*$",
     "launch_nproc": r"nproc_per_node[ \t]*: \d+[ \t]*$",
+    "srun_task_host": r"\[\d+\] NCCL INFO (?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using ",
     # Hyperscan 5.4 dropped Ray's `\tip: ...` line, anchored with an optional prefix, whenever the line before held
     # a UUID (Ray's `\tnamespace: ` line): unanchored, the same database finds it
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
@@ -152,6 +158,8 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "nccl_ring": ("node01:2301:2388 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/CUMEM",
                   "node01:2301:2388 [2] NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] via P2P/IPC"),
     "nccl_version": ("node01:2301:2301 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",),
+    "srun_task_host": ("1: [rank9]:ip-10-0-0-2:48696:48753 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
+                       "3: gpu-b07:51234:51234 [3] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.7<0>"),
     "table_rank": ("  rank      : 3 (local_rank: 3)",),
     "table_host": ("  host      : node01",),
     "table_exit": ("  exitcode  : -9 (pid: 2304)",),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
 
+from correlator.events import task_ids
 from correlator.hostnames import aliases
 from correlator.identity import METADATA, IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord
@@ -20,6 +21,7 @@ from correlator.speakers import Who, folder_host
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
+_SRUN_EXIT = "slurm.task_exit"  # srun: error: HOST: task N: Exited with exit code C
 _WHO, _SOURCE, _SPEAKER = attrgetter("who"), attrgetter("source"), attrgetter("speaker")
 _HOST_FIELDS = ("table_host", "k8s_node", "store_remote")  # record kinds whose fields name a host
 
@@ -41,8 +43,11 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     names = _host_names(pairs, findings, of_kind)
     folders, same = _folder_hosts(pairs)
     same += _scheduler_hosts(pairs, rank_hosts or {})
-    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), (rank_hosts or {}).values(), same,
-                                        folders).items() if n != c}
+    srun_named = _srun_task_hosts(findings, of_kind)
+    same += srun_named
+    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named)]
+    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders).items()
+               if n != c}
     if renamed:
         findings, context = _rename_hosts(findings, context, renamed)
         of_kind = records_by_kind(context)
@@ -275,6 +280,28 @@ def _scheduler_hosts(pairs: Sequence[tuple[Who, str]], rank_hosts: Mapping[int, 
         if who.rank is not None and who.host:
             named.setdefault(who.rank, set()).add(who.host)
     return [(rank_hosts[r], next(iter(h))) for r, h in named.items() if r in rank_hosts and len(h) == 1]
+
+
+def _srun_task_hosts(findings: Sequence[Finding], of_kind: Mapping[str, list[ContextRecord]]
+                     ) -> list[tuple[str, str]]:
+    """(srun's name of a task's node, the host that task's NCCL lines name), where srun's exit lines name the
+    task's node and the task's lines name one other host: srun -l labels each line with its task."""
+    named: dict[int, set[str]] = {}
+    for rec in of_kind.get("srun_task_host", ()):
+        task, host = rec.fields.get("task"), rec.fields.get("host")
+        if isinstance(task, int) and isinstance(host, str):
+            named.setdefault(task, set()).add(host)
+    if not named:
+        return []
+    node: dict[int, set[str]] = {}
+    for f in findings:
+        host = f.fields.get("host")
+        if f.signature == _SRUN_EXIT and isinstance(host, str):
+            for task in task_ids(f.fields):
+                node.setdefault(task, set()).add(host)
+    out = {(next(iter(node[t])), next(iter(hosts))) for t, hosts in named.items()
+           if len(hosts) == 1 and len(node.get(t, ())) == 1}
+    return sorted(pair for pair in out if pair[0] != pair[1])
 
 
 def _advertised(of_kind: Mapping[str, list[ContextRecord]], ids: IdentityMap) -> list[tuple[str, str]]:

@@ -339,3 +339,19 @@ def test_a_role_header_before_c10s_global_prefix_is_still_read_as_the_local_rank
     (tmp_path / "node1").mkdir()
     (tmp_path / "node1" / "console.log").write_text(text)
     assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_srun_s_task_label_ties_the_nodes_slurm_name_to_the_name_nccl_prints(tmp_path: Path) -> None:
+    """srun -l labels each task's lines "N: " (SchedMD/slurm src/srun/srun_job.c); here each task is a node's
+    torchrun, whose workers print c10's "[rankN]:" and NCCL's header with the EC2 name (ip-10-0-0-2). srun's exit
+    lines name task N's node as Slurm does (src/srun/launch.c _task_finish): the host is reported that way."""
+    job = F.Job(hosts=("ip-10-0-0-1", "ip-10-0-0-2"), per_host=2)
+    lines = []
+    for r in range(job.world):
+        task = r // job.per_host
+        lines.append(f"{task}: [rank{r}]:" + F.nccl(job, r, "INFO", f"Bootstrap : Using eth0:10.0.0.{task + 1}<0>"))
+    lines.append("1: [rank3]:" + F.nccl(job, 3, "WARN", "NET/IB : mlx5_0:1 Got async event : port error"))
+    lines += ["srun: error: gpu-st-p4d24xlarge-2: task 1: Exited with exit code 1",
+              "srun: error: gpu-st-p4d24xlarge-1: task 0: Exited with exit code 1"]
+    (tmp_path / "slurm-881234.out").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path))[::2] == ("nccl.ib.async_port_error", "gpu-st-p4d24xlarge-2")
