@@ -125,6 +125,9 @@ class Signature(BaseModel):
     # The message wraps a cause printed elsewhere (ncclSystemError, "NCCL error in: ..."): it ranks below any
     # specific cause found on the same rank or its peers.
     wrapper: bool = False
+    carries: str | None = Field(
+        None, description="the capture that holds an error this line carries (the watchdog's `CUDA error: ...`): "
+        "where an entry in `related` matches that text, the line is that entry's")
     fingerprints: list[Fingerprint] = Field(min_length=1)
     meaning: str = Field(min_length=10)
     discriminators: list[str] = Field(default_factory=list)
@@ -151,6 +154,15 @@ class Signature(BaseModel):
                 if re.search(fp.regex, line, re.ASCII) and not re.search(fp.prefilter, line, re.ASCII):
                     raise ValueError(f"prefilter {fp.prefilter!r} misses a positive example its regex matches: "
                                      f"{line!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _carried_capture_exists(self) -> Signature:
+        if self.carries is not None and not self.related:
+            raise ValueError(f"carries={self.carries!r} but no related entries to read the carried error as")
+        if self.carries is not None and not all(self.carries in re.compile(fp.regex).groupindex
+                                                for fp in self.fingerprints):
+            raise ValueError(f"carries={self.carries!r} but a fingerprint has no capture of that name")
         return self
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from catalog.loader import Catalog
 from catalog.model import Implicates, Signature
 from correlator import calibration
+from correlator.carried import read_carried
 from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
@@ -67,6 +68,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes)  # one name per host and per rank
     findings, context, of_kind, ids = named.findings, named.context, named.of_kind, named.ids
+    findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
