@@ -144,6 +144,8 @@ _NOT_HOST_DIRS = re.compile(
 # even when the job's name starts like a folder that is not one ("trainjob-worker-6", not "train_logs").
 _POD_NAME = re.compile(r"-(?:master|worker|launcher|node|host)s?-\d+(?:-\d+)?$", re.I)
 _ATTEMPT = re.compile(r"^attempt_\d+$")
+# dmesg, syslog, kern.log, /var/log/messages, journalctl: as a file's name or a folder holding such files
+_SYSTEM_LOG = re.compile(r"(?:^|[/\\._-])(?:dmesg|syslog|kern|messages|journal(?:ctl)?)(?:[/\\._-]|\d|$)", re.I)
 
 
 def folder_host(path: str) -> str | None:
@@ -172,6 +174,13 @@ def who_from_path(path: str) -> Who:
         return Who(host=folder_host(path), local_rank=local)
     rank = None
     host = None
+    base = name.split(".")[0]
+    if _SYSTEM_LOG.search(path) or _POD_NAME.search(base):
+        # A kernel or system log is a node's (syslog/gpu300.log names host gpu300, not rank 300), and a pod's log
+        # file is named after the pod (a replica index, not a rank: PyTorchJob's worker-0 is rank 1, and under
+        # torchrun a pod is a node)
+        folder = next((part for leading, hostish, part in _folders(head) if hostish and leading is None), None)
+        return Who(host=base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else folder)
     if m := _FILE_RANK.search(name):
         rank = int(m["rank"])
     for leading_rank, hostish, part in _folders(head):
@@ -181,11 +190,9 @@ def who_from_path(path: str) -> Who:
         if hostish:
             host = part
             break
-    if host is None and rank is None:
-        base = name.split(".")[0]
-        # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3), not a001.
-        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
-            host = base
+    # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3), not a001.
+    if host is None and rank is None and re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
+        host = base
     return Who(rank=rank, host=host)
 
 
@@ -195,12 +202,18 @@ def _folders(head: str) -> tuple[tuple[int | None, bool, str], ...]:
     host's name, and the name. Once per folder: a 4,096-rank job's 5,120 files sit in 512 of them, and reading
     each file's folders again took a twentieth of its scan."""
     facts = []
+    inner = ""
     for part in reversed(PurePath(head).parts if head else ()):
         m = _FILE_RANK.search(part)
         leading_rank = int(m["rank"]) if m and m.start() == 0 else None
         hostish = (bool(_HOSTISH.match(part)) and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part)))
                    and not _FILE_RANK.match(part))
+        # torchrun --log-dir's run folder, "{run_id}_{random}" (DefaultLogsSpecs.reify: tempfile.mkdtemp(prefix=
+        # f"{run_id}_")) above attempt_<n>/: a run, not a host
+        if _ATTEMPT.match(inner):
+            hostish = False
         facts.append((leading_rank, hostish, part))
+        inner = part
     return tuple(facts)
 
 

@@ -355,3 +355,35 @@ def test_srun_s_task_label_ties_the_nodes_slurm_name_to_the_name_nccl_prints(tmp
               "srun: error: gpu-st-p4d24xlarge-1: task 0: Exited with exit code 1"]
     (tmp_path / "slurm-881234.out").write_text("\n".join(lines) + "\n")
     assert _root(_diagnose(tmp_path))[::2] == ("nccl.ib.async_port_error", "gpu-st-p4d24xlarge-2")
+
+
+def test_torchruns_run_folder_is_not_a_host(tmp_path: Path) -> None:
+    """torchrun --log-dir files a worker's output under <log dir>/<run id>_<random>/attempt_0/<local rank>/
+    (DefaultLogsSpecs.reify, tempfile.mkdtemp(prefix=f"{run_id}_")); collected per node, the node's folder is
+    above it. The host is the node's folder, never the run's."""
+    run = tmp_path / "torchrun_logs" / "a100-115" / "j000_876" / "attempt_0"
+    for local in range(2):
+        (run / str(local)).mkdir(parents=True)
+        text = _OOM.format(dev=1) if local == 1 else "step 10 loss 2.31"
+        (run / str(local) / "stderr.log").write_text(text + "\n")
+    assert _root(_diagnose(tmp_path))[::2] == ("cuda.oom", "a100-115")
+
+
+def test_a_system_log_named_after_its_node_names_a_host_not_a_rank(tmp_path: Path) -> None:
+    """syslog/gpu300.log is node gpu300's kernel log (RFC 3164 lines): not rank 300's."""
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "syslog" / "gpu300.log").write_text(
+        "Nov 29 10:02:03 gpu300 kernel: NVRM: Xid (PCI:0000:41:00): 79, pid=4242, name=python3, GPU has fallen off "
+        "the bus.\n")
+    signature, rank, host = _root(_diagnose(tmp_path))
+    assert (signature, host) == ("xid.79", "gpu300") and rank is None
+
+
+def test_a_pods_log_file_names_the_pod_not_a_rank(tmp_path: Path) -> None:
+    """kubectl logs of a Kubeflow PyTorchJob pod ({job}-worker-{index}) running torchrun with 4 workers: the pod
+    is a node, its index no rank; c10's [rankN]: prefix names the rank."""
+    (tmp_path / "pods").mkdir()
+    lines = [f"[rank{r}]:step 10 loss 2.31" for r in range(4, 8)]
+    lines += ["[rank6]:" + _OOM.format(dev=2)]
+    (tmp_path / "pods" / "llm-pretrain-worker-0.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "llm-pretrain-worker-0")
