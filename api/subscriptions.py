@@ -1,7 +1,7 @@
 """Subscriptions over HTTP: GET/POST /v1/subscriptions, GET/PUT/PATCH/DELETE /v1/subscriptions/{id}.
 
-The same store functions as ``firstfault subscribe|unsubscribe|subscriptions`` (notifiers/subscriptions.py) and the
-same model (schemas/subscription.py), so a subscription made here routes exactly like one made from the terminal.
+The same store port as ``firstfault subscribe|unsubscribe|subscriptions`` (store/ports.py) and the same model
+(schemas/subscription.py), so a subscription made here routes exactly like one made from the terminal.
 Reads are open; writes need the bearer token. Webhooks go only to https hosts an admin allows
 (notifiers/webhook_policy.py, FIRSTFAULT_WEBHOOK_ALLOW_HOSTS): any other is a 422 naming the target. A PagerDuty
 routing key is a credential and a webhook URL often carries one (a path token, ``?key=``, ``user:pass@``): answers
@@ -16,20 +16,17 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlmodel import Session
 
 from api.history import answers
 from api.ingest import bearer_guard
-from notifiers.subscriptions import add, all_subscriptions, from_row, new_id, remove
+from notifiers.subscriptions import new_id
 from notifiers.webhook_policy import WebhookPolicy
 from schemas.subscription import Match, QuietHours, Subscription, Target, TargetKind
-from store.incidents import Store
-from store.notify_tables import SubscriptionRow
+from store.ports import NotifyStore, NotifyTx, NotStorable, StoredSubscription
 
 SubscriptionId = Annotated[str, Path(max_length=64, description="sub-… as returned on creation")]
 
@@ -116,40 +113,36 @@ def _invalid(exc: ValidationError) -> RequestValidationError:
 
 
 @contextmanager
-def stored(store: Store) -> Iterator[Session]:
-    """A store session whose refusals are the caller's: a value the database cannot hold (a NUL byte in
+def stored(store: NotifyStore) -> Iterator[NotifyTx]:
+    """A store transaction whose refusals are the caller's: a value the database cannot hold (a NUL byte in
     PostgreSQL text, a name over its column) is a 422, not a 500."""
     with answers():
         try:
-            with store.session() as s:
-                yield s
-        except (sa.exc.DataError, sa.exc.IntegrityError) as exc:
-            raise RequestValidationError([{"loc": ("body",), "msg": f"not storable: {exc.orig}",
+            with store.notify() as tx:
+                yield tx
+        except NotStorable as exc:
+            raise RequestValidationError([{"loc": ("body",), "msg": f"not storable: {exc}",
                                            "type": "value_error"}]) from exc
 
 
-def _row(s: Session, subscription_id: str) -> SubscriptionRow:
-    """The stored row, locked until the end of the transaction (two PATCHes never lose one's change)."""
-    row = (s.get(SubscriptionRow, subscription_id, with_for_update=True)
-           if "\x00" not in subscription_id else None)  # no id has one, and PostgreSQL refuses to compare with it
-    if row is None:
+def _row(tx: NotifyTx, subscription_id: str) -> StoredSubscription:
+    """The stored subscription, locked until the end of the transaction (two PATCHes never lose one's change)."""
+    found = tx.subscription(subscription_id, lock=True)
+    if found is None:
         raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
-    return row
+    return found
 
 
-def _parsed(row: SubscriptionRow) -> Subscription:
-    try:
-        return from_row(row)
-    except ValidationError as exc:  # edited by hand or an older schema: routing skips it too
-        raise HTTPException(status_code=409, detail=f"subscription {row.id!r} is stored invalid "
-                                                    f"({exc.errors()[0]['msg']}): PUT a valid one or DELETE it"
-                            ) from exc
+def _parsed(found: StoredSubscription) -> Subscription:
+    if found.subscription is None:  # edited by hand or an older schema: routing skips it too
+        raise HTTPException(status_code=409, detail=f"subscription {found.id!r} is stored invalid "
+                                                    f"({found.problem}): PUT a valid one or DELETE it")
+    return found.subscription
 
 
-def _replace(s: Session, sub: Subscription, now: datetime) -> Subscription:
-    remove(s, sub.id)
-    s.flush()
-    return add(s, sub, now)
+def _replace(tx: NotifyTx, sub: Subscription, now: datetime) -> Subscription:
+    tx.replace_subscription(sub, now)
+    return sub
 
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "no such subscription"}}
@@ -171,15 +164,15 @@ def _allowed(sub: Subscription, policy: WebhookPolicy) -> Subscription:
     return sub
 
 
-def subscriptions_router(store: Store, token: str | None, policy: WebhookPolicy | None = None) -> APIRouter:
+def subscriptions_router(store: NotifyStore, token: str | None, policy: WebhookPolicy | None = None) -> APIRouter:
     policy = policy or WebhookPolicy()
     router = APIRouter(prefix="/v1/subscriptions", tags=["subscriptions"], route_class=NoEchoRoute)
     guarded = [Depends(bearer_guard(token))]
 
     @router.get("", response_model=list[SubscriptionOut], responses={503: WRITE[503]})
     def list_subscriptions() -> list[SubscriptionOut]:
-        with stored(store) as s:
-            return [out(x) for x in all_subscriptions(s)]
+        with stored(store) as tx:
+            return [out(x) for x in tx.subscriptions()]
 
     @router.post("", status_code=201, response_model=SubscriptionOut, dependencies=guarded, responses=WRITE)
     def create_subscription(body: SubscriptionIn, response: Response) -> SubscriptionOut:
@@ -189,47 +182,47 @@ def subscriptions_router(store: Store, token: str | None, policy: WebhookPolicy 
         except ValidationError as exc:
             raise _invalid(exc) from exc
         _allowed(sub, policy)
-        with stored(store) as s:
-            add(s, sub, now)
+        with stored(store) as tx:
+            tx.add_subscription(sub, now)
         response.headers["Location"] = f"/v1/subscriptions/{sub.id}"
         return out(sub)
 
     @router.get("/{subscription_id}", response_model=SubscriptionOut,
                 responses={**NOT_FOUND, **INVALID})
     def get_subscription(subscription_id: SubscriptionId) -> SubscriptionOut:
-        with stored(store) as s:
-            return out(_parsed(_row(s, subscription_id)))
+        with stored(store) as tx:
+            return out(_parsed(_row(tx, subscription_id)))
 
     @router.put("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
                 responses={**WRITE, **NOT_FOUND})
     def replace_subscription(subscription_id: SubscriptionId, body: SubscriptionIn) -> SubscriptionOut:
-        with stored(store) as s:
-            created = _row(s, subscription_id).created_at  # a PUT may replace a stored-invalid one
+        with stored(store) as tx:
+            created = _row(tx, subscription_id).created_at  # a PUT may replace a stored-invalid one
             try:
                 sub = Subscription(id=subscription_id, created_at=created.replace(tzinfo=created.tzinfo or UTC),
                                    **body.model_dump())
             except ValidationError as exc:
                 raise _invalid(exc) from exc
             _allowed(sub, policy)
-            return out(_replace(s, sub, datetime.now(UTC)))
+            return out(_replace(tx, sub, datetime.now(UTC)))
 
     @router.patch("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
                   responses={**WRITE, **NOT_FOUND, **INVALID})
     def update_subscription(subscription_id: SubscriptionId, body: SubscriptionPatch) -> SubscriptionOut:
-        with stored(store) as s:
-            current = _parsed(_row(s, subscription_id)).model_dump()
+        with stored(store) as tx:
+            current = _parsed(_row(tx, subscription_id)).model_dump()
             try:  # explicit nulls clear mute_until and quiet_hours; on a required field they are refused here
                 sub = Subscription.model_validate({**current, **body.model_dump(exclude_unset=True)})
             except ValidationError as exc:
                 raise _invalid(exc) from exc
             if body.targets is not None:  # stored targets are checked again at delivery
                 _allowed(sub, policy)
-            return out(_replace(s, sub, datetime.now(UTC)))
+            return out(_replace(tx, sub, datetime.now(UTC)))
 
     @router.delete("/{subscription_id}", status_code=204, dependencies=guarded, responses={**WRITE, **NOT_FOUND})
     def delete_subscription(subscription_id: SubscriptionId) -> Response:
-        with stored(store) as s:
-            if "\x00" in subscription_id or not remove(s, subscription_id):
+        with stored(store) as tx:
+            if not tx.remove_subscription(subscription_id):
                 raise HTTPException(status_code=404, detail=f"no subscription {subscription_id!r}")
         return Response(status_code=204)
 

@@ -19,7 +19,6 @@ from api.history import clock_of
 from api.subscriptions import out
 from api.timeline import timeline_svg
 from catalog.loader import Catalog
-from notifiers.subscriptions import all_subscriptions
 from schemas.errors import RetryableError, UsageError
 from schemas.text import rank_ranges
 from store.incidents import Store
@@ -108,8 +107,8 @@ def web_router(store: Store, catalog: Catalog) -> APIRouter:
     @router.get("/subscriptions")
     def subscriptions_page() -> HTMLResponse:
         try:
-            with store.session() as s:
-                found = [out(x) for x in all_subscriptions(s)]  # masked as the API shows them
+            with store.notify() as tx:
+                found = [out(x) for x in tx.subscriptions()]  # masked as the API shows them
         except RetryableError as exc:
             return trouble(exc)
         return page("subscriptions.html", subscriptions=found)

@@ -25,7 +25,6 @@ from notifiers.outbox import deliver_due, on_saved
 from notifiers.settings import NotifySettings
 from notifiers.slack import SlackNotifier
 from notifiers.slack_message import fallback_text, incident_blocks
-from notifiers.subscriptions import add
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
 from tests.fakes.slack_api import FakeSlack
@@ -50,9 +49,9 @@ def bare(server: FakeSlack, n: int) -> float:
 def through_outbox(server: FakeSlack, n: int, url: str) -> tuple[float, float]:
     """(incidents saved with their outbox rows per second, outbox deliveries per second)."""
     store = Store.open(url)
-    with store.session() as s:
-        add(s, Subscription(id=f"bench-{time.monotonic_ns()}", team="llm", match=Match(tags=["oom"]),
-                            targets=[Target(kind="slack", address="#ml-oncall")]), NOW)
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id=f"bench-{time.monotonic_ns()}", team="llm", match=Match(tags=["oom"]),
+                                         targets=[Target(kind="slack", address="#ml-oncall")]), NOW)
     hook = on_saved(lambda: NOW)
     tag = time.monotonic_ns()
     start = time.perf_counter()

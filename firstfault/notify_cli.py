@@ -11,15 +11,14 @@ from datetime import UTC, datetime, time
 from typing import Any
 
 from pydantic import ValidationError
-from sqlmodel import col, select
 
 from config.settings import load_settings
-from notifiers.subscriptions import add, all_subscriptions, new_id, remove
+from notifiers.subscriptions import new_id
 from notifiers.wiring import Deliverer, webhook_policy
 from schemas.errors import UsageError
 from schemas.subscription import Match, QuietHours, Subscription, Target
 from store.incidents import Store
-from store.notify_tables import OutboxRow, OutcomeRow
+from store.ports import NotifyStore, OutboxEntry
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,15 +75,15 @@ def _subscribe(args: argparse.Namespace, store: Store) -> int:
     for target in sub.targets:
         if target.kind == "webhook" and (refused := policy.problem(target.address)) is not None:
             raise UsageError(f"subscribe: {refused}")
-    with store.session() as s:
-        add(s, sub, datetime.now(UTC))
+    with store.notify() as tx:
+        tx.add_subscription(sub, datetime.now(UTC))
     sys.stdout.write(f"{sub.id}\n")
     return 0
 
 
 def _unsubscribe(args: argparse.Namespace, store: Store) -> int:
-    with store.session() as s:
-        if not remove(s, args.id):
+    with store.notify() as tx:
+        if not tx.remove_subscription(args.id):
             raise UsageError(f"no subscription {args.id!r} (see: firstfault subscriptions)")
     sys.stdout.write(f"removed {args.id}\n")
     return 0
@@ -97,8 +96,8 @@ def subscription_json(sub: Subscription) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace, store: Store) -> int:
-    with store.session() as s:
-        subs = all_subscriptions(s)
+    with store.notify() as tx:
+        subs = tx.subscriptions()
     if args.format == "json":
         sys.stdout.write(json.dumps([subscription_json(x) for x in subs], indent=1) + "\n")
         return 0
@@ -116,14 +115,10 @@ def _list(args: argparse.Namespace, store: Store) -> int:
     return 0
 
 
-def outcome_rows(store: Store, incident: str | None, limit: int) -> list[dict[str, Any]]:
-    with store.session() as s:
-        query = select(OutboxRow).order_by(col(OutboxRow.id).desc()).limit(limit)
-        if incident:
-            query = query.where(OutboxRow.incident_id == incident)
-        rows = s.exec(query).all()
-        steps = s.exec(select(OutcomeRow).where(col(OutcomeRow.outbox_id).in_([r.id for r in rows]))
-                       .order_by(col(OutcomeRow.id))).all()
+def outcome_rows(store: NotifyStore, incident: str | None, limit: int) -> list[dict[str, Any]]:
+    with store.notify() as tx:
+        rows = tx.recent_outbox(incident, limit)
+        steps = tx.outcomes([r.id or 0 for r in rows])
     history: dict[int, list[str]] = {}
     for step in steps:
         history.setdefault(step.outbox_id, []).append(step.outcome)
@@ -132,10 +127,15 @@ def outcome_rows(store: Store, incident: str | None, limit: int) -> list[dict[st
              "target": Target.model_validate({"kind": r.target_kind, "address": r.target_address}).describe(),
              "outcome": _outcome(r), "reason": r.reason, "ref": r.ref,
              "attempts": r.attempts, "steps": history.get(r.id or 0, []),
-             "at": (r.sent_at or r.updated_at).isoformat()} for r in rows]
+             "at": _naive(r.sent_at or r.updated_at).isoformat()} for r in rows]
 
 
-def _outcome(row: OutboxRow) -> str:
+def _naive(at: datetime) -> datetime:
+    """UTC without its offset: ``outcomes --format json`` has always printed times so, and scripts parse them."""
+    return at.astimezone(UTC).replace(tzinfo=None)
+
+
+def _outcome(row: OutboxEntry) -> str:
     if row.status == "sent":
         return "rate_limited_then_sent" if row.rate_limited else "sent"
     if row.status in ("superseded", "deduplicated"):

@@ -24,22 +24,17 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlmodel import Session, col, or_, select
-
 from catalog.loader import Catalog
 from notifiers.base import Delivery, Notifier, RateLimited
 from notifiers.pacing import Pacer
 from notifiers.routing import Route, route
-from notifiers.subscriptions import all_subscriptions
 from schemas.errors import PermanentError, RetryableError
 from schemas.incident import Incident
 from schemas.subscription import Target
-from store.incidents import OnSaved, Store
-from store.notify_tables import OutboxRow, OutcomeRow
+from store.ports import DELIVERABLE, SENDING, NotifyStore, NotifyTx, OnSaved, OutboxEntry
 
 LEASE = timedelta(minutes=2)  # longer than any one send (timeouts are 10 s); a dead worker's row waits this long
 MAX_ATTEMPTS = 12
-DELIVERABLE = ("pending", "held")
 STATUS_OF: dict[str, str] = {"send": "pending", "held_quiet_hours": "held"}
 
 
@@ -55,15 +50,13 @@ def delivery_key(incident: Incident, route_: Route) -> str:
     return f"{incident.id}:r{incident.revision}:{incident.state}:{where}"
 
 
-def enqueue(session: Session, incident: Incident, now: datetime,
-            collateral_signatures: Collection[str] = ()) -> list[OutboxRow]:
+def enqueue(tx: NotifyTx, incident: Incident, now: datetime,
+            collateral_signatures: Collection[str] = ()) -> list[OutboxEntry]:
     """Write the outbox rows of this incident revision (idempotent: a re-save writes nothing new)."""
-    routes = route(incident, all_subscriptions(session), now, collateral_signatures)
-    mine = session.exec(select(OutboxRow).where(OutboxRow.incident_id == incident.id,
-                                                OutboxRow.revision == incident.revision,
-                                                OutboxRow.incident_state == incident.state)).all()
+    routes = route(incident, tx.subscriptions(), now, collateral_signatures)
+    mine = tx.outbox_of(incident.id, incident.revision, incident.state)
     keys = {r.dedup_key for r in mine}
-    live = {(r.target_kind, r.target_address) for r in mine if r.status in (*DELIVERABLE, "sending", "sent")}
+    live = {(r.target_kind, r.target_address) for r in mine if r.status in (*DELIVERABLE, SENDING, "sent")}
     snapshot = incident.model_dump(mode="json")
     written = []
     for r in routes:
@@ -74,22 +67,21 @@ def enqueue(session: Session, incident: Incident, now: datetime,
         if status in DELIVERABLE and (r.target.kind, r.target.address) in live:
             status, reason = "deduplicated", "this destination already has this revision"
         live |= {(r.target.kind, r.target.address)} if status in DELIVERABLE else set()
-        row = OutboxRow(dedup_key=key, incident_id=incident.id, revision=incident.revision,
+        row = OutboxEntry(dedup_key=key, incident_id=incident.id, revision=incident.revision,
                         incident_state=incident.state, subscription_id=r.subscription_id, target_kind=r.target.kind,
                         target_address=r.target.address, status=status, reason=reason, incident=snapshot,
                         next_attempt_at=(r.not_before or now) if status in DELIVERABLE else None,
                         created_at=now, updated_at=now)
-        session.add(row)
-        session.flush()
-        _log(session, row, "queued" if status == "pending" else status, reason, now)
+        row = tx.add_outbox(row)
+        _log(tx, row, "queued" if status == "pending" else status, reason, now)
         written.append(row)
     return written
 
 
 def on_saved(clock: Callable[[], datetime], collateral_signatures: Collection[str] = ()) -> OnSaved:
     """The store hook: ``Pipeline(..., on_saved=on_saved(clock, collateral_ids(catalog)))``."""
-    def hook(session: Session, incident: Incident, previous: Incident | None) -> None:
-        enqueue(session, incident, clock(), collateral_signatures)
+    def hook(tx: NotifyTx, incident: Incident, previous: Incident | None) -> None:
+        enqueue(tx, incident, clock(), collateral_signatures)
     return hook
 
 
@@ -105,7 +97,7 @@ class Claim:
     attempts: int
 
 
-def deliver_due(store: Store, notifiers: Mapping[str, Notifier], now: datetime, pacer: Pacer | None = None,
+def deliver_due(store: NotifyStore, notifiers: Mapping[str, Notifier], now: datetime, pacer: Pacer | None = None,
                 limit: int = 50) -> list[tuple[int, str]]:
     """Send every due delivery (at most ``limit``); returns (outbox id, final or next status) for each."""
     done = []
@@ -114,48 +106,37 @@ def deliver_due(store: Store, notifiers: Mapping[str, Notifier], now: datetime, 
     return done
 
 
-def claim_due(store: Store, now: datetime, limit: int) -> list[Claim]:
+def claim_due(store: NotifyStore, now: datetime, limit: int) -> list[Claim]:
     claims = []
-    with store.session() as s:
-        due = s.exec(select(OutboxRow).where(or_(
-            col(OutboxRow.status).in_(DELIVERABLE) & (col(OutboxRow.next_attempt_at) <= now),
-            (col(OutboxRow.status) == "sending") & (col(OutboxRow.lease_until) < now),
-        )).order_by(col(OutboxRow.id)).limit(limit).with_for_update(skip_locked=True)).all()
-        for row in due:
-            siblings = _same_target(s, row)
-            if any((o.id or 0) < (row.id or 0) and o.status in (*DELIVERABLE, "sending") for o in siblings):
+    with store.notify() as tx:
+        for row in tx.due(now, limit):
+            siblings = tx.same_target(row)
+            if any((o.id or 0) < (row.id or 0) and o.status in (*DELIVERABLE, SENDING) for o in siblings):
                 continue  # an older revision goes first (it may be in flight, or superseded by this one below)
             if not row.maybe_sent and any((o.id or 0) > (row.id or 0) and o.status in DELIVERABLE
                                           for o in siblings):
-                _finish(s, row, "superseded", "a newer revision replaces it", now)
-                s.flush()
+                _finish(tx, row, "superseded", "a newer revision replaces it", now)
                 continue
-            claims.append(_claim(s, row, siblings, now))
+            claims.append(_claim(tx, row, siblings, now))
     return claims
 
 
-def _same_target(s: Session, row: OutboxRow) -> list[OutboxRow]:
-    return list(s.exec(select(OutboxRow).where(
-        OutboxRow.incident_id == row.incident_id, OutboxRow.target_kind == row.target_kind,
-        OutboxRow.target_address == row.target_address, OutboxRow.id != row.id)).all())
-
-
-def _claim(s: Session, row: OutboxRow, siblings: list[OutboxRow], now: datetime) -> Claim:
+def _claim(tx: NotifyTx, row: OutboxEntry, siblings: list[OutboxEntry], now: datetime) -> Claim:
     recovering = row.maybe_sent
     sent = sorted((o for o in siblings if o.status == "sent" and o.ref), key=lambda o: o.revision)
-    row.status, row.claim_id, row.lease_until = "sending", secrets.token_hex(8), now + LEASE
+    row.status, row.claim_id, row.lease_until = SENDING, secrets.token_hex(8), now + LEASE
     row.attempts += 1
     row.maybe_sent, row.updated_at = True, now
-    s.add(row)
+    tx.update_outbox(row)
     if recovering:
-        _log(s, row, "recovering", "an earlier attempt may have been sent; checking the destination first", now)
+        _log(tx, row, "recovering", "an earlier attempt may have been sent; checking the destination first", now)
     return Claim(row.id or 0, row.claim_id, Incident.model_validate(row.incident),
                  Target.model_validate({"kind": row.target_kind, "address": row.target_address}),
                  recovering, sent[-1].ref if sent else None,  # the latest root (a deleted one is replaced)
                  f"{row.incident_id}.r{row.revision}.{row.incident_state}.{row.id}", row.attempts)
 
 
-def _deliver(store: Store, notifiers: Mapping[str, Notifier], claim: Claim, now: datetime,
+def _deliver(store: NotifyStore, notifiers: Mapping[str, Notifier], claim: Claim, now: datetime,
              pacer: Pacer | None) -> str:
     notifier = notifiers.get(claim.target.kind)
     if notifier is None:
@@ -193,11 +174,11 @@ def _backoff(exc: RetryableError, claim: Claim) -> timedelta:
     return timedelta(seconds=min(5 * 2 ** min(claim.attempts, 10), 20 * 60))
 
 
-def _record(store: Store, claim: Claim, now: datetime, *, delivery: Delivery | None = None,
+def _record(store: NotifyStore, claim: Claim, now: datetime, *, delivery: Delivery | None = None,
             retry_at: datetime | None = None, why: str = "", failed: str | None = None,
             final: tuple[str, str] | None = None, limited: bool = False, count: bool = True) -> str:
-    with store.session() as s:
-        row = s.get(OutboxRow, claim.row_id)
+    with store.notify() as tx:
+        row = tx.outbox_entry(claim.row_id)
         if row is None or row.claim_id != claim.claim_id:
             return "lost-claim"  # our lease ran out and another worker took over; it records the outcome
         row.rate_limited = row.rate_limited or limited
@@ -209,30 +190,30 @@ def _record(store: Store, claim: Claim, now: datetime, *, delivery: Delivery | N
             row.ref, row.sent_at = delivery.ref, now
             outcome = "rate_limited_then_sent" if row.rate_limited else "sent"
             row.maybe_sent = False
-            _finish(s, row, "sent", delivery.detail, now, outcome)
+            _finish(tx, row, "sent", delivery.detail, now, outcome)
         elif final is not None:
-            _finish(s, row, final[0], final[1], now)
+            _finish(tx, row, final[0], final[1], now)
         elif failed is not None or row.attempts >= MAX_ATTEMPTS:
-            _finish(s, row, "failed", failed or f"gave up after {row.attempts} attempts: {why}", now)
+            _finish(tx, row, "failed", failed or f"gave up after {row.attempts} attempts: {why}", now)
         else:
             assert retry_at is not None
             row.status, row.next_attempt_at, row.claim_id, row.lease_until = "pending", retry_at, None, None
             row.reason, row.updated_at = why, now
-            s.add(row)
-            _log(s, row, "rate_limited" if limited else "retry", f"{why}; next at {retry_at.isoformat()}", now)
+            tx.update_outbox(row)
+            _log(tx, row, "rate_limited" if limited else "retry", f"{why}; next at {retry_at.isoformat()}", now)
         return row.status
 
 
-def _finish(s: Session, row: OutboxRow, status: str, reason: str, now: datetime, outcome: str | None = None) -> None:
+def _finish(tx: NotifyTx, row: OutboxEntry, status: str, reason: str, now: datetime,
+            outcome: str | None = None) -> None:
     row.status, row.reason, row.updated_at = status, reason, now
     row.claim_id, row.lease_until, row.next_attempt_at = None, None, None
-    s.add(row)
-    _log(s, row, outcome or status, reason, now)
+    tx.update_outbox(row)
+    _log(tx, row, outcome or status, reason, now)
 
 
-def _log(s: Session, row: OutboxRow, outcome: str, detail: str, now: datetime) -> None:
-    s.add(OutcomeRow(outbox_id=row.id or 0, incident_id=row.incident_id, outcome=outcome, detail=detail[:2000],
-                     at=now))
+def _log(tx: NotifyTx, row: OutboxEntry, outcome: str, detail: str, now: datetime) -> None:
+    tx.log(row, outcome, detail[:2000], now)
 
 
 def utcnow() -> datetime:

@@ -6,24 +6,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import SecretStr
-from sqlmodel import col, func, select
 
 from catalog.loader import Catalog
 from config.settings import Settings
 from notifiers.base import Notifier
 from notifiers.console import ConsoleNotifier
-from notifiers.outbox import DELIVERABLE, collateral_ids, deliver_due, on_saved
+from notifiers.outbox import collateral_ids, deliver_due, on_saved
 from notifiers.pacing import Pacer
 from notifiers.pagerduty import ENQUEUE, PagerDutyNotifier
 from notifiers.settings import NotifySettings
 from notifiers.slack import SlackNotifier
 from notifiers.webhook import WebhookNotifier
 from notifiers.webhook_policy import WebhookPolicy
-from store.incidents import OnSaved, Store
-from store.notify_tables import OutboxRow
+from store.ports import NotifyStore, OnSaved
 
 
 def notify_settings(settings: Settings) -> NotifySettings:
@@ -62,12 +60,12 @@ def outbox_hook(catalog: Catalog, clock: Callable[[], datetime]) -> OnSaved:
 class Deliverer:
     """What a worker (Celery task, embedded loop, ``firstfault deliver``) holds between runs."""
 
-    store: Store
+    store: NotifyStore
     notifiers: dict[str, Notifier]
     pacer: Pacer = field(default_factory=Pacer)
 
     @classmethod
-    def from_settings(cls, settings: Settings, store: Store) -> Deliverer:
+    def from_settings(cls, settings: Settings, store: NotifyStore) -> Deliverer:
         ns = notify_settings(settings)
         return cls(store, build_notifiers(ns), Pacer(ns.slack_per_second, ns.slack_burst))
 
@@ -76,12 +74,8 @@ class Deliverer:
 
     def next_due(self) -> datetime | None:
         """When the next waiting delivery is due (to schedule the next run), or None."""
-        with self.store.session() as s:
-            value = s.exec(select(func.min(OutboxRow.next_attempt_at))
-                           .where(col(OutboxRow.status).in_(DELIVERABLE))).one()
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)  # SQLite hands datetimes back naive; stored ones are UTC
-        return value
+        with self.store.notify() as tx:
+            return tx.next_attempt()
 
     def close(self) -> None:
         for notifier in self.notifiers.values():

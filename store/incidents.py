@@ -22,11 +22,11 @@ from schemas.errors import TransportError
 from schemas.incident import Incident
 from schemas.wire import JobEvent
 from store.db import make_engine, migrate
+from store.notify_sql import SqlNotifyTx, not_storable
+from store.ports import OnSaved as OnSaved  # re-exported: the pipeline and runtime name the hook by this module
 from store.tables import IncidentRow, JobRow, RevisionRow, ShardRow
 
-# Called inside the incident's transaction, so that what it writes (the outbox) commits or rolls back with it.
 STALE = timedelta(minutes=10)
-OnSaved = Callable[[Session, Incident, Incident | None], None]
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -65,6 +65,12 @@ class Store:
                 yield session
         except sa.exc.OperationalError as exc:  # unreachable, locked, failed over: try again later
             raise TransportError(f"database: {exc.orig}") from exc
+
+    @contextmanager
+    def notify(self) -> Iterator[SqlNotifyTx]:
+        """A transaction over subscriptions and the outbox (the NotifyStore port, store/ports.py)."""
+        with not_storable(), self.session() as s:
+            yield SqlNotifyTx(s)
 
     # -- jobs ---------------------------------------------------------------------------------------------------
     def record_job(self, event: JobEvent, now: datetime) -> None:
@@ -191,7 +197,7 @@ class Store:
                                   created_at=new.updated_at))
             if on_saved is not None:
                 s.flush()
-                on_saved(s, new, current if current and current.id == new.id else None)
+                on_saved(SqlNotifyTx(s), new, current if current and current.id == new.id else None)
             return new
 
     def resolve(self, incident_id: str, note: str, now: datetime,
@@ -215,7 +221,7 @@ class Store:
             s.add(found)
             if on_saved is not None:
                 s.flush()
-                on_saved(s, new, current)
+                on_saved(SqlNotifyTx(s), new, current)
             return new, True
 
     def incident(self, incident_id: str) -> Incident | None:

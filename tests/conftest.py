@@ -67,6 +67,24 @@ def db_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("fresh_pg_url"))
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def notify_store(request: pytest.FixtureRequest) -> Iterator[object]:
+    """Each NotifyStore implementation (store/ports.py): the in-memory one, SQLite, and PostgreSQL (integration)."""
+    from store.incidents import Store
+    from store.testing import MemoryNotifyStore
+
+    if request.param == "memory":
+        yield MemoryNotifyStore()
+        return
+    if request.param == "sqlite":
+        opened = Store.open(str(request.getfixturevalue("sqlite_url")))
+    else:
+        request.applymarker(pytest.mark.integration)
+        opened = Store.open(str(request.getfixturevalue("fresh_pg_url")))
+    yield opened
+    opened.close()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The scanner cache ($XDG_CACHE_HOME/firstfault) goes to a temporary directory, for the CLI run in a

@@ -14,7 +14,6 @@ from api.app import create_app
 from config.settings import Settings
 from firstfault.cli import main
 from notifiers.routing import route
-from notifiers.subscriptions import all_subscriptions
 from pipeline.embedded import EmbeddedRunner
 from store.incidents import Store
 from store.notify_tables import SubscriptionRow
@@ -40,8 +39,8 @@ def served(db_url: str) -> Iterator[tuple[httpx.Client, Store]]:
 
 
 def _stored(store: Store) -> list[dict[str, object]]:
-    with store.session() as s:
-        return [x.model_dump(mode="json") for x in all_subscriptions(s)]
+    with store.notify() as tx:
+        return [x.model_dump(mode="json") for x in tx.subscriptions()]
 
 
 def test_create_list_get_and_delete_with_secrets_masked(served: tuple[httpx.Client, Store]) -> None:
@@ -63,8 +62,8 @@ def test_create_list_get_and_delete_with_secrets_masked(served: tuple[httpx.Clie
     # the store keeps the full destinations, and routing uses them
     [stored] = _stored(store)
     assert stored["targets"][1] == {"kind": "pagerduty", "address": ROUTING_KEY}
-    with store.session() as s:
-        routes = route(make_incident(), all_subscriptions(s), datetime.now(UTC))
+    with store.notify() as tx:
+        routes = route(make_incident(), tx.subscriptions(), datetime.now(UTC))
     assert {(r.target.kind, r.target.address, r.outcome) for r in routes} == {
         ("slack", "#ml-oncall", "send"), ("pagerduty", ROUTING_KEY, "send"), ("webhook", HOOK, "send")}
 

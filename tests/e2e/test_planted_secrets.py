@@ -23,7 +23,6 @@ import correlator.redact
 from api.app import create_app
 from config.settings import Settings
 from notifiers.outbox import deliver_due
-from notifiers.subscriptions import add
 from notifiers.webhook import WebhookNotifier
 from pipeline.embedded import EmbeddedRunner
 from schemas.subscription import Match, Subscription, Target
@@ -118,11 +117,11 @@ def test_no_secret_reaches_slack_pagerduty_a_webhook_the_api_or_the_web_pages(
     pipe, clock, notifiers = wired_pipeline(store, slack, pagerduty)
     notifiers["webhook"] = WebhookNotifier(settings_for(slack, pagerduty))
     try:
-        with store.session() as s:
-            add(s, Subscription(id="all", team="llm", match=Match(categories=["other"]),
-                                targets=[Target(kind="slack", address="#ml-oncall"),
-                                         Target(kind="pagerduty", address=ROUTING_KEY),
-                                         Target(kind="webhook", address=webhook.url)]), clock.now)
+        with store.notify() as tx:
+            tx.add_subscription(Subscription(id="all", team="llm", match=Match(categories=["other"]),
+                                             targets=[Target(kind="slack", address="#ml-oncall"),
+                                                      Target(kind="pagerduty", address=ROUTING_KEY),
+                                                      Target(kind="webhook", address=webhook.url)]), clock.now)
         for name in JOBS:
             pipe.accept_job(failed_job(name, world_size=None))
             for shard in shards_of(name, jobs[name]):

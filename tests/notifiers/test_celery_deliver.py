@@ -9,7 +9,6 @@ import pytest
 
 from config.settings import load_settings
 from notifiers.outbox import on_saved
-from notifiers.subscriptions import add
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
 from tests.conftest import BROKER
@@ -26,9 +25,9 @@ def test_a_celery_worker_delivers_the_outbox_once(fresh_pg_url: str, broker_pref
                                                   tmp_path: Path) -> None:
     store = Store.open(fresh_pg_url)
     now = datetime.now(UTC)
-    with store.session() as s:
-        add(s, Subscription(id="s1", team="pretrain", match=Match(tags=["oom"]),
-                            targets=[Target(kind="slack", address="#ml-oncall")]), now)
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id="s1", team="pretrain", match=Match(tags=["oom"]),
+                                         targets=[Target(kind="slack", address="#ml-oncall")]), now)
     incident = make_incident()
     store.record_job(failed_job(incident.job_id), now)
     store.save_incident(incident.job_id, lambda cur: incident, on_saved(lambda: now))

@@ -10,7 +10,6 @@ import pytest
 from config.settings import load_settings
 from firstfault.serve import build_embedded
 from notifiers.loop import DeliveryLoop
-from notifiers.subscriptions import add
 from notifiers.wiring import Deliverer
 from schemas.subscription import Match, Subscription, Target
 from tests.api.server import serving
@@ -27,9 +26,9 @@ def test_a_job_shipped_to_the_embedded_service_is_posted_once(sqlite_url: str, s
         "FIRSTFAULT_DATABASE_URL": sqlite_url, "FIRSTFAULT_GROUP_WAIT_S": "1", "FIRSTFAULT_REVISE_WAIT_S": "0.5",
         "FIRSTFAULT_SLACK_TOKEN": SLACK_TOKEN, "FIRSTFAULT_SLACK_BASE_URL": slack_server.url}, path="/dev/null")
     service = build_embedded(settings)
-    with service.store.session() as s:
-        add(s, Subscription(id="s", team="llm", match=Match(categories=["memory"]),
-                            targets=[Target(kind="slack", address="#ml-oncall")]), datetime.now(UTC))
+    with service.store.notify() as tx:
+        tx.add_subscription(Subscription(id="s", team="llm", match=Match(categories=["memory"]),
+                                         targets=[Target(kind="slack", address="#ml-oncall")]), datetime.now(UTC))
     service.runner.start()
     delivery = DeliveryLoop(Deliverer.from_settings(settings, service.store), interval=0.2).start()
     try:

@@ -1,4 +1,8 @@
-"""The outbox end to end: incident saved → rows in the same transaction → delivered once to the fake servers."""
+"""The outbox end to end: incident saved → rows in the same transaction → delivered once to the fake servers.
+
+The state machine runs on the in-memory store and on the SQL ones (store/ports.py; PostgreSQL under the
+``integration`` marker); what needs a database file shared with another process, or PostgreSQL's row locks, runs
+on SQL only."""
 
 from __future__ import annotations
 
@@ -12,59 +16,65 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlmodel import col, select
 
 from notifiers.base import Notifier
 from notifiers.outbox import LEASE, deliver_due, on_saved
 from notifiers.pacing import Pacer
 from notifiers.pagerduty import PagerDutyNotifier
 from notifiers.slack import SlackNotifier
-from notifiers.subscriptions import add
 from notifiers.webhook import WebhookNotifier
 from schemas.incident import Incident
 from schemas.subscription import Match, QuietHours, Subscription, Target
 from store.incidents import Store
-from store.notify_tables import OutboxRow, OutcomeRow, SubscriptionRow
+from store.notify_tables import SubscriptionRow
+from store.ports import NotifyTx, OutboxEntry
+from store.testing import MemoryNotifyStore
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.webhook_receiver import FakeWebhookReceiver
 from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for
-from tests.pipeline.helpers import failed_job
 
-pytestmark = pytest.mark.integration
 NOW = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
 
 
+AnyStore = Store | MemoryNotifyStore
+
+
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
+def store(notify_store: AnyStore) -> AnyStore:
+    return notify_store  # in memory, SQLite, and PostgreSQL as integration
+
+
+@pytest.fixture
+def sql_store(db_url: str) -> Iterator[Store]:
     opened = Store.open(db_url)
     yield opened
     opened.close()
 
 
-def subscribe(store: Store, sub_id: str, targets: list[Target], **kw: object) -> None:
-    with store.session() as s:
-        add(s, Subscription(id=sub_id, team="pretrain", match=Match(tags=["oom"]), targets=targets, **kw), NOW)
+def subscribe(store: AnyStore, sub_id: str, targets: list[Target], **kw: object) -> None:
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id=sub_id, team="pretrain", match=Match(tags=["oom"]), targets=targets,
+                                         **kw), NOW)
 
 
-def save(store: Store, incident: Incident, now: datetime = NOW) -> None:
-    store.record_job(failed_job(incident.job_id), now)
+def save(store: AnyStore, incident: Incident, now: datetime = NOW) -> None:
     store.save_incident(incident.job_id, lambda cur: incident, on_saved(lambda: now))
 
 
-def rows(store: Store) -> list[OutboxRow]:
-    with store.session() as s:
-        return list(s.exec(select(OutboxRow).order_by(col(OutboxRow.id))).all())
+def rows(store: AnyStore) -> list[OutboxEntry]:
+    with store.notify() as tx:
+        return tx.recent_outbox(None, 10_000)[::-1]
 
 
 def statuses(done: list[tuple[int, str]]) -> list[str]:
     return [status for _, status in done]
 
 
-def ledger(store: Store) -> list[str]:
-    with store.session() as s:
-        return [r.outcome for r in s.exec(select(OutcomeRow).order_by(col(OutcomeRow.id))).all()]
+def ledger(store: AnyStore) -> list[str]:
+    with store.notify() as tx:
+        return [r.outcome for r in tx.outcomes()]
 
 
 SLACK = Target(kind="slack", address="#ml-oncall")
@@ -81,13 +91,12 @@ def notifiers(slack_server: FakeSlack, pagerduty_server: FakePagerDuty) -> Itera
         n.close()
 
 
-def test_rows_are_written_with_the_incident_and_roll_back_with_it(store: Store) -> None:
+def test_rows_are_written_with_the_incident_and_roll_back_with_it(store: AnyStore) -> None:
     subscribe(store, "s1", [SLACK, PAGER])
     incident = make_incident()
-    store.record_job(failed_job(incident.job_id), NOW)
 
-    def then_fail(session: object, new: Incident, old: Incident | None) -> None:
-        on_saved(lambda: NOW)(session, new, old)  # type: ignore[arg-type]
+    def then_fail(tx: NotifyTx, new: Incident, old: Incident | None) -> None:
+        on_saved(lambda: NOW)(tx, new, old)
         raise RuntimeError("correlator crashed after routing")
 
     with pytest.raises(RuntimeError):
@@ -99,7 +108,7 @@ def test_rows_are_written_with_the_incident_and_roll_back_with_it(store: Store) 
 
 
 def test_a_revision_lifecycle_posts_once_edits_the_root_and_resolves_the_page(
-        store: Store, slack_server: FakeSlack, pagerduty_server: FakePagerDuty, webhook_server: FakeWebhookReceiver,
+        store: AnyStore, slack_server: FakeSlack, pagerduty_server: FakePagerDuty, webhook_server: FakeWebhookReceiver,
         notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK, PAGER, Target(kind="webhook", address=webhook_server.url)])
     save(store, make_incident(severity="critical"))
@@ -121,12 +130,13 @@ def test_a_revision_lifecycle_posts_once_edits_the_root_and_resolves_the_page(
 
 
 def test_muted_collateral_and_duplicate_routes_are_recorded_and_never_sent(
-        store: Store, slack_server: FakeSlack, pagerduty_server: FakePagerDuty,
+        store: AnyStore, slack_server: FakeSlack, pagerduty_server: FakePagerDuty,
         notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "a", [SLACK])
     subscribe(store, "b", [SLACK, PAGER], mute_until=NOW + timedelta(hours=1))
-    with store.session() as s:
-        add(s, Subscription(id="c", team="infra", match=Match(signatures=["pytorch.c10d.*"]), targets=[PAGER]), NOW)
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id="c", team="infra", match=Match(signatures=["pytorch.c10d.*"]),
+                                         targets=[PAGER]), NOW)
     save(store, make_incident())
     deliver_due(store, notifiers, NOW)
     assert [(r.subscription_id, r.target_kind, r.status) for r in rows(store)] == [
@@ -136,7 +146,7 @@ def test_muted_collateral_and_duplicate_routes_are_recorded_and_never_sent(
 
 
 def test_a_429_is_retried_at_retry_after_and_recorded_as_rate_limited_then_sent(
-        store: Store, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
+        store: AnyStore, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK])
     save(store, make_incident())
     slack_server.inject(slack_server.rate_limit(retry_after=7))
@@ -147,7 +157,7 @@ def test_a_429_is_retried_at_retry_after_and_recorded_as_rate_limited_then_sent(
     assert ledger(store) == ["queued", "rate_limited", "rate_limited_then_sent"]
 
 
-def test_a_permanent_error_fails_with_slacks_reason(store: Store, slack_server: FakeSlack,
+def test_a_permanent_error_fails_with_slacks_reason(store: AnyStore, slack_server: FakeSlack,
                                                      notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [Target(kind="slack", address="#deleted-channel")])
     save(store, make_incident())
@@ -156,7 +166,7 @@ def test_a_permanent_error_fails_with_slacks_reason(store: Store, slack_server: 
     assert row.status == "failed" and row.reason == "channel_not_found"
 
 
-def test_pacing_sends_a_burst_then_holds_the_channel(store: Store, slack_server: FakeSlack,
+def test_pacing_sends_a_burst_then_holds_the_channel(store: AnyStore, slack_server: FakeSlack,
                                                       notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK])
     for i in range(5):
@@ -169,7 +179,7 @@ def test_pacing_sends_a_burst_then_holds_the_channel(store: Store, slack_server:
 
 
 def test_an_undelivered_revision_is_superseded_by_the_next_one_post_once(
-        store: Store, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
+        store: AnyStore, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK])
     save(store, make_incident())
     slack_server.inject(slack_server.rate_limit(retry_after=30))
@@ -182,7 +192,7 @@ def test_an_undelivered_revision_is_superseded_by_the_next_one_post_once(
 
 
 def test_a_page_held_by_quiet_hours_is_never_sent_if_resolved_by_morning(
-        store: Store, slack_server: FakeSlack, pagerduty_server: FakePagerDuty,
+        store: AnyStore, slack_server: FakeSlack, pagerduty_server: FakePagerDuty,
         notifiers: dict[str, Notifier]) -> None:
     night = QuietHours(start=datetime(2026, 1, 1, 22).time(), end=datetime(2026, 1, 1, 7).time(), timezone="UTC")
     subscribe(store, "s1", [SLACK, PAGER], quiet_hours=night)
@@ -198,7 +208,8 @@ def test_a_page_held_by_quiet_hours_is_never_sent_if_resolved_by_morning(
 
 
 def test_a_worker_killed_between_send_and_record_never_double_posts(
-        store: Store, slack_server: FakeSlack, db_url: str, notifiers: dict[str, Notifier]) -> None:
+        sql_store: Store, slack_server: FakeSlack, db_url: str, notifiers: dict[str, Notifier]) -> None:
+    store = sql_store  # the worker is another process: it needs the database file
     subscribe(store, "s1", [SLACK])
     save(store, make_incident())
     worker = subprocess.Popen([sys.executable, "-m", "tests.notifiers.deliver_worker", db_url, slack_server.url,
@@ -218,7 +229,7 @@ def test_a_worker_killed_between_send_and_record_never_double_posts(
 
 
 def test_a_lost_answer_is_ambiguous_so_the_retry_looks_before_posting(
-        store: Store, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
+        store: AnyStore, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK])
     save(store, make_incident())
     slack_server.lose_answers = 1  # Slack stores the post, the answer is a 503
@@ -232,7 +243,7 @@ def test_a_lost_answer_is_ambiguous_so_the_retry_looks_before_posting(
 
 
 def test_a_rate_limited_attempt_is_known_unsent_and_retries_without_a_lookup(
-        store: Store, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
+        store: AnyStore, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK])
     save(store, make_incident())
     slack_server.inject(slack_server.rate_limit(retry_after=1))
@@ -241,6 +252,7 @@ def test_a_rate_limited_attempt_is_known_unsent_and_retries_without_a_lookup(
     assert [r.path for r in slack_server.requests] == ["/api/chat.postMessage"] * 2
 
 
+@pytest.mark.integration
 def test_two_workers_at_once_post_each_incident_once(fresh_pg_url: str, slack_server: FakeSlack) -> None:
     store = Store.open(fresh_pg_url)
     subscribe(store, "s1", [SLACK])
@@ -271,7 +283,8 @@ def test_two_workers_at_once_post_each_incident_once(fresh_pg_url: str, slack_se
     assert len(roots) == 10 and len(set(incidents)) == 10
 
 
-def test_a_broken_subscription_row_never_blocks_saving_incidents(store: Store) -> None:
+def test_a_broken_subscription_row_never_blocks_saving_incidents(sql_store: Store) -> None:
+    store = sql_store  # a row edited by hand: only a database has one
     subscribe(store, "good", [SLACK])
     with store.session() as s:
         s.add(SubscriptionRow(id="broken", team="x", match={"tags": "not-a-list"}, targets=[], created_at=NOW))

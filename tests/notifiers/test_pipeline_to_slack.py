@@ -13,7 +13,6 @@ from notifiers.loop import DeliveryLoop
 from notifiers.outbox import deliver_due, on_saved
 from notifiers.pacing import Pacer
 from notifiers.slack import SlackNotifier
-from notifiers.subscriptions import add
 from notifiers.wiring import Deliverer
 from pipeline.service import Pipeline
 from schemas.subscription import Match, Subscription, Target
@@ -43,12 +42,13 @@ def test_a_64_rank_failure_makes_one_post_and_one_page_and_a_late_shard_edits_th
         wired: tuple[Pipeline, Store, ManualClock, dict[str, Notifier]], slack_server: FakeSlack,
         pagerduty_server: FakePagerDuty) -> None:
     pipe, store, clock, notifiers = wired
-    with store.session() as s:
-        add(s, Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl", "straggler"]),
-                            targets=[Target(kind="slack", address="#ml-oncall"),
-                                     Target(kind="pagerduty", address=ROUTING_KEY)]), clock.now)
-        add(s, Subscription(id="watchdog-fans", team="infra", match=Match(signatures=["pytorch.c10d.watchdog_*"]),
-                            targets=[Target(kind="slack", address="#infra")]), clock.now)
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl", "straggler"]),
+                                         targets=[Target(kind="slack", address="#ml-oncall"),
+                                                  Target(kind="pagerduty", address=ROUTING_KEY)]), clock.now)
+        tx.add_subscription(Subscription(id="watchdog-fans", team="infra",
+                                         match=Match(signatures=["pytorch.c10d.watchdog_*"]),
+                                         targets=[Target(kind="slack", address="#infra")]), clock.now)
     shards = shards_of("j-88123", EXAMPLE)
     pipe.accept_job(failed_job("j-88123"))
     for shard in shards:
@@ -91,9 +91,9 @@ def _rows(store: Store) -> list[OutboxRow]:
 def test_the_embedded_delivery_loop_posts_without_being_asked(sqlite_url: str, slack_server: FakeSlack) -> None:
     store = Store.open(sqlite_url)
     now = datetime.now(UTC)
-    with store.session() as s:
-        add(s, Subscription(id="s", team="llm", match=Match(tags=["oom"]),
-                            targets=[Target(kind="slack", address="#ml-oncall")]), now)
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id="s", team="llm", match=Match(tags=["oom"]),
+                                         targets=[Target(kind="slack", address="#ml-oncall")]), now)
     loop = DeliveryLoop(Deliverer(store, {"slack": SlackNotifier(settings_for(slack_server))}, Pacer()),
                         interval=0.2).start()
     try:

@@ -10,20 +10,20 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from api.app import create_app
 from config.settings import Settings
 from firstfault.cli import main
 from notifiers.base import Notifier
 from notifiers.outbox import deliver_due, enqueue
-from notifiers.subscriptions import add
 from pipeline.embedded import EmbeddedRunner
 from pipeline.service import Pipeline
 from schemas.incident import Incident
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
 from store.notify_tables import OutboxRow
+from store.ports import NotifyTx
 from tests.api.server import serving
 from tests.fakes.pagerduty_api import Alert, FakePagerDuty
 from tests.fakes.slack_api import FakeSlack, Message
@@ -68,10 +68,10 @@ class World:
 def world(db_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty) -> Iterator[World]:
     store = Store.open(db_url)
     pipe, clock, notifiers = wired_pipeline(store, slack_server, pagerduty_server)
-    with store.session() as s:
-        add(s, Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl", "straggler"]),
-                            targets=[Target(kind="slack", address="#ml-oncall"),
-                                     Target(kind="pagerduty", address=ROUTING_KEY)]), clock.now)
+    with store.notify() as tx:
+        tx.add_subscription(Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl", "straggler"]),
+                                         targets=[Target(kind="slack", address="#ml-oncall"),
+                                                  Target(kind="pagerduty", address=ROUTING_KEY)]), clock.now)
     app = create_app(Settings(database_url=db_url, api_token=TOKEN), EmbeddedRunner(), store)
     app.state.clock = clock
     with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
@@ -190,8 +190,8 @@ def test_resolution_and_its_notifications_commit_together(world: World) -> None:
     exists."""
     incident = _fail(world)
 
-    def enqueue_then_fail(session: Session, inc: Incident, previous: Incident | None) -> None:
-        enqueue(session, inc, world.clock.now)
+    def enqueue_then_fail(tx: NotifyTx, inc: Incident, previous: Incident | None) -> None:
+        enqueue(tx, inc, world.clock.now)
         raise RuntimeError("outbox write failed")
 
     with pytest.raises(RuntimeError):
