@@ -1,8 +1,9 @@
 """The embedded mode's queue and timer: the Dispatcher and Scheduler of one process, no Kafka, no Redis.
 
 One worker thread runs every task in arrival order (SQLite has one writer anyway); a timer thread releases
-correlations when they fall due. The queue is bounded: when it is full, submit waits, then raises
-RetryableError, so the HTTP ingest answers 503 and the shipper backs off instead of memory growing.
+correlations when they fall due by the injected clock (the Pipeline's), so a test's manual clock decides when.
+The queue is bounded: when it is full, submit waits, then raises RetryableError, so the HTTP ingest answers 503
+and the shipper backs off instead of memory growing.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import itertools
 import logging
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pipeline.service import Pipeline
@@ -27,13 +27,20 @@ log = logging.getLogger("firstfault.embedded")
 Task = Callable[[], object]
 Letter = tuple[str, str, dict[str, Any]]  # what a dead letter keeps of a task: kind, where, payload
 MAX_ATTEMPTS = 5
+TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
 
 
 class EmbeddedRunner:
-    def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0) -> None:
+    def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0,
+                 clock: Callable[[], datetime] = _system_clock) -> None:
+        self._clock = clock
         self._queue: queue.Queue[tuple[Task, int, Letter] | None] = queue.Queue(maxsize=queue_size)
         self._put_timeout = put_timeout
-        self._timers: list[tuple[float, int, Task, int, Letter]] = []
+        self._timers: list[tuple[datetime, int, Task, int, Letter]] = []
         self._timer_seq = itertools.count()
         self._wake = threading.Condition()
         self._stopping = threading.Event()
@@ -56,8 +63,7 @@ class EmbeddedRunner:
 
     # -- Scheduler ----------------------------------------------------------------------------------------------
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
-        delay = max(0.0, (at - datetime.now(UTC)).total_seconds())
-        self._later(delay, lambda: self._bound().correlate(job_id, headers), 0,
+        self._at(at, lambda: self._bound().correlate(job_id, headers), 0,
                     ("correlate", "correlate_job", {"job_id": job_id}))
 
     # -- running ------------------------------------------------------------------------------------------------
@@ -91,8 +97,11 @@ class EmbeddedRunner:
             raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0) from exc
 
     def _later(self, delay: float, task: Task, attempt: int, letter: Letter) -> None:
+        self._at(self._clock() + timedelta(seconds=delay), task, attempt, letter)
+
+    def _at(self, at: datetime, task: Task, attempt: int, letter: Letter) -> None:
         with self._wake:
-            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._timer_seq), task, attempt, letter))
+            heapq.heappush(self._timers, (at, next(self._timer_seq), task, attempt, letter))
             self._wake.notify_all()
 
     def _work(self) -> None:
@@ -137,9 +146,9 @@ class EmbeddedRunner:
                     self._wake.wait(timeout=1.0)
                     continue
                 due, _, task, attempt, letter = self._timers[0]
-                wait = due - time.monotonic()
+                wait = (due - self._clock()).total_seconds()
                 if wait > 0:
-                    self._wake.wait(timeout=wait)
+                    self._wake.wait(timeout=min(wait, TICK_S))
                     continue
                 heapq.heappop(self._timers)
             try:

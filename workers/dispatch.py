@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,10 +37,17 @@ class CeleryDispatcher:
         _send(self.app, "firstfault.match_shard", (shard.model_dump(mode="json"),), headers)
 
 
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
 class CeleryScheduler:
-    def __init__(self, app: Celery) -> None:
+    """A correlation as a task with a countdown: `at` is read against the Pipeline's clock, not the wall's."""
+
+    def __init__(self, app: Celery, clock: Callable[[], datetime] = _system_clock) -> None:
         self.app = app
+        self.clock = clock
 
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
-        delay = max(0.0, (at - datetime.now(UTC)).total_seconds())
+        delay = max(0.0, (at - self.clock()).total_seconds())
         _send(self.app, "firstfault.correlate_job", (job_id,), headers, countdown=delay or None)
