@@ -66,7 +66,8 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
         rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
     of_kind = records_by_kind(context)  # each step below reads records of one or two kinds: those alone
     ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
-    named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes)  # one name per host and per rank
+    # one name per host and per rank
+    named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
     findings, context, of_kind, ids = named.findings, named.context, named.of_kind, named.ids
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)

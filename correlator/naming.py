@@ -17,6 +17,7 @@ from correlator.hostnames import aliases
 from correlator.identity import METADATA, IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord
 from correlator.local_ranks import LocalRanks, fill_exits, local_ranks
+from correlator.pods import pod_ranks
 from correlator.speakers import Who, folder_host
 from schemas.findings import Finding, Speaker
 
@@ -36,9 +37,10 @@ class Named:
 
 
 def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[str, list[ContextRecord]],
-           ids: IdentityMap, rank_hosts: Mapping[int, str] | None, exit_codes: Mapping[str, int] | None) -> Named:
+           ids: IdentityMap, rank_hosts: Mapping[int, str] | None, exit_codes: Mapping[str, int] | None,
+           sources: Sequence[str] = ()) -> Named:
     """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
-    changes."""
+    changes; ``sources``: every source read, matched or not."""
     pairs = _speakers(findings, context)
     names = _host_names(pairs, findings, of_kind)
     folders, same = _folder_hosts(pairs)
@@ -69,6 +71,12 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     subjects = _dead_actors(findings, of_kind)
     if subjects is not None:
         findings = subjects
+    by_pod = pod_ranks(pairs, findings, context, sources)
+    if by_pod is not None:
+        findings, context = by_pod
+        of_kind = records_by_kind(context)
+        ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+        pairs = _speakers(findings, context)
     paired = _lone_process(pairs, findings, context, ids)
     if paired is not None:
         findings, context = paired

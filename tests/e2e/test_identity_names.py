@@ -387,3 +387,25 @@ def test_a_pods_log_file_names_the_pod_not_a_rank(tmp_path: Path) -> None:
     lines += ["[rank6]:" + _OOM.format(dev=2)]
     (tmp_path / "pods" / "llm-pretrain-worker-0.log").write_text("\n".join(lines) + "\n")
     assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "llm-pretrain-worker-0")
+
+
+def _pods(tmp_path: Path, names: list[str], failing: str) -> Diagnosis:
+    (tmp_path / "pods").mkdir()
+    for name in names:
+        lines = ["step 10 loss 2.31", *(["Traceback (most recent call last):",
+                                          '  File "/workspace/train.py", line 412, in <module>',
+                                          _OOM.format(dev=0)] if name == failing else [])]
+        (tmp_path / "pods" / f"{name}.log").write_text("\n".join(lines) + "\n")
+    return _diagnose(tmp_path)
+
+
+def test_one_process_per_pod_the_pods_index_is_its_rank(tmp_path: Path) -> None:
+    """An indexed Job's pods each run one rank, their completion index, which the pod name ends with."""
+    d = _pods(tmp_path, [f"sft-worker-{i}" for i in range(4)], "sft-worker-2")
+    assert _root(d) == ("cuda.oom", 2, "sft-worker-2")
+
+
+def test_a_pytorchjobs_master_is_rank_0_and_worker_i_rank_i_plus_1(tmp_path: Path) -> None:
+    """Kubeflow's training-operator gives the master replica rank 0 and worker i rank i + 1 (envvar.go)."""
+    d = _pods(tmp_path, ["sft-master-0", *(f"sft-worker-{i}" for i in range(3))], "sft-worker-1")
+    assert _root(d) == ("cuda.oom", 2, "sft-worker-1")

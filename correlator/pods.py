@@ -1,0 +1,56 @@
+"""One process per pod: the pod's replica index is its rank. Pure.
+
+A pod's log file is named after the pod (correlator.speakers.who_from_path: a host, not a rank), because under
+torchrun a pod is a node with several workers. When no pod of the job shows more than one process (no rank or
+local-rank prefixes, at most one NCCL process), each pod runs one rank, and the operator numbers them: Kubeflow's
+PyTorchJob gives the master pod rank 0 and worker i rank i + 1 (training-operator pkg/controller.v1/pytorch/
+envvar.go: `rank = rank + 1` for workers when a master replica exists); an indexed Job or a JobSet's pod its
+completion index, which the pod name ends with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from correlator.kept import ContextRecord
+from correlator.speakers import Who, who_from_path
+from schemas.findings import Finding
+
+_POD_INDEX = re.compile(r"-(?P<role>master|worker)-(?P<index>\d{1,5})$", re.I)
+
+
+def pod_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context: list[ContextRecord],
+              sources: Sequence[str] = ()) -> tuple[list[Finding], list[ContextRecord]] | None:
+    """The findings and records with each single-process pod's lines under its rank; None when no source is a pod
+    or some pod runs several processes (its pods are nodes). ``sources``: every source read (a pod whose log
+    matched nothing still says whether the job has a master)."""
+    pods: dict[str, tuple[str, str, int]] = {}  # source -> (pod, role, index): its log, its description
+    for source in {*sources, *(source for _, source in pairs)}:
+        host = who_from_path(source).host
+        m = _POD_INDEX.search(host or "")
+        if host and m:
+            pods[source] = (host, m["role"].lower(), int(m["index"]))
+    if not pods:
+        return None
+    processes: dict[str, set[tuple[str | None, int]]] = {}
+    for who, source in pairs:
+        if source not in pods:
+            continue
+        if who.rank is not None or who.local_rank is not None:
+            return None  # rank prefixes or NCCL init lines: the ranks are read from them, not from names
+        if who.pid is not None:
+            processes.setdefault(source, set()).add((who.host, who.pid))
+    if any(len(procs) > 1 for procs in processes.values()):
+        return None
+    shift = 1 if any(role == "master" for _, role, _ in pods.values()) else 0
+    by_pod = {pod: index if role == "master" else index + shift for pod, role, index in pods.values()}
+    if len(set(by_pod.values())) != len(by_pod):
+        return None  # two pods one rank: the names are not a numbering
+    rank_of = {source: by_pod[pod] for source, (pod, _, _) in pods.items()}
+    out_f = [f if f.source not in rank_of else replace(f, speaker=replace(f.speaker, rank=rank_of[f.source]))
+             for f in findings]
+    out_c = [rec if rec.source not in rank_of else rec._replace(who=rec.who._replace(rank=rank_of[rec.source]))
+             for rec in context]
+    return out_f, out_c
