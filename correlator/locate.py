@@ -20,6 +20,7 @@ from correlator.prepare import when
 from correlator.reading import SourceResult
 from correlator.scoring import Candidate
 from correlator.templates import template
+from correlator.versions import odd_version_hosts
 from schemas.findings import Finding, Role
 
 # Schedulers report about a step, a pod or a node, never a rank: no rank-0 default for their lines.
@@ -118,6 +119,9 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
     if scope is Scope.JOB and not cand.own_events and host is not None:
         notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
         return None, host, notes
+    if scope is Scope.JOB and len(odd := odd_version_hosts(failures, ids)) == 1:
+        notes.append(f"{next(iter(odd))} runs an NCCL release no other host runs: its image differs")
+        return None, next(iter(odd)), notes
     if scope is Scope.JOB:
         # a line that names no host (srun's step report, a launcher's summary) is no host without the fault
         if (len(hosts) >= 2 and hosts >= all_hosts - {None}) or len(results) == 1 or hosts == all_hosts:

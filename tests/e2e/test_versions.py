@@ -1,0 +1,52 @@
+"""Mixed NCCL releases: the host that runs the rarer one is named (correlator/versions.py).
+
+torch raises NCCL's errors with the library's release (`NCCL error in: ...ProcessGroupNCCL.cpp:2006, invalid
+usage ..., NCCL version 2.19.3`), and NCCL's check (src/init.cc initTransportsRank) prints "Mismatched NCCL version
+detected : rank %d version %d rank %d version %d" on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+from tests.e2e import formats as F
+
+_ERROR = ("[rank{r}]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+          "ProcessGroupNCCL.cpp:2006, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version {v}")
+_CHECK = "[rank{r}]:Mismatched NCCL version detected : rank {r} version {code} rank {peer} version {peer_code}"
+
+
+def _job(tmp_path: Path, capsys: pytest.CaptureFixture[str], hosts: tuple[str, ...], odd: str) -> dict[str, object]:
+    job = F.Job(hosts=hosts, per_host=2)
+    files: dict[str, list[str]] = {}
+    for r in range(job.world):
+        host = job.host(r)
+        v, code = ("2.19.3", 21903) if host == odd else ("2.21.5", 22105)
+        peer = (r + job.per_host) % job.world
+        peer_code = 21903 if job.host(peer) == odd else 22105
+        lines = [*F.nccl_init(job, r)]
+        if peer_code != code:
+            lines.append(_CHECK.format(r=r, code=code, peer=peer, peer_code=peer_code))
+        lines.append(_ERROR.format(r=r, v=v))
+        files.setdefault(f"{host}/console.log", []).extend(lines)
+    assert main(["diagnose", str(F.write(tmp_path, files)), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_the_host_running_the_rarer_release_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _job(tmp_path, capsys, ("gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04"), odd="gpu-a03")
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", "gpu-a03", None)
+
+
+def test_two_hosts_two_releases_name_neither(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Half and half: nothing says which image is the intended one."""
+    d = _job(tmp_path, capsys, ("gpu-a01", "gpu-a02"), odd="gpu-a02")
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "nccl.config.version_mismatch" and rc["host"] is None
