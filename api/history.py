@@ -7,10 +7,10 @@ Bad filters answer 400 with the reason, an unknown id 404, an unreachable databa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -20,6 +20,7 @@ from api.ingest import bearer_guard
 from catalog.loader import Catalog
 from catalog.model import Signature
 from notifiers.outbox import collateral_ids, on_saved
+from schemas.clock import Clock, system_clock
 from schemas.errors import RetryableError, UsageError
 from schemas.incident import Incident
 from store.incidents import Store
@@ -35,12 +36,6 @@ from store.queries import (
     parse_since,
     stats,
 )
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class IncidentList(IncidentPage):
@@ -113,7 +108,7 @@ def answers() -> Iterator[None]:
 
 
 def clock_of(request: Request) -> datetime:
-    clock: Clock = getattr(request.app.state, "clock", utc_now)
+    clock: Clock = getattr(request.app.state, "clock", system_clock)  # tests set a ManualClock
     return clock()
 
 

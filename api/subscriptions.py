@@ -21,7 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from api.history import answers
+from api.history import answers, clock_of
 from api.ingest import bearer_guard
 from notifiers.subscriptions import new_id
 from notifiers.webhook_policy import WebhookPolicy
@@ -175,8 +175,8 @@ def subscriptions_router(store: NotifyStore, token: str | None, policy: WebhookP
             return [out(x) for x in tx.subscriptions()]
 
     @router.post("", status_code=201, response_model=SubscriptionOut, dependencies=guarded, responses=WRITE)
-    def create_subscription(body: SubscriptionIn, response: Response) -> SubscriptionOut:
-        now = datetime.now(UTC)
+    def create_subscription(body: SubscriptionIn, response: Response, request: Request) -> SubscriptionOut:
+        now = clock_of(request)
         try:
             sub = Subscription(id=new_id(), created_at=now, **body.model_dump())
         except ValidationError as exc:
@@ -195,7 +195,8 @@ def subscriptions_router(store: NotifyStore, token: str | None, policy: WebhookP
 
     @router.put("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
                 responses={**WRITE, **NOT_FOUND})
-    def replace_subscription(subscription_id: SubscriptionId, body: SubscriptionIn) -> SubscriptionOut:
+    def replace_subscription(subscription_id: SubscriptionId, body: SubscriptionIn,
+                             request: Request) -> SubscriptionOut:
         with stored(store) as tx:
             created = _row(tx, subscription_id).created_at  # a PUT may replace a stored-invalid one
             try:
@@ -204,11 +205,12 @@ def subscriptions_router(store: NotifyStore, token: str | None, policy: WebhookP
             except ValidationError as exc:
                 raise _invalid(exc) from exc
             _allowed(sub, policy)
-            return out(_replace(tx, sub, datetime.now(UTC)))
+            return out(_replace(tx, sub, clock_of(request)))
 
     @router.patch("/{subscription_id}", response_model=SubscriptionOut, dependencies=guarded,
                   responses={**WRITE, **NOT_FOUND, **INVALID})
-    def update_subscription(subscription_id: SubscriptionId, body: SubscriptionPatch) -> SubscriptionOut:
+    def update_subscription(subscription_id: SubscriptionId, body: SubscriptionPatch,
+                            request: Request) -> SubscriptionOut:
         with stored(store) as tx:
             current = _parsed(_row(tx, subscription_id)).model_dump()
             try:  # explicit nulls clear mute_until and quiet_hours; on a required field they are refused here
@@ -217,7 +219,7 @@ def subscriptions_router(store: NotifyStore, token: str | None, policy: WebhookP
                 raise _invalid(exc) from exc
             if body.targets is not None:  # stored targets are checked again at delivery
                 _allowed(sub, policy)
-            return out(_replace(tx, sub, datetime.now(UTC)))
+            return out(_replace(tx, sub, clock_of(request)))
 
     @router.delete("/{subscription_id}", status_code=204, dependencies=guarded, responses={**WRITE, **NOT_FOUND})
     def delete_subscription(subscription_id: SubscriptionId) -> Response:

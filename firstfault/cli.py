@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ from correlator.speakers import who_from_path
 from firstfault import dlq_cli, notify_args, serve, ship_cli
 from firstfault.history_args import add_incidents_parser
 from scan.engine import default_matcher, scan_sources
+from schemas.clock import system_clock
 from schemas.errors import CatalogError, TransportError, UsageError
 from schemas.findings import Finding
 from sources.files import chunks, expand
@@ -90,7 +90,7 @@ def _positive(text: str) -> int:
 
 
 def _year(arg: int | None) -> int:
-    return arg if arg is not None else datetime.now(UTC).year
+    return arg if arg is not None else system_clock().year
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from schemas.clock import system_clock
 from schemas.errors import UsageError
 
 if TYPE_CHECKING:  # the store's imports (SQLAlchemy) happen when the command runs: `diagnose` starts faster
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         url = args.url or f"http://{settings.http_host}:{settings.http_port}"
         _replay(row, url, settings.api_token)
-        mark_replayed(store, args.id, datetime.now(UTC))
+        mark_replayed(store, args.id, system_clock())
         sys.stdout.write(f"replayed dead letter {args.id} ({row.kind} of job {row.job_id}) to {url}\n")
         return 0
     finally:

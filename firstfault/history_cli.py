@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +13,7 @@ from rich.table import Column, Table
 from catalog.loader import default_catalog
 from config.settings import load_settings
 from firstfault.render import render_markdown, render_text
+from schemas.clock import system_clock
 from schemas.diagnosis import TimelineEntry
 from schemas.errors import TransportError, UsageError
 from store.incidents import Store
@@ -48,7 +49,7 @@ def cmd_incidents(args: argparse.Namespace, out: Console) -> int:
             return _show(store, args.id, args.format, out)
         if args.action == "resolve":
             return _resolve(store, args.id, args.note, out)
-        _query(store, args, _filter(args, datetime.now(UTC)), out)
+        _query(store, args, _filter(args, system_clock()), out)
         return 0
     finally:
         store.close()
@@ -110,7 +111,7 @@ def _show(store: Store, incident_id: str, fmt: str, out: Console) -> int:
 def _resolve(store: Store, incident_id: str, note: str, out: Console) -> int:
     from notifiers.wiring import outbox_hook  # the notifiers load only for this command
 
-    now = datetime.now(UTC)
+    now = system_clock()
     done = store.resolve(incident_id, note.strip(), now, outbox_hook(default_catalog(), lambda: now))
     if done is None:
         raise UsageError(f"no incident {incident_id!r} (try: firstfault incidents list)")

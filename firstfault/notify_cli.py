@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from config.settings import load_settings
 from notifiers.subscriptions import new_id
 from notifiers.wiring import Deliverer, webhook_policy
+from schemas.clock import system_clock
 from schemas.errors import UsageError
 from schemas.subscription import Match, QuietHours, Subscription, Target
 from store.incidents import Store
@@ -76,7 +77,7 @@ def _subscribe(args: argparse.Namespace, store: Store) -> int:
         if target.kind == "webhook" and (refused := policy.problem(target.address)) is not None:
             raise UsageError(f"subscribe: {refused}")
     with store.notify() as tx:
-        tx.add_subscription(sub, datetime.now(UTC))
+        tx.add_subscription(sub, system_clock())
     sys.stdout.write(f"{sub.id}\n")
     return 0
 
@@ -159,7 +160,7 @@ def _outcomes(args: argparse.Namespace, store: Store) -> int:
 def _deliver(args: argparse.Namespace, store: Store) -> int:
     deliverer = Deliverer.from_settings(load_settings(), store)
     try:
-        done = deliverer.run(datetime.now(UTC))
+        done = deliverer.run(system_clock())
     finally:
         deliverer.close()
     summary = ", ".join(f"{n} {status}" for status, n in sorted(Counter(st for _, st in done).items()))

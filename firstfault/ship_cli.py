@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
 from pydantic import ValidationError
 
+from schemas.clock import system_clock
 from schemas.errors import FirstfaultError, UsageError
 from schemas.wire import Compression, JobEvent, JobState, Stream
 
@@ -140,7 +141,7 @@ def _job_event(args: argparse.Namespace) -> JobEvent:
             codes[who] = int(code)
         except ValueError:
             raise UsageError(f"ship: --exit-code {who}={code}: the code must be an integer") from None
-    ended = args.ended_at or (None if args.state == "started" else datetime.now(UTC))
+    ended = args.ended_at or (None if args.state == "started" else system_clock())
     try:
             return JobEvent(job_id=args.job, cluster=args.cluster, scheduler=args.scheduler, state=args.state,
                         world_size=args.world_size, hosts=args.host, exit_codes=codes, started_at=args.started_at,

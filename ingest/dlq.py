@@ -15,12 +15,13 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from ingest.topics import DEFAULT_TOPICS
+from schemas.clock import Clock, system_clock
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class DeadLetterWriter:
     consumer may then commit the rejected message's offset. Raises TransportError when it cannot."""
 
     def __init__(self, producer: Producer, topic: str = DEFAULT_TOPICS.dlq,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 clock: Clock = system_clock,
                  also: Callable[[DeadLetter], object] | None = None) -> None:
         self._producer = producer
         self._topic = topic

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime
 
 from notifiers.wiring import Deliverer
+from schemas.clock import Clock, system_clock
 from schemas.errors import FirstfaultError
 
 log = logging.getLogger("firstfault.notifiers")
 
 
 class DeliveryLoop:
-    def __init__(self, deliverer: Deliverer, interval: float = 2.0) -> None:
+    def __init__(self, deliverer: Deliverer, interval: float = 2.0, clock: Clock = system_clock) -> None:
         self.deliverer = deliverer
+        self.clock = clock
         self.interval = interval
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -43,7 +44,7 @@ class DeliveryLoop:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.deliverer.run(datetime.now(UTC))
+                self.deliverer.run(self.clock())
             except FirstfaultError as exc:  # the database is locked or away: the rows wait, try again
                 log.warning("delivery pass failed: %s", exc)
             except Exception:  # a bug: keep delivering the other rows next time, say what happened

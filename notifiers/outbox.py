@@ -22,7 +22,7 @@ import hashlib
 import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
 from notifiers.base import Delivery, Notifier, RateLimited
@@ -215,7 +215,3 @@ def _finish(tx: NotifyTx, row: OutboxEntry, status: str, reason: str, now: datet
 def _log(tx: NotifyTx, row: OutboxEntry, outcome: str, detail: str, now: datetime) -> None:
     tx.log(row, outcome, detail[:2000], now)
 
-
-def utcnow() -> datetime:
-    """The wall clock, for the CLI and the Celery task (the functions above take time as an argument)."""
-    return datetime.now(UTC)

@@ -15,10 +15,11 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.service import Pipeline
+from schemas.clock import Clock, system_clock
 from schemas.errors import FirstfaultError, RetryableError
 from schemas.wire import JobEvent, LogShard
 from store.dead_letters import record
@@ -30,13 +31,9 @@ MAX_ATTEMPTS = 5
 TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
 
 
-def _system_clock() -> datetime:
-    return datetime.now(UTC)
-
-
 class EmbeddedRunner:
     def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0,
-                 clock: Callable[[], datetime] = _system_clock) -> None:
+                 clock: Clock = system_clock) -> None:
         self._clock = clock
         self._queue: queue.Queue[tuple[Task, int, Letter] | None] = queue.Queue(maxsize=queue_size)
         self._put_timeout = put_timeout

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -13,13 +13,13 @@ from correlator.jobs import Readiness, changes, may_be_complete, readiness
 from correlator.reading import SourceScanner
 from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
 from pipeline import tracing
+from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data
 from store.incidents import JobView, OnSaved, Recorded, Store
 
-Clock = Callable[[], datetime]
 log = logging.getLogger("firstfault.pipeline")
 
 

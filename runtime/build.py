@@ -3,8 +3,10 @@ waits from Settings. `firstfault serve` builds it for the embedded mode, each Ce
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING
+
+from schemas.clock import Clock, system_clock
 
 if TYPE_CHECKING:
     from config.settings import Settings
@@ -12,11 +14,9 @@ if TYPE_CHECKING:
     from store.incidents import OnSaved, Store
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None) -> Pipeline:
+def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_saved: OnSaved | None = None,
+                 clock: Clock = system_clock) -> Pipeline:
+    """The scheduler should read the same clock (EmbeddedRunner(clock=...), CeleryScheduler(app, clock))."""
     # imported here: the CLI's parsers import this module's callers, and `diagnose` never builds a Pipeline
     from notifiers.wiring import outbox_hook
     from pipeline.service import Pipeline
@@ -24,7 +24,7 @@ def pipeline_for(settings: Settings, store: Store, scheduler: Scheduler, on_save
 
     matcher = default_matcher()
     if on_saved is None:  # every incident change writes its notifications in the same transaction
-        on_saved = outbox_hook(matcher.catalog, utc_now)
-    return Pipeline(store, matcher, scheduler, utc_now,
+        on_saved = outbox_hook(matcher.catalog, clock)
+    return Pipeline(store, matcher, scheduler, clock,
                     group_wait=timedelta(seconds=settings.group_wait_s),
                     revise_wait=timedelta(seconds=settings.revise_wait_s), on_saved=on_saved)

@@ -7,12 +7,13 @@ consumer's rejected messages go to `firstfault.dlq` (ingest/dlq.py) and, when it
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel, col, select
 
+from schemas.clock import system_clock
 from store.incidents import Store
 
 MAX_REASON = 4000  # a traceback's last line and its context, not a whole log
@@ -40,7 +41,7 @@ def record(store: Store, kind: str, where: str, reason: str, payload: dict[str, 
            now: datetime | None = None) -> int:
     """Keep one dead letter; its id. Raises TransportError when the store is unreachable."""
     row = DeadLetterRow(kind=kind, job_id=_job_id(payload), where=where[:256], reason=reason[:MAX_REASON],
-                        payload=payload, created_at=now or datetime.now(UTC))
+                        payload=payload, created_at=now or system_clock())
     with store.session() as s:
         s.add(row)
         s.flush()

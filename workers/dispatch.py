@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from celery import Celery
 from kombu.exceptions import OperationalError
 
+from schemas.clock import Clock, system_clock
 from schemas.errors import TransportError
 from schemas.wire import JobEvent, LogShard
 
@@ -37,14 +38,10 @@ class CeleryDispatcher:
         _send(self.app, "firstfault.match_shard", (shard.model_dump(mode="json"),), headers)
 
 
-def _system_clock() -> datetime:
-    return datetime.now(UTC)
-
-
 class CeleryScheduler:
     """A correlation as a task with a countdown: `at` is read against the Pipeline's clock, not the wall's."""
 
-    def __init__(self, app: Celery, clock: Callable[[], datetime] = _system_clock) -> None:
+    def __init__(self, app: Celery, clock: Clock = system_clock) -> None:
         self.app = app
         self.clock = clock
 

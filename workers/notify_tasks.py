@@ -7,12 +7,12 @@ FOR UPDATE SKIP LOCKED. A 429 never sleeps here: the row is rescheduled at Retry
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from functools import cache
 
 from celery import Task, shared_task
 
 from notifiers.wiring import Deliverer
+from schemas.clock import system_clock
 from workers.app import app
 
 DELIVER_EVERY_S = 2.0
@@ -36,4 +36,4 @@ def deliverer() -> Deliverer:
 @shared_task(name="firstfault.deliver", bind=True, **TASK)  # type: ignore[untyped-decorator]
 def deliver(self: Task) -> int:
     """Returns how many deliveries were attempted. Errors are per row (recorded there), never the task's."""
-    return len(deliverer().run(datetime.now(UTC)))
+    return len(deliverer().run(system_clock()))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -12,6 +11,7 @@ from celery import Task, shared_task
 from pydantic import ValidationError
 
 from pipeline.service import Pipeline
+from schemas.clock import system_clock
 from schemas.errors import PermanentError, RetryableError
 from schemas.wire import JobEvent, LogShard
 
@@ -31,7 +31,8 @@ def pipeline() -> Pipeline:
     from workers.dispatch import CeleryScheduler
 
     settings = load_settings()
-    return pipeline_for(settings, Store.open(settings.database_url), CeleryScheduler(current_app))
+    return pipeline_for(settings, Store.open(settings.database_url), CeleryScheduler(current_app, system_clock),
+                        clock=system_clock)
 
 
 def _trace(task: Task) -> dict[str, str]:
@@ -68,7 +69,7 @@ def sweep() -> int:
     from pipeline.sweep import resend_overdue
 
     p = pipeline()
-    sent = resend_overdue(p.store, p.scheduler, datetime.now(UTC))
+    sent = resend_overdue(p.store, p.scheduler, p.clock())
     if sent:
         log.warning("sweep: re-sent %d overdue correlation(s), their tasks were gone: %s", len(sent),
                     ", ".join(sent[:20]))
@@ -112,5 +113,5 @@ def correlate_job(self: Task, job_id: str) -> str | None:
         # post now rather than at the next beat tick; beat still sweeps whatever this misses
         self.app.send_task("firstfault.deliver")
         log.info("incident %s for job %s: revision %d, %s at %s", incident.id, job_id, incident.revision,
-                 incident.signature, datetime.now(UTC).isoformat())
+                 incident.signature, system_clock().isoformat())
     return incident.id if incident else None

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from pipeline.service import Pipeline
 from scan.engine import default_matcher
+from schemas.clock import ManualClock
 from schemas.incident import Incident
 from simulate import oom_killed_rank
 from store.incidents import Store
-from tests.pipeline.helpers import ManualClock, RecordingScheduler, failed_job, shards_of
+from tests.pipeline.helpers import RecordingScheduler, failed_job, shards_of
 
 GPUS_PER_NODE = 8
 

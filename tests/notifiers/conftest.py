@@ -95,7 +95,8 @@ def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty) -> tu
     from notifiers.wiring import outbox_hook
     from pipeline.service import Pipeline
     from scan.engine import default_matcher
-    from tests.pipeline.helpers import ManualClock, RecordingScheduler
+    from schemas.clock import ManualClock
+    from tests.pipeline.helpers import RecordingScheduler
 
     clock = ManualClock()
     matcher = default_matcher()

@@ -15,6 +15,7 @@ from notifiers.pacing import Pacer
 from notifiers.slack import SlackNotifier
 from notifiers.wiring import Deliverer
 from pipeline.service import Pipeline
+from schemas.clock import ManualClock
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
 from store.notify_tables import OutboxRow
@@ -22,7 +23,7 @@ from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import wait_for
 from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for, wired_pipeline
-from tests.pipeline.helpers import EXAMPLE, ManualClock, failed_job, shards_of
+from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 
 pytestmark = pytest.mark.integration
 

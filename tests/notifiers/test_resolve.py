@@ -19,6 +19,7 @@ from notifiers.base import Notifier
 from notifiers.outbox import deliver_due, enqueue
 from pipeline.embedded import EmbeddedRunner
 from pipeline.service import Pipeline
+from schemas.clock import ManualClock
 from schemas.incident import Incident
 from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
@@ -28,7 +29,7 @@ from tests.api.server import serving
 from tests.fakes.pagerduty_api import Alert, FakePagerDuty
 from tests.fakes.slack_api import FakeSlack, Message
 from tests.notifiers.conftest import ROUTING_KEY, wired_pipeline
-from tests.pipeline.helpers import EXAMPLE, ManualClock, failed_job, shards_of
+from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 
 pytestmark = pytest.mark.integration
 TOKEN = "resolve-test-token"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from correlator.speakers import who_from_path
@@ -35,17 +35,6 @@ def shards_of(job_id: str, root: Path, chunk: int = 64 * 1024) -> list[LogShard]
 def failed_job(job_id: str, world_size: int | None = 64, **extra: object) -> JobEvent:
     return JobEvent.model_validate({"job_id": job_id, "state": "failed", "world_size": world_size,
                                     "cluster": "c1", "team": "llm", **extra})
-
-
-@dataclass
-class ManualClock:
-    now: datetime = field(default_factory=lambda: datetime(2026, 11, 29, 10, 30, tzinfo=UTC))
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @dataclass

@@ -19,10 +19,11 @@ import pytest
 
 from ingest.dispatch import Dispatcher
 from pipeline.embedded import TICK_S, EmbeddedRunner
+from schemas.clock import ManualClock
 from schemas.wire import JobEvent, LogShard
 from tests.fakes.ingest import FileDispatcher, RecordingDispatcher
 from tests.integration.conftest import kafka_bootstrap, topics  # noqa: F401  (Tansu, for the Kafka case)
-from tests.pipeline.helpers import ManualClock, failed_job
+from tests.pipeline.helpers import failed_job
 
 HEADERS = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 Seen = tuple[str, str, int | None, dict[str, str] | None]  # kind, job id, seq, headers (None: not carried)

@@ -9,9 +9,10 @@ import pytest
 
 from pipeline.service import Pipeline
 from scan.engine import default_matcher
+from schemas.clock import ManualClock
 from schemas.incident import incident_id
 from store.incidents import Store
-from tests.pipeline.helpers import EXAMPLE, ManualClock, RecordingScheduler, failed_job, shards_of
+from tests.pipeline.helpers import EXAMPLE, RecordingScheduler, failed_job, shards_of
 
 
 @pytest.fixture
