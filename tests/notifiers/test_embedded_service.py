@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import httpx
-import pytest
 
 from config.settings import load_settings
 from firstfault.serve import build_embedded
@@ -17,8 +16,6 @@ from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import wait_for
 from tests.notifiers.conftest import SLACK_TOKEN
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
-
-pytestmark = pytest.mark.integration
 
 
 def test_a_job_shipped_to_the_embedded_service_is_posted_once(sqlite_url: str, slack_server: FakeSlack) -> None:

@@ -13,8 +13,6 @@ from tests.fakes.http import Response
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for
 
-pytestmark = pytest.mark.integration
-
 
 def test_an_incident_triggers_one_alert_and_revisions_do_not_page_again(pagerduty_server: FakePagerDuty) -> None:
     notifier = PagerDutyNotifier(settings_for(pagerduty=pagerduty_server))

@@ -25,8 +25,6 @@ from tests.integration.celery_worker import wait_for
 from tests.notifiers.conftest import ROUTING_KEY, make_incident, settings_for, wired_pipeline
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def wired(sqlite_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty

@@ -31,7 +31,6 @@ from tests.fakes.slack_api import FakeSlack, Message
 from tests.notifiers.conftest import ROUTING_KEY, wired_pipeline
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 
-pytestmark = pytest.mark.integration
 TOKEN = "resolve-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JOB = "j-88123"

@@ -23,8 +23,6 @@ from tests.fakes.slack_api import FakeSlack
 from tests.fakes.webhook_receiver import FakeWebhookReceiver
 from tests.notifiers.conftest import ROUTING_KEY, WEBHOOK_SECRET, make_incident, settings_for
 
-pytestmark = pytest.mark.integration
-
 
 @dataclass
 class Case:

@@ -13,8 +13,6 @@ from notifiers.slack import SlackNotifier, translate
 from tests.fakes.slack_api import FakeSlack
 from tests.notifiers.conftest import SLACK_TOKEN, make_incident, settings_for
 
-pytestmark = pytest.mark.integration
-
 
 def test_the_first_delivery_posts_a_root_message_with_blocks_and_our_metadata(slack_server: FakeSlack) -> None:
     incident = make_incident()
