@@ -22,7 +22,8 @@ from correlator.speakers import Who, folder_host
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
-_SRUN_EXIT = "slurm.task_exit"  # srun: error: HOST: task N: Exited with exit code C
+# srun: error: HOST: task N: Exited with exit code C / Segmentation fault / Bus error
+_SRUN_EXITS = frozenset({"slurm.task_exit", "slurm.task_segfault", "slurm.task_sigbus"})
 _WHO, _SOURCE, _SPEAKER = attrgetter("who"), attrgetter("source"), attrgetter("speaker")
 _HOST_FIELDS = ("table_host", "k8s_node", "store_remote")  # record kinds whose fields name a host
 
@@ -304,7 +305,7 @@ def _srun_task_hosts(findings: Sequence[Finding], of_kind: Mapping[str, list[Con
     node: dict[int, set[str]] = {}
     for f in findings:
         host = f.fields.get("host")
-        if f.signature == _SRUN_EXIT and isinstance(host, str):
+        if f.signature in _SRUN_EXITS and isinstance(host, str):
             for task in task_ids(f.fields):
                 node.setdefault(task, set()).add(host)
     out = {(next(iter(node[t])), next(iter(hosts))) for t, hosts in named.items()

@@ -141,3 +141,15 @@ def test_the_oom_killers_line_is_the_cause_of_the_sigkill_the_agent_reports(
     rc = _diagnose(root, capsys)
     assert rc["signature"] == "host.oom_killer"
     assert rc["rank"] == 5
+
+
+def test_srun_s_segmentation_fault_report_is_a_segfault_of_that_task(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """srun -l, one task per GPU; task 5 dies of SIGSEGV (no traceback: native code), srun kills the rest
+    (src/srun/launch.c _task_finish prints strsignal's text). The class is the crash, not srun's report."""
+    lines = [line for r in range(NODE.world) for line in _srun_l(r, F.steps(r, F.T0))]
+    lines += [F.srun_exit("gpu-b07", "5", 0).replace("Exited with exit code 0", "Segmentation fault (core dumped)"),
+              "srun: error: gpu-b07: tasks 0-4,6-7: Killed"]
+    root = F.write(tmp_path, {"slurm-41235.out": lines})
+    rc = _diagnose(root, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("slurm.task_segfault", 5, "gpu-b07")
