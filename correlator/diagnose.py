@@ -8,13 +8,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
-from catalog.model import Implicates, Signature
+from catalog.model import Implicates, Scope, Signature
 from correlator import calibration
 from correlator.carried import read_carried
 from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
-from correlator.exits import death_targets, exit_report, launcher_summary, task_exits
+from correlator.exits import cause_like, death_targets, exit_report, launcher_summary, task_exits
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.kept import ContextRecord
 from correlator.locate import locate, node_wide, pick
@@ -174,6 +174,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
               transport_notes: list[str], logged: set[int],
               unknown: Unexplained | None = None) -> Diagnosis:
     ranked, picked, exit_only = pick(ranked)
+    if exit_only and (job := _job_cause(failures)) is not None:
+        return _collateral_only(failures, ids, offsets, job_cause=job)
     cand = ranked[0]
     root = cand.best_event() or _exit_event(cand, ids, catalog)
     # Only exit codes say what happened (and for a kill or crash, they say it better than an absence or a victim's
@@ -286,13 +288,21 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
     ), ranked, feats, _evidence)
 
 
+def _job_cause(failures: Sequence[Event]) -> Event | None:
+    """The first line that ends the whole job and names no process (the scheduler's time limit, a preemption):
+    what the exit reports of every process follow from."""
+    causes = [ev for ev in failures if ev.signature.scope is Scope.JOB and ev.signature.implicates is
+              Implicates.NONE and cause_like(ev)]
+    return min(causes, key=lambda ev: ev.best.order) if causes else None
+
+
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],
-                     ranked: list[Candidate] | None = None) -> Diagnosis:
+                     ranked: list[Candidate] | None = None, job_cause: Event | None = None) -> Diagnosis:
     """Only consequences were printed: the failing peer left nothing here. Point at what they name, or at the
-    suspect that silence or metadata singles out."""
+    suspect that silence or metadata singles out. With ``job_cause``, the job itself was ended: name no one."""
     # the first line that says something of its own: not how processes ended, not the launcher's summary
-    first = min(failures, key=lambda ev: (exit_report(ev) or launcher_summary(ev), when(ev, offsets) is None,
-                                          ev.best.order))
+    first = job_cause or min(failures, key=lambda ev: (exit_report(ev) or launcher_summary(ev),
+                                                       when(ev, offsets) is None, ev.best.order))
     sig: Signature = first.signature
     named = first.unmapped_peer
     target = first.implicated[0] if first.implicated and first.signature.implicates is not Implicates.SELF else None
@@ -304,7 +314,11 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
         target = Target(None, next(iter(hosts)))
     explanation = ["every line here is a consequence (catalog role collateral); the initiator printed nothing "
                    "in these logs"]
-    if ranked:
+    if job_cause is not None:
+        target, named = None, None
+        explanation = [f"`{sig.id}` ends the whole job and names no process: the exit reports of its processes "
+                       "follow from it, so no rank or host is named"]
+    elif ranked:
         target = ranked[0].target
         explanation.insert(0, f"{target.label}: " + "; ".join(ranked[0].reasons[:6]))
         explanation += _why_not_others(ranked, failures, set())

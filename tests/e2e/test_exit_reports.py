@@ -153,3 +153,16 @@ def test_srun_s_segmentation_fault_report_is_a_segfault_of_that_task(
     root = F.write(tmp_path, {"slurm-41235.out": lines})
     rc = _diagnose(root, capsys)
     assert (rc["signature"], rc["rank"], rc["host"]) == ("slurm.task_segfault", 5, "gpu-b07")
+
+
+def test_a_time_limit_with_every_tasks_exit_report_names_no_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """slurmstepd cancels the step at the time limit (src/slurmd/slurmstepd/req.c: "*** STEP %s ON %s CANCELLED AT
+    %s DUE TO TIME LIMIT ***"); torchrun's agent on each node gets SIGTERM, and srun reports every task's exit
+    code. The exit codes follow from the time limit: no rank is named."""
+    lines = [line for r in range(NODE.world) for line in _srun_l(r, F.steps(r, F.T0))]
+    lines += ["slurmstepd: error: *** STEP 88231.0 ON gpu-b07 CANCELLED AT 2026-11-29T12:00:04 DUE TO TIME LIMIT ***",
+              F.srun_exit("gpu-b07", "0", 1), F.srun_exit("gpu-b07", "1-7", 1)]
+    root = F.write(tmp_path, {"slurm-88231.out": lines})
+    rc = _diagnose(root, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("slurm.time_limit", None, None)
