@@ -20,7 +20,7 @@ from sources.files import expand
 CORPUS = corpus_dir()
 # Counts measured 2026-12-03 (docs/accuracy.md): class of 34 and 36 logs, initiating of the 19 and 26 whose label
 # names a rank or host. Raise them, never lower them; no answer at >= 0.9 may be wrong.
-MIN_CLASS = {"tuning": 31, "checking": 27}
+MIN_CLASS = {"tuning": 32, "checking": 27}
 MIN_INITIATING = {"tuning": 18, "checking": 13}
 MAX_WRONG_AT_0_9 = 0
 

@@ -1,0 +1,51 @@
+"""Accuracy on jobs written by bench/independent (a generator that shares none of firstfault's code or
+assumptions): a ratchet on its seed 1, which the 2026-12-03 session tuned against (docs/accuracy.md). Other
+seeds are its unseen instances: measure them with `python -m bench.independent.generate OUT --seed N` and the
+corpus's score.py, and do not tune on them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.corpus import corpus_dir
+from bench.independent.generate import generate
+from scan.engine import default_matcher, diagnose_sources
+from sources.files import expand
+from tests.e2e.test_corpus import _class_ok, _initiating_ok
+
+CORPUS = corpus_dir()
+JOBS = 60
+# seed 1, measured 2026-12-03 at d874fa2: class of 60 jobs, initiating of the 43 whose label names a rank or host
+# (score.py's rule). Raise them, never lower them. The two answers at >= 0.9 that score.py counts wrong name the
+# right host of a lost node where the label names rank 0 on it.
+MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 56, 33, 2
+
+pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")
+
+
+def test_independent_generator_accuracy_does_not_regress(tmp_path: Path) -> None:
+    assert CORPUS is not None
+    generate(str(tmp_path), 1, JOBS)
+    cmap = json.loads((CORPUS / "class_map.json").read_text())
+    labels = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines() if line]
+    matcher = default_matcher()
+    right_class = right_ini = 0
+    wrong_at_0_9, misses = [], []
+    for lab in labels:
+        d = json.loads(diagnose_sources(matcher, expand([str(tmp_path / lab["id"])]), 2026).model_dump_json())
+        rc = d["root_cause"] or {}
+        ok_class = _class_ok(lab["failure_class"], rc, cmap)
+        ok_ini = _initiating_ok(lab["initiating"], rc)
+        right_class += ok_class
+        right_ini += bool(ok_ini)
+        if ok_ini is False and float(rc.get("confidence") or 0) >= 0.9:
+            wrong_at_0_9.append(lab["id"])
+        if not ok_class or ok_ini is False:
+            misses.append((lab["id"], lab["kind"], rc.get("signature"), rc.get("rank"), rc.get("host")))
+    assert right_class >= MIN_CLASS, misses
+    assert right_ini >= MIN_INITIATING, misses
+    assert len(wrong_at_0_9) <= MAX_WRONG_AT_0_9, wrong_at_0_9
