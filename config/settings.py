@@ -37,6 +37,9 @@ class Settings(BaseModel):
     redelivery_check_s: float = Field(default=10.0, gt=0)  # how often workers look for such tasks
     group_wait_s: float = Field(default=30.0, ge=0)  # after a failure event, wait this long for shards
     revise_wait_s: float = Field(default=10.0, ge=0)  # batch late shards this long before revising
+    # beat re-sends a noted correlation overdue by more than sweep_grace_s, looking every sweep_every_s
+    sweep_every_s: float = Field(default=30.0, gt=0)
+    sweep_grace_s: float = Field(default=60.0, gt=0)
     http_host: str = "127.0.0.1"
     http_port: int = 8321
     # bearer token for writes (ingest, subscriptions, resolve); None: writes are open, so `serve` then binds only a

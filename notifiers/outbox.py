@@ -99,15 +99,23 @@ class Claim:
 
 def deliver_due(store: NotifyStore, notifiers: Mapping[str, Notifier], now: datetime, pacer: Pacer | None = None,
                 limit: int = 50) -> list[tuple[int, str]]:
-    """Send every due delivery (at most ``limit``); returns (outbox id, final or next status) for each."""
-    done = []
-    for claim in claim_due(store, now, limit):
-        done.append((claim.row_id, _deliver(store, notifiers, claim, now, pacer)))
+    """Send every due delivery (at most ``limit``); returns (outbox id, final or next status) for each.
+
+    One row is claimed at a time, just before it is sent: a worker that dies mid-run (SIGKILL, OOM, a lost host)
+    strands only the row it was sending, which is truly in doubt and waits out its lease. Claiming the whole batch
+    first stranded every row of it for the lease (2 minutes), though none of the others had been sent."""
+    done: list[tuple[int, str]] = []
+    while len(done) < limit:
+        claims = claim_due(store, now, limit, take=1)
+        if not claims:
+            break
+        done.append((claims[0].row_id, _deliver(store, notifiers, claims[0], now, pacer)))
     return done
 
 
-def claim_due(store: NotifyStore, now: datetime, limit: int) -> list[Claim]:
-    claims = []
+def claim_due(store: NotifyStore, now: datetime, limit: int, take: int | None = None) -> list[Claim]:
+    """Claim due rows among the first ``limit`` (oldest first), at most ``take`` of them."""
+    claims: list[Claim] = []
     with store.notify() as tx:
         for row in tx.due(now, limit):
             siblings = tx.same_target(row)
@@ -118,6 +126,8 @@ def claim_due(store: NotifyStore, now: datetime, limit: int) -> list[Claim]:
                 _finish(tx, row, "superseded", "a newer revision replaces it", now)
                 continue
             claims.append(_claim(tx, row, siblings, now))
+            if take is not None and len(claims) >= take:
+                break
     return claims
 
 

@@ -2,7 +2,7 @@
 the broker's queue in a Redis restart, never published while the broker was down, or a timer of an embedded
 process that restarted — is sent again. Correlating twice is harmless (Pipeline.correlate is idempotent).
 
-Distributed: Celery beat runs `firstfault.sweep` every SWEEP_EVERY_S (workers/tasks.py), re-sending what is
+Distributed: Celery beat runs `firstfault.sweep` every sweep_every_s (settings; workers/tasks.py), re-sending what is
 overdue by more than a grace; embedded: `serve --embedded` re-arms every noted correlation when it starts.
 """
 

@@ -66,10 +66,13 @@ class DeadLettering(Task):  # type: ignore[misc]
 @shared_task(name="firstfault.sweep")
 def sweep() -> int:
     """Re-send the correlations whose time has come and gone (pipeline/sweep.py); beat runs it."""
+    from datetime import timedelta
+
+    from config.settings import load_settings
     from pipeline.sweep import resend_overdue
 
     p = pipeline()
-    sent = resend_overdue(p.store, p.scheduler, p.clock())
+    sent = resend_overdue(p.store, p.scheduler, p.clock(), timedelta(seconds=load_settings().sweep_grace_s))
     if sent:
         log.warning("sweep: re-sent %d overdue correlation(s), their tasks were gone: %s", len(sent),
                     ", ".join(sent[:20]))
@@ -77,12 +80,13 @@ def sweep() -> int:
 
 
 def _beat() -> None:
-    from pipeline.sweep import SWEEP_EVERY_S
+    from config.settings import load_settings
     from workers.app import app
 
+    every = load_settings().sweep_every_s
     # `celery -A workers.app beat` reads this from the default app
     app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-sweep": {
-        "task": "firstfault.sweep", "schedule": SWEEP_EVERY_S, "options": {"expires": SWEEP_EVERY_S * 2}}}
+        "task": "firstfault.sweep", "schedule": every, "options": {"expires": every * 2}}}
 
 
 _beat()

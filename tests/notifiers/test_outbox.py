@@ -228,6 +228,26 @@ def test_a_worker_killed_between_send_and_record_never_double_posts(
     assert ledger(store) == ["queued", "recovering", "sent"]
 
 
+def test_a_worker_killed_after_its_first_post_strands_only_that_one(
+        store: Store, slack_server: FakeSlack, db_url: str, notifiers: dict[str, Notifier]) -> None:
+    # found by bench/faults.py (worker_after_slack): the killed worker had claimed every due row before sending
+    # the first, so the other incidents' first posts waited out the 2-minute lease too (p99 124 s in that window)
+    subscribe(store, "s1", [SLACK])
+    for i in range(3):
+        save(store, make_incident(job_id=f"job-{i}"))
+    worker = subprocess.Popen([sys.executable, "-m", "tests.notifiers.deliver_worker", db_url, slack_server.url,
+                               NOW.isoformat()], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slack_server.on_post = lambda message: os.kill(worker.pid, signal.SIGKILL)
+    _, err = worker.communicate(timeout=60)
+    assert worker.returncode == -signal.SIGKILL, err
+    slack_server.on_post = None
+    # seconds later, well inside the lease: the two rows it never sent go out now; the one in doubt waits
+    assert statuses(deliver_due(store, notifiers, NOW + timedelta(seconds=5))) == ["sent", "sent"]
+    assert [r.status for r in rows(store)] == ["sending", "sent", "sent"]
+    assert statuses(deliver_due(store, notifiers, NOW + LEASE + timedelta(seconds=1))) == ["sent"]
+    assert len(slack_server.posts("#ml-oncall")) == 3  # one each: the one in doubt was found, not posted again
+
+
 def test_a_lost_answer_is_ambiguous_so_the_retry_looks_before_posting(
         store: AnyStore, slack_server: FakeSlack, notifiers: dict[str, Notifier]) -> None:
     subscribe(store, "s1", [SLACK])
