@@ -111,7 +111,8 @@ def worker_unaimed(stack: Stack, kills: int = 4, seed: int = 0) -> str:
 
 def redis_restart(stack: Stack) -> str:
     stack.restart(stack.redis, down_s=2.0)
-    return f"Redis SIGKILLed, down 2 s, started again ({'AOF, fsync every second' if stack.redis_aof else 'no persistence'})"
+    kept = "append-only file, fsync every second" if stack.redis_aof else "nothing on disk"
+    return f"Redis SIGKILLed, down 2 s, started again ({kept})"
 
 
 def pg_cut(stack: Stack, down_s: float = 6.0) -> str:

@@ -288,7 +288,7 @@ def report(res: dict[str, Any], command: str) -> str:
 
 def run(baseline: int = 30, per_fault: int = 20, tail: int = 10, faults: list[str] | None = None,
         interval_s: float = 0.5, lead: int = 4, settle_s: float = 60.0, drain_s: float = 200.0,
-        redis_aof: bool = False, keep: bool = False) -> dict[str, Any]:
+        redis_aof: bool = True, keep: bool = False) -> dict[str, Any]:
     chosen = faults if faults is not None else list(FAULTS)
     stack = Stack(redis_aof=redis_aof, keep=keep)
     try:
@@ -322,8 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, of: {', '.join(FAULTS)}")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between jobs")
     p.add_argument("--settle-s", type=float, default=60.0)
-    p.add_argument("--redis-aof", action=argparse.BooleanOptionalAction, default=False,
-                   help="Redis with an append-only file (fsync always), so a restart keeps the queue")
+    p.add_argument("--redis-aof", action=argparse.BooleanOptionalAction, default=True,
+                   help="Redis with an append-only file (as deploy/compose runs it), so a restart keeps the queue; "
+                        "--no-redis-aof: nothing on disk, as the machine's own Redis")
     p.add_argument("--keep", action="store_true", help="keep the services' logs (printed)")
     a = p.parse_args(argv)
     faults = [f for f in a.faults.split(",") if f]

@@ -14,7 +14,7 @@ from ingest.topics import DEFAULT_TOPICS
 from schemas.errors import UsageError
 from store.dead_letters import keep_message
 from store.incidents import Store
-from workers.app import make_app
+from workers.app import broker_keeps_nothing, make_app
 from workers.dispatch import CeleryDispatcher
 
 log = logging.getLogger("firstfault.serve")
@@ -35,6 +35,9 @@ def run_distributed(settings: Settings, host: str, port: int, http: bool = True)
     if not bootstrap:
         raise UsageError("distributed serve needs FIRSTFAULT_KAFKA_BOOTSTRAP (or run `firstfault serve --embedded`)")
     create_topics(bootstrap, DEFAULT_TOPICS)
+    problem = broker_keeps_nothing(settings.broker_url)
+    if problem:
+        log.warning("%s", problem)
     store = Store.open(settings.database_url)  # migrates the schema once, before any worker writes
     loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), DEFAULT_TOPICS, settings.kafka_group,
                         also=lambda letter: keep_message(store, letter))
