@@ -74,6 +74,15 @@ class Store:
 
     # -- jobs ---------------------------------------------------------------------------------------------------
     def record_job(self, event: JobEvent, now: datetime) -> None:
+        try:
+            self._record_job(event, now)
+        except sa.exc.IntegrityError:
+            # Two deliveries of a new job's event at once (a redelivery after an outage, a retry): both found no
+            # row to lock and both inserted; the loser fails on the key. The row exists now: lock it and update.
+            # (This failure was permanent, and the event dead-lettered, until bench/faults.py's pg_cut hit it.)
+            self._record_job(event, now)
+
+    def _record_job(self, event: JobEvent, now: datetime) -> None:
         with self.session() as s:
             row = s.get(JobRow, event.job_id, with_for_update=True)
             if row is None:

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from celery import Task, shared_task
+from kombu.exceptions import OperationalError
 from pydantic import ValidationError
 
 from pipeline.service import Pipeline
@@ -114,8 +115,13 @@ def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
 def correlate_job(self: Task, job_id: str) -> str | None:
     incident = pipeline().correlate(job_id, _trace(self))
     if incident is not None:
-        # post now rather than at the next beat tick; beat still sweeps whatever this misses
-        self.app.send_task("firstfault.deliver")
+        # post now rather than at the next beat tick; beat still sweeps whatever this misses, so a broker that is
+        # down here costs seconds, not the task: the incident is saved (it used to dead-letter the correlation)
+        try:
+            self.app.send_task("firstfault.deliver")
+        except (OperationalError, ConnectionError, OSError) as exc:
+            log.warning("incident %s saved; the delivery kick did not reach the broker (%s): beat delivers it",
+                        incident.id, exc)
         log.info("incident %s for job %s: revision %d, %s at %s", incident.id, job_id, incident.revision,
                  incident.signature, system_clock().isoformat())
     return incident.id if incident else None
