@@ -113,6 +113,12 @@ class Shipper:
                 time.sleep(0.5)
 
 
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.close()
+            self.producer = None
+
+
 class Posts:
     """Every message the Slack stand-in stores, stamped with the wall time it arrived."""
 
@@ -307,6 +313,7 @@ def run(baseline: int = 30, per_fault: int = 20, tail: int = 10, faults: list[st
             run_window(stack, shipper, templates, posts, w, count, interval_s, lead, settle_s, seq)
             print(f"  window {w.name}: {len(w.jobs)} jobs; {w.note}", file=sys.stderr, flush=True)
         quiesce(stack, [j for w in plan for j in w.jobs], posts, drain_s)
+        shipper.close()
         res = results(stack, plan, posts, templates)
         res["logs"] = str(stack.tmp) if keep else None
         return res

@@ -21,6 +21,7 @@ def _services() -> None:
         pytest.skip("no redis-server binary: the harness starts a Redis of its own")
 
 
+@pytest.mark.timeout(600)  # ~70 s alone on 2 cores; a busy machine stretches the settles
 def test_thirty_jobs_through_a_worker_kill_a_redis_restart_and_a_postgres_cut_lose_nothing() -> None:
     from bench.faults import run
 
