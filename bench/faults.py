@@ -4,7 +4,7 @@
 
 Starts its own Tansu (its log on a local S3 stand-in, so a restart keeps it), Redis, `firstfault serve`, two
 Celery workers, beat and a Slack stand-in (bench/fault_stack.py); PostgreSQL is a scratch database on the local
-server behind a proxy the harness cuts. Jobs (firstfault.simulate, 8 ranks each, four kinds of failure) are
+server behind a proxy the harness cuts. Jobs (simulate, 8 ranks each, four kinds of failure) are
 produced to Kafka as `firstfault ship` produces them, one every --interval seconds, in windows: a fault-free
 baseline, then one window per fault with the fault injected a few jobs in, then a fault-free tail. After each
 window the harness waits for its posts (--settle-s) so one fault's recovery is not billed to the next.
@@ -63,8 +63,8 @@ class Templates:
     """One simulated job per scenario, cut into shards once; each job re-labels a copy with its own id."""
 
     def __init__(self, tmp: Path) -> None:
-        from firstfault.simulate import Knobs, generate
         from ingest.ship import Overrides, plan, stream_shards
+        from simulate import Knobs, generate
 
         self.truth: dict[str, Any] = {}
         self.shards: dict[str, list[LogShard]] = {}

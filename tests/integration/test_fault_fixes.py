@@ -66,8 +66,8 @@ def test_a_correlation_whose_delivery_kick_misses_the_broker_is_not_dead_lettere
     # restarting Redis, and the whole correlation failed for good (a dead letter) though nothing was lost
     from kombu.exceptions import OperationalError
 
-    from firstfault.serve import pipeline_for
-    from firstfault.settings import load_settings
+    from config.settings import load_settings
+    from runtime.build import pipeline_for
     from store.dead_letters import listed
     from tests.pipeline.helpers import RecordingScheduler
     from workers import tasks
