@@ -108,14 +108,13 @@ class Stack:
     def _subscribe(self) -> None:
         from datetime import UTC, datetime
 
-        from notifiers.subscriptions import add
         from schemas.subscription import Match, Subscription, Target
         from store.incidents import Store
 
         store = Store.open(self.direct_url)  # migrates before any worker writes
-        with store.session() as s:
-            add(s, Subscription(id="bench-oncall", team=TEAM, match=Match(),
-                                targets=[Target(kind="slack", address=CHANNEL)]), datetime.now(UTC))
+        with store.notify() as tx:
+            tx.add_subscription(Subscription(id="bench-oncall", team=TEAM, match=Match(),
+                                             targets=[Target(kind="slack", address=CHANNEL)]), datetime.now(UTC))
         store.close()
 
     # -- stop ----------------------------------------------------------------------------------------------------
