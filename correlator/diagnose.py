@@ -18,7 +18,7 @@ from correlator.exits import cause_like, death_targets, exit_report, launcher_su
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.kept import ContextRecord
 from correlator.locate import locate, node_wide, pick
-from correlator.naming import settle
+from correlator.naming import Named, settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import redact, redact_model
@@ -77,6 +77,9 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
         return _unknown(results, context, ids)
     progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
+    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
+    logged = {int(rec.fields["rank"]) for rec in comms}
+    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, named)) is not None}
     failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, comms)
@@ -87,14 +90,20 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
                            failing=failing)
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
-    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
-    logged = {int(rec.fields["rank"]) for rec in comms}
-    logged |= {rank for r in results if r.lines and (rank := who_from_path(r.source).rank) is not None}
     ranked = score(failures, ids, offsets, suspect, logged)
     if not ranked:
         return _collateral_only(failures, ids, offsets)
     unknown = cause_unknown(failures, of_kind, ids, events)  # only exit codes speak (unexplained.py)
     return _assemble(ranked, failures, ids, offsets, results, catalog, notes, logged, unknown)
+
+
+def _rank_of_source(source: str, named: Named) -> int | None:
+    """The rank a source's path names: rank7.log, or torchrun --log-dir's <host>/.../attempt_0/7/ where the local
+    ranks of that host are known."""
+    who = who_from_path(source)
+    if who.rank is None and who.local_rank is not None:
+        return named.local.global_of(who.host, source, who.local_rank)
+    return who.rank
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:

@@ -85,7 +85,25 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
     _rendezvous(out, of_kind)
     _nodes(out, of_kind, ids, max_local, hosts_named)
     _last_block(out, local_hosts, ids.world_size or store_world, max_local + 1)
+    _fill_blocks(out, max_local + 1)
     return out
+
+
+def _fill_blocks(out: LocalRanks, nproc: int) -> None:
+    """A node's block, where two or more of its local ranks are known and agree on its base (global = base +
+    local: _assign_worker_ranks): the rest of the block, a worker that printed nothing with its rank on it."""
+    if out.single_node or nproc < 2:
+        return
+    bases: dict[Node, set[int]] = defaultdict(set)
+    known: dict[Node, int] = defaultdict(int)
+    for (node, local), rank in out.by_node.items():
+        if node[0] == "host":
+            bases[node].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
+            known[node] += 1
+    for node, base in bases.items():
+        if len(base) == 1 and known[node] >= 2 and (b := next(iter(base))) != AMBIGUOUS and b >= 0:
+            for local in range(nproc):
+                out.by_node.setdefault((node, local), b + local)
 
 
 def _last_block(out: LocalRanks, hosts: set[str], world: int | None, nproc: int) -> None:

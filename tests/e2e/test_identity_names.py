@@ -69,9 +69,12 @@ def test_a_local_rank_prefix_is_mapped_to_the_global_rank_by_torchruns_failure_t
 def test_without_anything_naming_the_global_rank_the_local_index_is_not_reported_as_the_rank(
         tmp_path: Path) -> None:
     """The same node's console without the table, the node known from its directory: the diagnosis names the
-    host and leaves the rank null, saying which local rank printed it; never rank 2."""
+    host and leaves the rank null, saying which local rank printed it; never rank 2. (c10d's `[Rank N]` in the
+    others' watchdog lines is taken out too: it would name their global ranks, and torchrun's block numbering
+    local rank 2's.)"""
     (tmp_path / "node1").mkdir()
-    (tmp_path / "node1" / "console.log").write_text(_node1_console(table=False).replace("[rank", "[xrank"))
+    console = _node1_console(table=False).replace("[rank", "[xrank").replace("[Rank ", "[xRank ")
+    (tmp_path / "node1" / "console.log").write_text(console)
     d = _diagnose(tmp_path)
     assert _root(d) == ("cuda.oom", None, "node1")
     assert d.root_cause is not None
@@ -409,3 +412,11 @@ def test_a_pytorchjobs_master_is_rank_0_and_worker_i_rank_i_plus_1(tmp_path: Pat
     """Kubeflow's training-operator gives the master replica rank 0 and worker i rank i + 1 (envvar.go)."""
     d = _pods(tmp_path, ["sft-master-0", *(f"sft-worker-{i}" for i in range(3))], "sft-worker-1")
     assert _root(d) == ("cuda.oom", 2, "sft-worker-1")
+
+
+def test_a_nodes_other_workers_give_the_block_a_local_rank_falls_in(tmp_path: Path) -> None:
+    """torchrun numbers a node's workers as one block (_assign_worker_ranks: base + local rank): c10d's
+    `[Rank 4]`, `[Rank 5]`, `[Rank 7]` in local ranks 0, 1 and 3's watchdog lines put local rank 2 at rank 6."""
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "console.log").write_text(_node1_console(table=False).replace("[rank", "[xrank"))
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")

@@ -99,3 +99,23 @@ def test_the_absent_rank_is_cited_at_a_line_that_exists(tmp_path: Path, capsys: 
     cited = [(e["source"], e["line"], e["text"]) for e in rc["evidence"]]
     assert (name, timeout, files[name][timeout - 1]) in cited, cited
     assert all(line >= 1 for _, line, _ in cited if line is not None), cited
+
+
+
+def test_the_last_rank_silent_in_torchruns_log_dir_is_the_straggler(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torchrun --log-dir files each worker under <run>/attempt_0/<local rank>/ (DefaultLogsSpecs.reify), with
+    c10's [rankN]: prefix on its watchdog lines. Rank 15, local rank 7 of the second node, printed its steps and
+    then nothing; no NCCL INFO line says the job's size. Its folder says which rank it is (the node's other
+    workers give the node's block, _assign_worker_ranks), so its silence is read as the straggler's."""
+    laggard = JOB.world - 1
+    for r in range(JOB.world):
+        folder = tmp_path / JOB.host(r) / "none_k2j4x9" / "attempt_0" / str(JOB.local(r))
+        folder.mkdir(parents=True)
+        t = F.T0 + timedelta(milliseconds=30 * r)
+        steps = F.steps(r, F.T0 - timedelta(minutes=10))
+        tail = [] if r == laggard else [F.watchdog_timeout(r, t, SEQ), *F.teardown(r, t)]
+        (folder / "stderr.log").write_text("\n".join(steps + tail) + "\n")
+    rc = _diagnose(tmp_path, capsys)["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["rank"] == laggard, rc["explanation"]
