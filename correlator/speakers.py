@@ -130,7 +130,19 @@ def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     return who, rest
 
 
-_FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|process|gpu)[-_.]?(?P<rank>\d{1,5})(?:\D|$)", re.I)
+_FILE_RANK = re.compile(r"(?:^|[^a-z])(?P<word>rank|proc|worker|process|gpu)[-_.]?(?P<rank>\d{1,5})(?:\D|$)",
+                        re.I)
+MAX_DEVICES = 16  # GPUs one node addresses by index: gpu3.log is a device's (its rank), gpu288 a host's name
+
+
+def file_rank(name: str, leading: bool = False) -> int | None:
+    """The rank a file or folder name gives (rank3.log, worker_2, gpu3.log), or None; ``leading``: only at its
+    start. A GPU index past what a node holds is a host's number (gpu288), not a rank."""
+    m = _FILE_RANK.search(name)
+    if m is None or (leading and m.start() != 0):
+        return None
+    rank = int(m["rank"])
+    return None if m["word"].lower() == "gpu" and rank >= MAX_DEVICES else rank
 _HOSTISH = re.compile(r"^(?=.*\d)[A-Za-z][\w-]*(?:\.[\w-]+)*$")
 _NOT_HOST_DIRS = re.compile(
     r"^(?:logs?|out|output|job[-_]?\d*|run[-_]?\d*|ranks?|tmp|\d+|(?:slurm|train|dmesg|syslog|std(?:out|err)|"
@@ -181,8 +193,7 @@ def who_from_path(path: str) -> Who:
         # torchrun a pod is a node)
         folder = next((part for leading, hostish, part in _folders(head) if hostish and leading is None), None)
         return Who(host=base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else folder)
-    if m := _FILE_RANK.search(name):
-        rank = int(m["rank"])
+    rank = file_rank(name)
     for leading_rank, hostish, part in _folders(head):
         if rank is None and leading_rank is not None:
             rank = leading_rank
@@ -204,10 +215,9 @@ def _folders(head: str) -> tuple[tuple[int | None, bool, str], ...]:
     facts = []
     inner = ""
     for part in reversed(PurePath(head).parts if head else ()):
-        m = _FILE_RANK.search(part)
-        leading_rank = int(m["rank"]) if m and m.start() == 0 else None
+        leading_rank = file_rank(part, leading=True)
         hostish = (bool(_HOSTISH.match(part)) and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part)))
-                   and not _FILE_RANK.match(part))
+                   and not (_FILE_RANK.match(part) and leading_rank is not None))
         # torchrun --log-dir's run folder, "{run_id}_{random}" (DefaultLogsSpecs.reify: tempfile.mkdtemp(prefix=
         # f"{run_id}_")) above attempt_<n>/: a run, not a host
         if _ATTEMPT.match(inner):

@@ -420,3 +420,11 @@ def test_a_nodes_other_workers_give_the_block_a_local_rank_falls_in(tmp_path: Pa
     (tmp_path / "node1").mkdir()
     (tmp_path / "node1" / "console.log").write_text(_node1_console(table=False).replace("[rank", "[xrank"))
     assert _root(_diagnose(tmp_path)) == ("cuda.oom", 6, "node1")
+
+
+def test_a_console_named_after_a_gpu_host_names_the_host_not_rank_288(tmp_path: Path) -> None:
+    """console/gpu288.log: no node addresses 289 GPUs, so gpu288 is a host (a node's console, local ranks inside)."""
+    (tmp_path / "console").mkdir()
+    (tmp_path / "console" / "gpu288.log").write_text(_node1_console(table=False).replace("[rank", "[xrank"))
+    signature, rank, host = _root(_diagnose(tmp_path))
+    assert (signature, host) == ("cuda.oom", "gpu288") and rank != 288

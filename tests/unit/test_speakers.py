@@ -153,7 +153,10 @@ def _who_from_path_by_pathlib(path: str) -> Who:
     """who_from_path as it was before it remembered folders: every part read by pathlib, for every file."""
     from pathlib import PurePath
 
-    from correlator.speakers import _ATTEMPT, _FILE_RANK, _HOSTISH, _NOT_HOST_DIRS, _POD_NAME, _SYSTEM_LOG
+    from correlator.speakers import _ATTEMPT, _FILE_RANK, _HOSTISH, _NOT_HOST_DIRS, _POD_NAME, _SYSTEM_LOG, MAX_DEVICES
+
+    def rank_of(m: re.Match[str] | None) -> int | None:
+        return None if m is None or (m["word"].lower() == "gpu" and int(m["rank"]) >= MAX_DEVICES) else int(m["rank"])
 
     pure = PurePath(path)
     rank = host = None
@@ -161,20 +164,19 @@ def _who_from_path_by_pathlib(path: str) -> Who:
     runs = {i + 1 for i, part in enumerate(folders) if _ATTEMPT.match(part)}  # the folder above attempt_<n>
 
     def hostish(i: int, part: str) -> bool:
-        return (i not in runs and bool(_HOSTISH.match(part)) and not _FILE_RANK.match(part)
+        return (i not in runs and bool(_HOSTISH.match(part)) and rank_of(_FILE_RANK.match(part)) is None
                 and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part))))
 
     base = pure.name.split(".")[0]
     if _SYSTEM_LOG.search(path) or _POD_NAME.search(base):
         named = base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else None
-        leading = [m is not None and m.start() == 0 for m in map(_FILE_RANK.search, folders)]
+        leading = [m is not None and m.start() == 0 and rank_of(m) is not None for m in map(_FILE_RANK.search, folders)]
         return Who(host=named or next((p for i, p in enumerate(folders) if hostish(i, p) and not leading[i]), None))
-    if m := _FILE_RANK.search(pure.name):
-        rank = int(m["rank"])
+    rank = rank_of(_FILE_RANK.search(pure.name))
     for i, part in enumerate(folders):
         m = _FILE_RANK.search(part)
-        if rank is None and m and m.start() == 0:
-            rank = int(m["rank"])
+        if rank is None and m and m.start() == 0 and rank_of(m) is not None:
+            rank = rank_of(m)
             continue
         if hostish(i, part):
             host = part
@@ -189,9 +191,10 @@ def _who_from_path_by_pathlib(path: str) -> Who:
 def test_file_names_read_with_remembered_folders_as_pathlib_reads_them() -> None:
     folders = ["", "/", ".", "..", "logs", "node017", "rank3", "worker_2", "job-88", "gpu-a12.cluster.local",
                "slurm-5", "a001", "run_1", "n1", "proc7x", ".hidden", "tmp", "attempt_0", "j7_1234", "syslog",
-               "trainjob-worker-3"]
+               "trainjob-worker-3", "gpu288", "gpu7"]
     names = ["rank3.log", "dmesg.log", "node017.dmesg", "stdout", "a001.log", "worker-4.out", "gpu12", "", ".", "..",
-             "x.log/", "rank1.log/.", "slurm-123.out", "trainer.log", "gpu300.log", "llm-worker-14.log", "kern.log"]
+             "x.log/", "rank1.log/.", "slurm-123.out", "trainer.log", "gpu300.log", "llm-worker-14.log", "kern.log",
+             "gpu15.log", "gpu16.log"]
     rng = random.Random(7)
     paths = {f"{d}/{n}" if d else n for d in folders for n in names}
     for _ in range(3000):
