@@ -18,7 +18,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/mypy schemas catalog correlator config sources scan simulate ingest store pipeline runtime workers notifiers api firstfault
+	$(BIN)/mypy schemas catalog correlator config sources scan simulate ingest store pipeline runtime collect workers notifiers api firstfault
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 

@@ -16,7 +16,7 @@ from config.version import __version__
 from correlator.diagnose import diagnose
 from correlator.reading import SourceScanner
 from correlator.speakers import who_from_path
-from firstfault import dlq_cli, notify_args, serve, ship_cli
+from firstfault import collect_cli, dlq_cli, notify_args, serve, ship_cli
 from firstfault.history_args import add_incidents_parser
 from scan.engine import default_matcher, scan_sources
 from schemas.clock import system_clock
@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("id")
 
     ship_cli.add_parsers(sub)
+    collect_cli.add_parser(sub)
     serve.add_parser(sub)
     notify_args.add_commands(sub)
     dlq_cli.add_parser(sub)
@@ -209,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_match(args)
         if args.command in ("ship", "schema"):
             return ship_cli.run(args)
+        if args.command == "collect":
+            return collect_cli.run(args)
         if args.command == "serve":
             return serve.cmd_serve(args)
         if args.command == "dlq":

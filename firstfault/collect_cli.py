@@ -1,0 +1,115 @@
+"""`firstfault collect torchrun|slurm|k8s-events`: what a launcher left behind, shipped; cli.py only registers it.
+
+A collector runs where a job just failed: it must not outlive its --timeout nor take the job script down, so
+transport failures are reported on stderr with exit 1 (slurm: always 0, see collect/slurm.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, get_args
+
+from pydantic import ValidationError
+
+from schemas.clock import system_clock
+from schemas.errors import FirstfaultError, UsageError
+from schemas.wire import JobEvent, JobState
+
+if TYPE_CHECKING:
+    from collect.send import Item
+
+
+def _common(p: argparse.ArgumentParser, job_required: bool = True) -> None:
+    p.add_argument("--job", help="the job id (default: $SLURM_JOB_ID)")
+    p.add_argument("--url", help="HTTP ingest, e.g. http://firstfault:8080 (token: $FIRSTFAULT_API_TOKEN)")
+    p.add_argument("--bootstrap", metavar="HOST:PORT", help="Kafka (default: $FIRSTFAULT_KAFKA_BOOTSTRAP)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after this long (default 120)")
+    p.add_argument("--cluster")
+    p.add_argument("--team")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    c = sub.add_parser("collect", help="collect and ship what torchrun, Slurm or Kubernetes left after a job")
+    csub = c.add_subparsers(dest="collector", required=True, parser_class=type(c))
+    t = csub.add_parser("torchrun", help="ship torchrun --log-dir files, error files and Flight Recorder dumps")
+    _common(t)
+    t.add_argument("--log-dir", required=True, type=Path, help="torchrun's --log-dir")
+    t.add_argument("--agent-log", action="append", default=[], type=Path, metavar="FILE",
+                   help="torchrun's own output (rendezvous ranks, failure table); repeatable")
+    t.add_argument("--host", help="this node's name (default: the hostname)")
+    t.add_argument("--node-rank", type=int, help="torchrun --node-rank, when no agent log names global ranks")
+    t.add_argument("--nproc-per-node", type=int)
+    t.add_argument("--fr-prefix", help="Flight Recorder dump prefix (default: $TORCH_FR_DUMP_TEMP_FILE, "
+                                       "$TORCH_NCCL_DEBUG_INFO_TEMP_FILE, else /tmp/nccl_trace_rank_)")
+    t.add_argument("--state", choices=get_args(JobState),
+                   help="also send the job event (one node per job: events replace each other)")
+    t.add_argument("--attempt", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = args.job or os.environ.get("SLURM_JOB_ID")
+    if not job:
+        raise UsageError(f"collect {args.collector}: give --job (or run where $SLURM_JOB_ID is set)")
+    args.job = job
+    if args.collector == "torchrun":
+        return _torchrun(args)
+    raise UsageError(f"collect: unknown collector {args.collector!r}")
+
+
+def _note(text: str) -> None:
+    sys.stderr.write(f"firstfault: note: {text}\n")
+
+
+def _ship(args: argparse.Namespace, items: list[Item], event: JobEvent | None) -> int:
+    from collect.send import OutOfTime, send_all
+    from firstfault.ship_cli import _transport
+
+    deadline = time.monotonic() + args.timeout
+    try:
+        transport = _transport(args)
+        try:
+            sent = send_all(transport, args.job, items, _note, deadline)
+            if event is not None:
+                transport.send_job(event)  # after the logs: the correlation waits for them from here
+        finally:
+            transport.close()
+    except UsageError:
+        raise
+    except (OutOfTime, FirstfaultError) as exc:
+        sys.stderr.write(f"firstfault: error: collect {args.collector} failed: {exc}\n")
+        return 1
+    sys.stderr.write(f"collected {sent.sources} source(s) as {sent.shards} shard(s) for job {args.job}"
+                     + (f", job event {event.state}" if event else "") + "\n")
+    return 0
+
+
+def job_event(args: argparse.Namespace, state: str, **fields: object) -> JobEvent:
+    from ingest.validate import condense
+
+    ended = None if state == "started" else system_clock()
+    try:
+        return JobEvent.model_validate({"job_id": args.job, "state": state, "cluster": args.cluster,
+                                        "team": args.team, "ended_at": ended, **fields})
+    except ValidationError as exc:
+        raise UsageError(f"collect {args.collector}: {condense(exc)}") from None
+
+
+def _torchrun(args: argparse.Namespace) -> int:
+    from collect.torchrun import FR_DEFAULT, FR_ENV, collect
+
+    if not args.log_dir.is_dir():
+        raise UsageError(f"collect torchrun: --log-dir {args.log_dir}: not a directory")
+    env_prefix = next((os.environ[v] for v in FR_ENV if os.environ.get(v)), None)
+    found = collect(args.log_dir, args.host, args.agent_log, args.node_rank, args.nproc_per_node,
+                    args.fr_prefix or env_prefix or FR_DEFAULT)
+    for note in found.notes:
+        _note(note)
+    event = None
+    if args.state:
+        event = job_event(args, args.state, scheduler="torchrun", hosts=[found.host], rank_hosts=found.rank_hosts,
+                          exit_codes=found.exit_codes, world_size=found.world_size, attempt=args.attempt)
+    return _ship(args, found.items, event)
