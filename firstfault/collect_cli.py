@@ -49,8 +49,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="also send the job event (one node per job: events replace each other)")
     t.add_argument("--attempt", type=int, default=0)
 
+    s = csub.add_parser("slurm", help="for the epilog: ship a job's StdOut/StdErr and its end state, never failing")
+    _common(s)
+    s.add_argument("--job-id", dest="job_id", help="the Slurm job id (default: $SLURM_JOB_ID)")
+    s.add_argument("--what", choices=["all", "logs", "event"], default="all",
+                   help="logs: the batch host's output files only (node epilog); event: the end state only")
+    s.add_argument("--exit-status", type=int, metavar="N",
+                   help="the job's wait(2) status ($SLURM_JOB_EXIT_CODE), when sacct has no end state yet")
+    s.add_argument("--host", help="this node's name (default: the short hostname)")
+    s.set_defaults(timeout=60.0)
+
 
 def run(args: argparse.Namespace) -> int:
+    if args.collector == "slurm":
+        return _slurm(args)
     job = args.job or os.environ.get("SLURM_JOB_ID")
     if not job:
         raise UsageError(f"collect {args.collector}: give --job (or run where $SLURM_JOB_ID is set)")
@@ -66,11 +78,16 @@ def _note(text: str) -> None:
 
 def _ship(args: argparse.Namespace, items: list[Item], event: JobEvent | None) -> int:
     from collect.send import OutOfTime, send_all
-    from firstfault.ship_cli import _transport
+    from firstfault.ship_cli import TOKEN_ENV, _transport
+    from ingest.ship import HttpTransport
 
     deadline = time.monotonic() + args.timeout
     try:
         transport = _transport(args)
+        if isinstance(transport, HttpTransport):  # one request may not outlast the collector's own bound
+            transport.close()
+            transport = HttpTransport(args.url, os.environ.get(TOKEN_ENV) or None, attempts=3,
+                                      timeout_s=max(1.0, min(30.0, args.timeout / 3)))
         try:
             sent = send_all(transport, args.job, items, _note, deadline)
             if event is not None:
@@ -113,3 +130,52 @@ def _torchrun(args: argparse.Namespace) -> int:
         event = job_event(args, args.state, scheduler="torchrun", hosts=[found.host], rank_hosts=found.rank_hosts,
                           exit_codes=found.exit_codes, world_size=found.world_size, attempt=args.attempt)
     return _ship(args, found.items, event)
+
+
+def _slurm(args: argparse.Namespace) -> int:
+    """Exit 0 whatever happens: the reason goes to stderr (the epilog sends it to syslog)."""
+    try:
+        return _slurm_bounded(args)
+    except Exception as exc:  # the epilog's contract: report, never fail
+        sys.stderr.write(f"firstfault: collect slurm: gave up: {type(exc).__name__}: {exc}\n")
+        return 0
+
+
+def _slurm_bounded(args: argparse.Namespace) -> int:
+    import socket
+
+    from collect.slurm import output_items, read_job
+
+    start = time.monotonic()
+    job_id = args.job_id or args.job or os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        sys.stderr.write("firstfault: collect slurm: no --job-id and no $SLURM_JOB_ID: nothing to do\n")
+        return 0
+    args.job = job_id
+    job = read_job(job_id, timeout_s=max(1.0, min(10.0, args.timeout / 4)))
+    here = args.host or socket.gethostname().split(".")[0]
+    items = []
+    if args.what in ("all", "logs") and (args.what == "all" or job.batch_host in (None, here)):
+        items = output_items(job)
+    event = None
+    if args.what in ("all", "event"):
+        state = job.state
+        if state is None and args.exit_status is not None:
+            state = "succeeded" if args.exit_status == 0 else "failed"
+            code = -(args.exit_status & 127) if args.exit_status & 127 else args.exit_status >> 8
+            if job.batch_host:
+                job.exit_codes.setdefault(job.batch_host, code)
+        if state is None:
+            job.reasons.append("no end state: sacct has none yet and no --exit-status; job event not sent")
+        else:
+            labels = {"partition": os.environ["SLURM_JOB_PARTITION"]} if os.environ.get("SLURM_JOB_PARTITION") else {}
+            args.cluster = args.cluster or os.environ.get("SLURM_CLUSTER_NAME")
+            event = job_event(args, state, scheduler="slurm", hosts=job.hosts, exit_codes=job.exit_codes,
+                              labels=labels)
+    for why in job.reasons:
+        sys.stderr.write(f"firstfault: collect slurm: job {job_id}: {why}\n")
+    if not items and event is None:
+        return 0
+    args.timeout = max(1.0, args.timeout - (time.monotonic() - start))
+    _ship(args, items, event)
+    return 0

@@ -48,7 +48,7 @@ class FakeIngest(FakeServer):
         with self.lock:
             for shard in self.shards:
                 by[shard.source or f"{shard.stream}:{shard.rank}:{shard.host}"].append(shard)
-        out = {}
+        out: dict[str, tuple[int | None, str | None, str, bytes]] = {}
         for name, shards in by.items():
             shards.sort(key=lambda s: s.seq)
             assert [s.seq for s in shards] == list(range(len(shards))), f"{name}: seq gaps"
