@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
 
 from api.history import history_router
 from api.ingest import ingest_router
@@ -15,10 +16,16 @@ from config.settings import Settings
 from config.version import __version__
 from ingest.dispatch import Dispatcher
 from notifiers.webhook_policy import WebhookPolicy
+from pipeline import metrics
+from runtime.health import EMBEDDED, checks, readiness
+from store.gauges import depths
 from store.incidents import Store
 
 
-def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> FastAPI:
+def create_app(settings: Settings, dispatcher: Dispatcher, store: Store,
+               needs: tuple[str, ...] = EMBEDDED) -> FastAPI:
+    """`needs`: the dependencies /readyz checks (runtime/health.py: the embedded mode's database, or the
+    distributed mode's database, Redis and Kafka)."""
     app = FastAPI(title="firstfault", version=__version__,
                   description="Which rank or node failed first, why, what to do, and how to verify the fix.")
     app.state.settings, app.state.store = settings, store
@@ -36,5 +43,20 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store) -> Fast
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    ready = checks(settings, store, needs)
+    metrics.watch_store(lambda: depths(store))
+
+    @app.get("/readyz", tags=["ops"], responses={503: {"description": "a dependency is unreachable"}})
+    def readyz() -> JSONResponse:
+        """200 when every dependency answers; 503 naming the ones that did not (a probe takes it out of service)."""
+        found = readiness(ready)
+        failed = sorted(name for name, state in found.items() if state != "ok")
+        body = {"status": "ok" if not failed else "unavailable", "failed": failed, "checks": found}
+        return JSONResponse(body, status_code=503 if failed else 200)
+
+    @app.get("/metrics", tags=["ops"], include_in_schema=False)
+    def prometheus() -> Response:
+        return Response(metrics.scrape(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     return app

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from ingest.dispatch import Dispatcher
 from ingest.validate import parse_json
-from pipeline import tracing
+from pipeline import metrics, tracing
 from schemas.errors import InvalidMessage, RetryableError
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
 from sources.shard_data import decode_shard_data
@@ -27,22 +27,28 @@ def bearer_guard(token: str | None) -> Callable[[Request], None]:
             return
         sent = request.headers.get("authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            metrics.rejected(_KINDS.get(request.url.path.rsplit("/", 1)[-1], "other"), "http", "unauthorized")
             raise HTTPException(status_code=401, detail="missing or wrong bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
     return check
+
+
+_KINDS = {"jobs": "job", "shards": "shard"}
 
 
 def _reason(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
 
 
-async def _body(request: Request) -> object:
+async def _body(request: Request, kind: str) -> object:
     raw = await request.body()
     if len(raw) > MAX_SHARD_BYTES + 64 * 1024:
+        metrics.rejected(kind, "http", "too_large")
         raise HTTPException(status_code=413, detail=f"message over {MAX_SHARD_BYTES} bytes: chunk it")
     try:
         return parse_json(raw)  # the same checks as a Kafka message's: syntax, depth, digits
     except InvalidMessage as exc:
+        metrics.rejected(kind, "http", "invalid")
         raise HTTPException(status_code=400, detail=f"body is {exc.reason}"
                             if exc.reason.startswith("not ") else exc.reason) from exc
 
@@ -50,33 +56,38 @@ async def _body(request: Request) -> object:
 def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["ingest"], dependencies=[Depends(bearer_guard(token))])
 
-    def hand_on(submit: Callable[[], None]) -> JSONResponse:
+    def hand_on(kind: str, submit: Callable[[], None], data_bytes: int = 0) -> JSONResponse:
         try:
             submit()
         except RetryableError as exc:
+            metrics.rejected(kind, "http", "backpressure")
             retry = str(int(exc.retry_after or 1))
             raise HTTPException(status_code=503, detail=str(exc), headers={"Retry-After": retry}) from exc
+        metrics.accepted(kind, "http", data_bytes)
         return JSONResponse({"accepted": True}, status_code=202)
 
     @router.post("/jobs", status_code=202)
     async def post_job(request: Request) -> JSONResponse:
         try:
-            event = JobEvent.model_validate(await _body(request))
+            event = JobEvent.model_validate(await _body(request, "job"))
         except ValidationError as exc:
+            metrics.rejected("job", "http", "invalid")
             raise HTTPException(status_code=400, detail=_reason(exc)) from exc
         with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=event.job_id):
-            return hand_on(lambda: dispatcher.submit_job(event, tracing.headers()))
+            return hand_on("job", lambda: dispatcher.submit_job(event, tracing.headers()))
 
     @router.post("/shards", status_code=202)
     async def post_shard(request: Request) -> JSONResponse:
         try:
-            shard = LogShard.model_validate(await _body(request))
+            shard = LogShard.model_validate(await _body(request, "shard"))
             decode_shard_data(shard)  # refuse undecodable data here, where the sender can still hear about it
         except ValidationError as exc:
+            metrics.rejected("shard", "http", "invalid")
             raise HTTPException(status_code=400, detail=_reason(exc)) from exc
         except InvalidMessage as exc:
+            metrics.rejected("shard", "http", "invalid")
             raise HTTPException(status_code=400, detail=exc.reason) from exc
         with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=shard.job_id, seq=shard.seq):
-            return hand_on(lambda: dispatcher.submit_shard(shard, tracing.headers()))
+            return hand_on("shard", lambda: dispatcher.submit_shard(shard, tracing.headers()), len(shard.data))
 
     return router

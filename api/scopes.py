@@ -1,7 +1,7 @@
 """Token scopes: FIRSTFAULT_API_TOKEN writes (and reads); FIRSTFAULT_API_READ_TOKEN, when set, is what reading
 needs. Writes are guarded route by route (api/ingest.py's bearer_guard); this middleware guards the rest — the
-JSON API, the web pages — once a read token exists. Without one, reads stay open as before. /healthz stays open
-(a load balancer's probe holds no token)."""
+JSON API, the web pages — once a read token exists. Without one, reads stay open as before. /healthz, /readyz and
+/metrics stay open (a load balancer's probe and a Prometheus scrape hold no token; they show counts, no incident)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import hmac
 import json
 from typing import Any
 
-OPEN_PATHS = ("/healthz",)
+OPEN_PATHS = ("/healthz", "/readyz", "/metrics")  # probes and scrapers hold no token; these show no incident
 
 
 class ReadScope:

@@ -40,6 +40,9 @@ class Settings(BaseModel):
     # beat re-sends a noted correlation overdue by more than sweep_grace_s, looking every sweep_every_s
     sweep_every_s: float = Field(default=30.0, gt=0)
     sweep_grace_s: float = Field(default=60.0, gt=0)
+    # a Celery worker's /metrics (workers/metrics.py; needs PROMETHEUS_MULTIPROC_DIR); None: not served
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    worker_metrics_host: str = "0.0.0.0"  # Prometheus scrapes it from outside the pod
     http_host: str = "127.0.0.1"
     http_port: int = 8321
     # bearer token for writes (ingest, subscriptions, resolve); None: writes are open, so `serve` then binds only a

@@ -11,6 +11,7 @@ from config.settings import Settings
 from ingest.consumer import kafka_ingest, stop_on_signals
 from ingest.kafka import KafkaDispatcher, WireProducer, create_topics
 from ingest.topics import DEFAULT_TOPICS
+from runtime.health import DISTRIBUTED
 from schemas.errors import UsageError
 from store.dead_letters import keep_message
 from store.incidents import Store
@@ -23,7 +24,7 @@ log = logging.getLogger("firstfault.serve")
 def _http(settings: Settings, bootstrap: str, store: Store, host: str, port: int) -> threading.Thread:
     import uvicorn
 
-    app = create_app(settings, KafkaDispatcher(WireProducer(bootstrap), DEFAULT_TOPICS), store)
+    app = create_app(settings, KafkaDispatcher(WireProducer(bootstrap), DEFAULT_TOPICS), store, needs=DISTRIBUTED)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
     thread = threading.Thread(target=server.run, name="firstfault-http", daemon=True)
     thread.start()

@@ -21,7 +21,7 @@ from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Kind, Topics
 from ingest.validate import validate_message
-from pipeline import tracing
+from pipeline import metrics, tracing
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
 from schemas.wire import JobEvent, LogShard
 
@@ -147,14 +147,16 @@ class IngestLoop:
                     self._dispatcher.submit_job(model, headers)
                 else:
                     self._dispatcher.submit_shard(model, headers)
+            metrics.accepted(kind, "kafka", len(model.data) if isinstance(model, LogShard) else 0)
             return True
         except InvalidMessage as exc:
-            reason = exc.reason
+            reason, why = exc.reason, "invalid"
         except PermanentError as exc:  # the dispatcher refused it for good: keep it, with why
-            reason = f"rejected downstream: {exc}"
+            reason, why = f"rejected downstream: {exc}", "downstream"
         log.info("ingest: dead-lettering %s: %s", _where(record), reason)
         self._dead_letters.write(record.topic, record.partition, record.offset, record.key, record.value, reason,
                                  record.headers)
+        metrics.rejected(kind or "other", "kafka", why)  # once it is durable: a retried write is counted once
         return False
 
     def _commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None:

@@ -21,6 +21,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from ingest.topics import DEFAULT_TOPICS
+from pipeline import metrics
 from schemas.clock import Clock, system_clock
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class DeadLetterWriter:
         record = dead_letter(topic, partition, offset, key, value, reason, headers, self._clock())
         self._producer.send(self._topic, key, record.model_dump_json().encode("utf-8"), {})
         self._producer.flush()
+        metrics.DEAD_LETTERS.labels(topic).inc()
         if self._also is not None:
             try:
                 self._also(record)

@@ -16,6 +16,7 @@ from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from ingest.topics import DEFAULT_TOPICS, Topics
+from pipeline import metrics
 from schemas.errors import TransportError
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
 
@@ -72,8 +73,21 @@ class KafkaSource:
             batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000))
         except kafka.errors.KafkaError as exc:
             raise _transport("poll failed", exc) from exc
+        self._report_lag()
         return [Record(m.topic, m.partition, m.offset, m.key, m.value, str_headers(m.headers))
                 for messages in batches.values() for m in messages]
+
+    def _report_lag(self) -> None:
+        """Consumer lag per assigned partition, from what the last fetch told us (the high watermark) and where we
+        are: no request of its own. A partition not fetched yet has no watermark and is skipped."""
+        try:
+            for tp in self._consumer.assignment():
+                high = self._consumer.highwater(tp)
+                if high is not None:
+                    position = self._consumer.position(tp)
+                    metrics.CONSUMER_LAG.labels(tp.topic, str(tp.partition)).set(max(0, high - position))
+        except kafka.errors.KafkaError as exc:  # a metric is not worth failing a poll over
+            log.debug("consumer lag: %s", exc)
 
     def commit(self, next_offsets: Mapping[tuple[str, int], int]) -> None:
         """Commit, per (topic, partition), the offset of the next message to read."""

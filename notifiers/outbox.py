@@ -28,6 +28,7 @@ from catalog.loader import Catalog
 from notifiers.base import Delivery, Notifier, RateLimited
 from notifiers.pacing import Pacer
 from notifiers.routing import Route, route
+from pipeline import metrics
 from schemas.errors import PermanentError, RetryableError
 from schemas.incident import Incident
 from schemas.subscription import Target
@@ -109,7 +110,13 @@ def deliver_due(store: NotifyStore, notifiers: Mapping[str, Notifier], now: date
         claims = claim_due(store, now, limit, take=1)
         if not claims:
             break
-        done.append((claims[0].row_id, _deliver(store, notifiers, claims[0], now, pacer)))
+        claim = claims[0]
+        outcome = _deliver(store, notifiers, claim, now, pacer)
+        metrics.notified(claim.target.kind, outcome)  # sent | pending (to retry) | failed | suppressed | lost-claim
+        if outcome == "sent" and claim.root_ref is None:  # the first post to this destination (a root)
+            metrics.INCIDENT_TO_POST.labels(claim.target.kind).observe(
+                max(0.0, (now - claim.incident.created_at).total_seconds()))
+        done.append((claim.row_id, outcome))
     return done
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from pipeline import metrics
 from pipeline.service import Pipeline
 from schemas.clock import Clock, system_clock
 from schemas.errors import FirstfaultError, RetryableError
@@ -65,6 +66,7 @@ class EmbeddedRunner:
 
     # -- running ------------------------------------------------------------------------------------------------
     def start(self) -> None:
+        metrics.EMBEDDED_QUEUE.set_function(self._queue.qsize)  # read at scrape time; the last runner started
         for target in (self._work, self._tick):
             thread = threading.Thread(target=target, name=f"firstfault-{target.__name__}", daemon=True)
             thread.start()
@@ -128,6 +130,7 @@ class EmbeddedRunner:
     def _fail(self, reason: str, letter: Letter) -> None:
         self.failures.append(reason)
         kind, where, payload = letter
+        metrics.DEAD_LETTERS.labels(where).inc()
         try:
             letter_id = record(self._bound().store, kind, where, reason, payload)
         except Exception:  # the store is failing too: the log line is all that is left of it

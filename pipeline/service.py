@@ -12,7 +12,7 @@ from correlator.diagnose import diagnose
 from correlator.jobs import Readiness, changes, may_be_complete, readiness
 from correlator.reading import SourceScanner
 from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
-from pipeline import tracing
+from pipeline import metrics, tracing
 from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
@@ -43,7 +43,8 @@ class Pipeline:
 
     def accept_shard(self, shard: LogShard, headers: Mapping[str, str] | None = None) -> bool:
         """Scan and keep one shard; False when it was a redelivery of one already kept."""
-        with tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp:
+        with (tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp,
+              metrics.SCAN_SECONDS.time()):
             now = self.clock()
             key = source_key(shard.stream, shard.rank, shard.host, shard.source)
             scanner = SourceScanner(self.matcher, key.name, base_who(key), now.year, fold_context=True)
@@ -54,6 +55,7 @@ class Pipeline:
             # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling.
             if not (recorded.fresh and _decides_nothing(recorded)):
                 self._consider(shard.job_id, late_evidence=recorded.fresh)
+            metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
             return recorded.fresh
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
@@ -76,7 +78,7 @@ class Pipeline:
 
     def correlate(self, job_id: str, headers: Mapping[str, str] | None = None) -> Incident | None:
         """Diagnose the job from every shard kept so far; create or revise its incident. Idempotent."""
-        with tracing.span("firstfault.correlate_job", headers, job_id=job_id):
+        with tracing.span("firstfault.correlate_job", headers, job_id=job_id), metrics.CORRELATE_SECONDS.time():
             now = self.clock()
             # this run is the pending one (or a spare): clear it, so a reschedule below is really enqueued even
             # when a countdown fired a little before its due time
@@ -97,6 +99,7 @@ class Pipeline:
                 saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
                                                  self.on_saved)
             if saved is not None:
+                _observe(saved, view.failed_at)
                 log.info("incident %s (job %s, revision %d): %s, rank %s on %s", saved.id, job_id, saved.revision,
                          saved.signature or saved.diagnosis.verdict, saved.rank, saved.host)
             return saved
@@ -126,6 +129,13 @@ class Pipeline:
             value = sig.severity.value
             return value if value in ("critical", "error", "warning", "info") else "error"  # type: ignore[return-value]
         return "warning" if diagnosis.verdict == "no_failure_found" else "error"
+
+
+def _observe(saved: Incident, failed_at: datetime | None) -> None:
+    first = saved.created_at == saved.updated_at  # just created (a revision moves updated_at on)
+    metrics.INCIDENTS_SAVED.labels("created" if first else "revised").inc()
+    if first and failed_at is not None:
+        metrics.FAILURE_TO_INCIDENT.observe(max(0.0, (saved.created_at - failed_at).total_seconds()))
 
 
 def _decides_nothing(recorded: Recorded) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from celery import Celery
 
 from config.settings import Settings, load_settings
+from workers.metrics import connect as connect_metrics
 
 UNACKED_MUTEX_EXPIRE_S = 15
 
@@ -68,4 +69,6 @@ def broker_keeps_nothing(broker_url: str) -> str | None:
     return None
 
 
-app = make_app()
+_settings = load_settings()
+app = make_app(_settings)
+connect_metrics(_settings)  # the worker process's own app only: a /metrics server when configured

@@ -44,8 +44,10 @@ def _trace(task: Task) -> dict[str, str]:
 
 def _dead_letter(kind: str, where: str, payload: dict[str, Any], reason: str) -> None:
     """Never retried again: logged and kept in the store with its reason and payload (`firstfault dlq list`)."""
+    from pipeline import metrics
     from store.dead_letters import record
 
+    metrics.DEAD_LETTERS.labels(where).inc()
     try:
         letter_id = record(pipeline().store, kind, where, reason, payload)
     except Exception:  # the store is failing too: the log line is all that is left of it

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("kafka", "celery", "kombu", "redis", "sqlalchemy", "sqlmodel", "alembic", "psycopg", "slack_sdk",
-             "httpx", "fastapi", "uvicorn", "opentelemetry")
+             "httpx", "fastapi", "uvicorn", "opentelemetry", "prometheus_client")
 
 
 def test_importing_the_whole_core_loads_no_service_library() -> None:
