@@ -214,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return collect_cli.run(args)
         if args.command == "serve":
             return serve.cmd_serve(args)
+        if args.command == "migrate":
+            return serve.cmd_migrate(args)
         if args.command == "dlq":
             return dlq_cli.run(args)
         if args.command in notify_args.COMMANDS:
