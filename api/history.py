@@ -23,6 +23,7 @@ from notifiers.outbox import collateral_ids, on_saved
 from schemas.clock import Clock, system_clock
 from schemas.errors import RetryableError, UsageError
 from schemas.incident import Incident
+from schemas.wire import JobEvent
 from store.incidents import Store
 from store.offenders import Offender, offenders
 from store.queries import (
@@ -150,6 +151,16 @@ def history_router(store: Store, catalog: Catalog, token: str | None = None) -> 
         if detail is None:
             raise HTTPException(status_code=404, detail=f"no incident {incident_id!r}")
         return detail
+
+    @router.get("/jobs/{job_id}", tags=["history"], response_model=JobEvent,
+                responses={404: {"description": "no event of this job yet"}, 503: TROUBLE[503]})
+    def get_job(job_id: str) -> JobEvent:
+        """The job's latest event as received: `firstfault ship --follow` stops once its state is not `started`."""
+        with answers():
+            event = None if "\x00" in job_id else store.job_event(job_id)
+        if event is None:
+            raise HTTPException(status_code=404, detail=f"no job {job_id!r}")
+        return event
 
     @router.post("/incidents/{incident_id}/resolve", tags=["history"], response_model=Resolved,
                  dependencies=[Depends(bearer_guard(token))],

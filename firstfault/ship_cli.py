@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
@@ -44,6 +45,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="default: now, for a state other than started")
     s.add_argument("--bootstrap", metavar="HOST:PORT", help=f"Kafka (default: ${BOOTSTRAP_ENV})")
     s.add_argument("--url", help=f"HTTP ingest, e.g. http://firstfault:8080 (token: ${TOKEN_ENV})")
+    s.add_argument("--follow", action="store_true",
+                   help="stream one growing FILE (tail -F: rotation, truncation) until the job ends or --timeout")
+    s.add_argument("--until-pid", type=int, metavar="PID", help="with --follow: also stop once this process exits")
+    s.add_argument("--timeout", type=float, default=86400.0, metavar="S",
+                   help="with --follow: stop after this long (default 24 h)")
 
     j = sub.add_parser("schema", help="print the JSON Schema of a wire model, for producers")
     j.add_argument("model", choices=["job-event", "log-shard"])
@@ -72,6 +78,8 @@ def _ship(args: argparse.Namespace) -> int:
         raise UsageError("ship: logs come from one --host")
     if event is None:
         _check_shard_fields(args)
+    if args.follow:
+        return _follow(args)
     try:
         transport = _transport(args)
         if event is not None:
@@ -88,6 +96,43 @@ def _ship(args: argparse.Namespace) -> int:
         sys.stderr.write(f"firstfault: error: ship failed: {exc}\n")
         return 1
     sys.stderr.write(shipped.summary(args.job) + "\n")
+    return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    """One FILE, followed. The job's end is read from GET {url}/v1/jobs/{id} (HTTP) or --until-pid."""
+    from pathlib import Path
+
+    from collect.follow import follow, job_ended, process_gone
+    from ingest.chunking import StreamKey
+    from ingest.ship import Overrides, stream_key
+    from sources.files import Source
+
+    if len(args.paths) != 1 or args.paths[0] == "-":
+        raise UsageError("ship: --follow takes one FILE")
+    path = Path(args.paths[0])
+    checks: list[Callable[[], bool]] = []
+    ended = job_ended(args.url, args.job, os.environ.get(TOKEN_ENV) or None) if args.url else None
+    if ended is not None:
+        checks.append(ended)
+    if args.until_pid:
+        checks.append(process_gone(args.until_pid))
+    given = Overrides(rank=args.rank, host=args.host[0] if args.host else None, stream=args.stream)
+    key: StreamKey = stream_key(Source(path.name, path), given)
+    try:
+        transport = _transport(args)
+        try:
+            done = follow(transport, args.job, path, key, lambda: any(c() for c in checks), args.timeout, _note,
+                          args.compression)
+        finally:
+            transport.close()
+            if ended is not None:
+                ended.close()
+    except FirstfaultError as exc:
+        sys.stderr.write(f"firstfault: error: ship --follow failed: {exc}\n")
+        return 1
+    sys.stderr.write(f"followed {path} until {done.why}: {done.shards} shard(s), {done.bytes:,} bytes, "
+                     f"{done.rotations} rotation(s), {done.truncations} truncation(s)\n")
     return 0
 
 

@@ -98,6 +98,12 @@ class Store:
             row.cluster, row.team, row.updated_at = event.cluster, event.team, now
             s.add(row)
 
+    def job_event(self, job_id: str) -> JobEvent | None:
+        """The job's latest event alone (what `ship --follow` polls for the job's end): no shard is read."""
+        with self.session() as s:
+            row = s.get(JobRow, job_id)
+            return JobEvent.model_validate(row.event) if row else None
+
     def job(self, job_id: str, scans: bool = True) -> JobView:
         """The job and its shards; with scans=False only the shards' keys, seq and eof (what deciding whether
         the job is complete needs), so that checking after every shard does not reload every finding."""

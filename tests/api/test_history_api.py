@@ -9,6 +9,7 @@ import pytest
 from httpx import Client
 
 from schemas.incident import Incident
+from store.incidents import Store
 from tests.api.conftest import TOKEN
 
 
@@ -140,3 +141,17 @@ def test_openapi_publishes_the_history_with_response_models(client: Client) -> N
                  "/v1/catalog/{signature_id}"):
         assert "200" in spec["paths"][path]["get"]["responses"]
     assert "/incidents" not in spec["paths"]  # the web pages are not part of the API
+
+
+def test_a_job_s_latest_event_is_read_back_for_followers(client: Client, store: Store) -> None:
+    """GET /v1/jobs/{id}: what `ship --follow` polls to learn that the job ended."""
+    from datetime import UTC, datetime
+
+    from schemas.wire import JobEvent
+
+    assert client.get("/v1/jobs/follow-me").status_code == 404
+    store.record_job(JobEvent(job_id="follow-me", state="started", world_size=8), datetime.now(UTC))
+    assert client.get("/v1/jobs/follow-me").json()["state"] == "started"
+    store.record_job(JobEvent(job_id="follow-me", state="failed", world_size=8), datetime.now(UTC))
+    got = client.get("/v1/jobs/follow-me").json()
+    assert (got["state"], got["world_size"]) == ("failed", 8)

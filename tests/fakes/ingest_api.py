@@ -28,6 +28,13 @@ class FakeIngest(FakeServer):
             time.sleep(self.delay_s)
         if self.down:
             return Response(503, b'{"detail": "down"}', {"Retry-After": "0"})
+        if request.method == "GET" and request.path.startswith("/v1/jobs/"):  # api/history.py get_job
+            job_id = request.path.removeprefix("/v1/jobs/")
+            with self.lock:
+                latest = [j for j in self.jobs if j.job_id == job_id][-1:]
+            if not latest:
+                return Response.json({"detail": f"no job {job_id!r}"}, 404)
+            return Response(200, latest[0].model_dump_json().encode(), {"Content-Type": "application/json"})
         kind = {"/v1/jobs": "job", "/v1/shards": "shard"}.get(request.path)
         if request.method != "POST" or kind is None:
             return Response.json({"detail": "not found"}, 404)
