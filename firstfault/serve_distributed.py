@@ -11,12 +11,13 @@ from config.settings import Settings
 from ingest.consumer import kafka_ingest, stop_on_signals
 from ingest.kafka import KafkaDispatcher, WireProducer, create_topics
 from ingest.topics import DEFAULT_TOPICS
+from runtime.build import pipeline_for
 from runtime.health import DISTRIBUTED
 from schemas.errors import UsageError
 from store.dead_letters import keep_message
 from store.incidents import Store
 from workers.app import broker_keeps_nothing, make_app
-from workers.dispatch import CeleryDispatcher
+from workers.dispatch import CeleryScheduler, StoringDispatcher
 
 log = logging.getLogger("firstfault.serve")
 
@@ -40,7 +41,9 @@ def run_distributed(settings: Settings, host: str, port: int, http: bool = True)
     if problem:
         log.warning("%s", problem)
     store = Store.open(settings.database_url)  # migrates the schema once, before any worker writes
-    loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), DEFAULT_TOPICS, settings.kafka_group,
+    app = make_app(settings)
+    dispatcher = StoringDispatcher(app, pipeline_for(settings, store, CeleryScheduler(app)))
+    loop = kafka_ingest(bootstrap, dispatcher, DEFAULT_TOPICS, settings.kafka_group,
                         also=lambda letter: keep_message(store, letter))
     stop = threading.Event()
     stop_on_signals(stop)

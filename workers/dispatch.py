@@ -38,6 +38,21 @@ class CeleryDispatcher:
         _send(self.app, "firstfault.match_shard", (shard.model_dump(mode="json"),), headers)
 
 
+class StoringDispatcher(CeleryDispatcher):
+    """`serve`'s: a job event is stored (and its correlation noted and scheduled) by the consumer itself, before
+    its offset is committed; shards go to the workers. As a Celery task the event could be lost (a Redis that keeps
+    nothing, kombu's pop-then-record gap when a worker dies): a lost shard costs that shard's lines, but a lost
+    event lost the whole job, with nothing pending for the sweep to find (bench/faults.py, unaimed kills). An
+    event is one row; storing it here costs the consumer a few milliseconds per job."""
+
+    def __init__(self, app: Celery, pipeline: Any) -> None:  # pipeline.service.Pipeline (workers import no runtime)
+        super().__init__(app)
+        self.pipeline = pipeline
+
+    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
+        self.pipeline.accept_job(event, headers)  # the store's and the broker's errors are TransportError
+
+
 class CeleryScheduler:
     """A correlation as a task with a countdown: `at` is read against the Pipeline's clock, not the wall's."""
 

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +87,37 @@ def test_a_correlation_whose_delivery_kick_misses_the_broker_is_not_dead_lettere
     assert result.successful(), result.traceback
     assert store.incident_for_job("kick-1") is not None
     assert listed(store) == []
+
+
+def test_serve_stores_a_job_event_itself_so_no_lost_task_can_lose_the_job(
+        fresh_pg_url: str, store: Store, broker_prefix: str, kafka_bootstrap: str, tmp_path: Path) -> None:
+    # worker_unaimed in bench/faults.py: a worker killed between kombu's pop of a record_job task and its record of
+    # it lost the job's event, so the job never had a row, nothing was pending, and it never got an incident. Now
+    # the consumer stores the event before committing its offset: no worker runs here at all, and the job is there
+    # with its correlation noted for the sweep
+    import subprocess
+    import sys
+    import uuid
+
+    from ingest.kafka import WireProducer
+    from tests.conftest import BROKER
+    from tests.integration.celery_worker import ROOT, service_env, wait_for
+
+    env = service_env(fresh_pg_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
+                      FIRSTFAULT_QUEUE=f"{broker_prefix}firstfault", FIRSTFAULT_KAFKA_BOOTSTRAP=kafka_bootstrap,
+                      FIRSTFAULT_KAFKA_GROUP=f"g-{uuid.uuid4().hex[:8]}")
+    job_id = f"stored-{uuid.uuid4().hex[:8]}"
+    producer = WireProducer(kafka_bootstrap)
+    producer.send_job(failed_job(job_id))
+    producer.flush()
+    producer.close()
+    with (tmp_path / "serve.log").open("wb") as log:
+        serve = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--no-http"], cwd=ROOT, env=env,
+                                 stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: store.job(job_id, scans=False).event is not None, 90, "the job stored by serve")
+        finally:
+            serve.terminate()
+            assert serve.wait(timeout=30) == 0, (tmp_path / "serve.log").read_text()[-3000:]
+    # (a new group reads the shared topic from its start: other tests' jobs may be stored too)
+    assert job_id in [j for j, _due in store.pending_correlations()]
