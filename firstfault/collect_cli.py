@@ -59,6 +59,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s.add_argument("--host", help="this node's name (default: the short hostname)")
     s.set_defaults(timeout=60.0)
 
+    k = csub.add_parser("k8s-events", help="pod events and pod status (kubectl ... -o json) into the job event")
+    _common(k)
+    k.add_argument("--from", dest="source", required=True, metavar="FILE|-",
+                   help="kubectl get events -o json, kubectl get pods -o json (or both, one after the other)")
+    k.add_argument("--pod", action="append", default=[], help="only these pods (repeatable; default: all)")
+    k.add_argument("--state", choices=get_args(JobState), help="the job's state (default: what the events say)")
+    k.add_argument("--attempt", type=int, default=0)
+
 
 def run(args: argparse.Namespace) -> int:
     if args.collector == "slurm":
@@ -69,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     args.job = job
     if args.collector == "torchrun":
         return _torchrun(args)
+    if args.collector == "k8s-events":
+        return _k8s(args)
     raise UsageError(f"collect: unknown collector {args.collector!r}")
 
 
@@ -179,3 +189,21 @@ def _slurm_bounded(args: argparse.Namespace) -> int:
     args.timeout = max(1.0, args.timeout - (time.monotonic() - start))
     _ship(args, items, event)
     return 0
+
+
+def _k8s(args: argparse.Namespace) -> int:
+    from collect.k8s import items, read
+
+    try:
+        text = sys.stdin.read() if args.source == "-" else Path(args.source).read_text(encoding="utf-8")
+        job = read(text, set(args.pod) or None)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"collect k8s-events: {args.source}: {exc}") from None
+    state = args.state or job.state
+    event = None
+    if state is None:
+        _note("no pod failed and no Job event says the job ended: job event not sent (give --state)")
+    else:
+        event = job_event(args, state, scheduler="k8s", hosts=job.hosts, exit_codes=job.exit_codes,
+                          attempt=args.attempt)
+    return _ship(args, items(job), event)
