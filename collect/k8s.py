@@ -115,7 +115,10 @@ def _event(obj: dict[str, Any], job: K8sJob, pods: set[str] | None) -> None:
 def read(text: str, pods: set[str] | None = None) -> K8sJob:
     """Pods (only those named in `pods`, when given) and events; events in time order within each source."""
     job = K8sJob()
-    for obj in documents(text):
+    objects = documents(text)
+    if pods is None and any(o.get("kind") == "Pod" for o in objects):  # the pods listed are the job's
+        pods = {str((o.get("metadata") or {}).get("name", "")) for o in objects if o.get("kind") == "Pod"}
+    for obj in objects:
         kind = obj.get("kind")
         if kind == "Pod":
             _pod(obj, job, pods)

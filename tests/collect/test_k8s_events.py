@@ -41,6 +41,7 @@ def kubectl_output() -> str:
     events = {"apiVersion": "v1", "kind": "List", "items": [
         event("Pod", PODS[2], "BackOff", "Back-off restarting failed container pytorch in pod llama-worker-2",
               "2026-12-03T10:14:09Z", "gpu-e03"),
+        event("Pod", "other-job-0", "Evicted", "The node was low on resource: memory.", "2026-12-03T10:13:00Z"),
         event("Job", "llama", "BackoffLimitExceeded", "Job has reached the specified backoff limit",
               "2026-12-03T10:14:30Z")]}
     pods = {"apiVersion": "v1", "kind": "List", "items": [
