@@ -8,7 +8,7 @@
 emit() only formats the record and appends it to a bounded buffer: the network is a daemon thread's business,
 so a slow or dead service never blocks the training step. When the buffer is full, or a shard cannot be
 delivered, records are dropped and counted (`dropped`), never queued without bound. close() (logging.shutdown
-calls it at exit) sends what is left with eof, within `close_timeout_s`.
+calls it at exit) has the shipper send what is left with eof, waiting at most `close_timeout_s`.
 """
 
 from __future__ import annotations
@@ -101,14 +101,15 @@ class FirstfaultHandler(logging.Handler):
                 sys.stderr.write(f"firstfault: log shipping failed, dropping records until it recovers: {exc}\n")
 
     def _run(self) -> None:
+        """The only sender: what close() leaves goes out from here too, so two sends never race on seq."""
         while True:
             with self._cv:
                 if not self._closing:
                     self._cv.wait(self._interval)
                 closing = self._closing
+            self._send(*self._take(), eof=closing)
             if closing:
                 return
-            self._send(*self._take(), eof=False)
 
     def flush(self) -> None:
         """Wake the shipper; does not wait for the network."""
@@ -117,18 +118,13 @@ class FirstfaultHandler(logging.Handler):
 
     def close(self) -> None:
         with self._cv:
-            if self._closing:
-                return super().close()
-            self._closing = True
+            already, self._closing = self._closing, True
             self._cv.notify()
-        self._thread.join(self._close_timeout)
-        done = threading.Thread(target=lambda: self._send(*self._take(), eof=True), daemon=True)
-        done.start()
-        done.join(self._close_timeout)  # a hung service costs exit at most this long
-        try:
-            self._transport.close()
-        finally:
-            super().close()
+        if not already:
+            self._thread.join(self._close_timeout)  # a hung service costs exit at most this long
+            if not self._thread.is_alive():  # else the daemon thread still holds the transport; exit ends it
+                self._transport.close()
+        super().close()
 
     def __repr__(self) -> str:
         return f"<FirstfaultHandler job={self.job_id} dropped={self.dropped}>"

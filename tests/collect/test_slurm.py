@@ -128,3 +128,15 @@ def test_the_epilog_exits_0_in_bounded_time_and_logs_why(tmp_path: Path, ingest:
         assert "sacct" in syslog and "exit 1" in syslog
         [event] = ingest.jobs
         assert (event.state, event.exit_codes) == ("failed", {"gpu001": -9})
+
+
+@pytest.mark.parametrize(("expr", "hosts"), [
+    ("gpu[001-003,010],login1", ["gpu001", "gpu002", "gpu003", "gpu010", "login1"]),
+    ("rack[1-2]-gpu[07-08]", ["rack1-gpu07", "rack1-gpu08", "rack2-gpu07", "rack2-gpu08"]),
+    ("node7", ["node7"]),
+    ("", []),
+])
+def test_slurm_hostlists_expand_as_scontrol_show_hostnames_does(expr: str, hosts: list[str]) -> None:
+    from collect.slurm import expand_hostlist
+
+    assert expand_hostlist(expr) == hosts
