@@ -3,7 +3,11 @@ PostgreSQL, Redis and a Kafka broker up; the consumer reports its lag and counts
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,7 +24,9 @@ from store.incidents import Store
 from tests.api.server import serving
 from tests.conftest import BROKER
 from tests.fakes.ingest import RecordingDispatcher
+from tests.integration.celery_worker import ROOT, service_env, wait_for
 from tests.integration.kafka_helpers import committed_total, drive, make_loop
+from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 
 pytestmark = pytest.mark.integration
 
@@ -70,3 +76,45 @@ def test_the_consumer_reports_lag_and_counts_what_it_took_and_refused(kafka_boot
     assert sample("firstfault_ingest_accepted_total", kind="job", via="kafka") - accepted == jobs
     assert sample("firstfault_ingest_rejected_total", kind="job", via="kafka", reason="invalid") - rejected == 1
     assert sample("firstfault_dead_letters_total", where=topics.jobs) - dead == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_prefork_worker_serves_what_its_children_scanned(sqlite_url: str, broker_prefix: str,
+                                                           tmp_path: Path) -> None:
+    from config.settings import load_settings
+    from workers.app import make_app
+    from workers.dispatch import CeleryDispatcher
+
+    port, folder = _free_port(), tmp_path / "metrics"
+    folder.mkdir()
+    env = service_env(sqlite_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix, FIRSTFAULT_QUEUE=f"{broker_prefix}q",
+                      FIRSTFAULT_WORKER_METRICS_PORT=str(port), FIRSTFAULT_WORKER_METRICS_HOST="127.0.0.1",
+                      PROMETHEUS_MULTIPROC_DIR=str(folder))
+    with (tmp_path / "worker.log").open("wb") as log:
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--concurrency=2",
+                                   "-Q", f"{broker_prefix}q", "--without-gossip", "--without-mingle"],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        shards = list(shards_of("w1", EXAMPLE, chunk=32 * 1024))[:6]
+        dispatcher = CeleryDispatcher(make_app(load_settings(environ=env, path="/dev/null")))
+        dispatcher.submit_job(failed_job("w1"), {})
+        for shard in shards:
+            dispatcher.submit_shard(shard, {})
+
+        def scanned() -> str | None:
+            try:
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            except httpx.HTTPError:
+                return None
+            return text if f'firstfault_shards_scanned_total{{outcome="stored"}} {len(shards)}.0' in text else None
+        text = wait_for(scanned, 60, "the worker's /metrics to count every shard")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert f"firstfault_scan_seconds_count {len(shards)}.0" in text.splitlines()
+    assert len({p.name.split("_")[-1] for p in folder.glob("histogram_*.db")}) >= 1  # written by the children
