@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
+from api.limits import INGEST_KINDS
 from ingest.dispatch import Dispatcher
 from ingest.validate import parse_json
 from pipeline import metrics, tracing
@@ -27,13 +28,10 @@ def bearer_guard(token: str | None) -> Callable[[Request], None]:
             return
         sent = request.headers.get("authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-            metrics.rejected(_KINDS.get(request.url.path.rsplit("/", 1)[-1], "other"), "http", "unauthorized")
+            metrics.rejected(INGEST_KINDS.get(request.url.path, "other"), "http", "unauthorized")
             raise HTTPException(status_code=401, detail="missing or wrong bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
     return check
-
-
-_KINDS = {"jobs": "job", "shards": "shard"}
 
 
 def _reason(exc: ValidationError) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import HTTPException
 
+from pipeline import metrics
 from schemas.wire import MAX_SHARD_BYTES
 
 # the largest message (a 1 MiB shard) and its HTTP JSON envelope; no other route takes more than a few KB
@@ -33,6 +34,15 @@ class BodyTooLarge(HTTPException):
         super().__init__(status_code=413, detail=_detail(limit))
 
 
+INGEST_KINDS = {"/v1/jobs": "job", "/v1/shards": "shard"}
+
+
+def _count(scope: Scope) -> None:
+    kind = INGEST_KINDS.get(scope.get("path", ""))
+    if kind is not None:  # the ingest's refusals are what an operator watches (pipeline/metrics.py)
+        metrics.rejected(kind, "http", "too_large")
+
+
 class BodyLimit:
     """ASGI middleware: `app.add_middleware(BodyLimit, limit=...)`."""
 
@@ -46,6 +56,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            _count(scope)
             await self._refuse(send)
             return
         seen = 0
@@ -57,6 +68,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
+                    _count(scope)
                     raise BodyTooLarge(self.limit)
             return message
 

@@ -82,6 +82,7 @@ def test_a_shipped_job_moves_the_counters_an_operator_alerts_on(sqlite_url: str,
                 http.post("/v1/shards", json=shard.model_dump(mode="json")).raise_for_status()
             assert http.post("/v1/shards", content=b"{not json").status_code == 400
             assert httpx.post(f"{url}/v1/shards", json=shards[0].model_dump(mode="json")).status_code == 401
+            assert http.post("/v1/shards", content=b"x" * (2 << 20)).status_code == 413
             wait_for(lambda: slack_server.posts("#ml-oncall"), 60, "the Slack post")
             wait_for(service.runner.idle, 30, "the pipeline to settle")
             # a revision's follow-up may wait on Slack's pacing (1/s per channel): the depth gauge drains to 0
@@ -100,6 +101,7 @@ def test_a_shipped_job_moves_the_counters_an_operator_alerts_on(sqlite_url: str,
     assert moved("firstfault_ingest_shard_bytes_total", via="http") == sum(len(s.data) for s in shards)
     assert moved("firstfault_ingest_rejected_total", kind="shard", via="http", reason="invalid") == 1
     assert moved("firstfault_ingest_rejected_total", kind="shard", via="http", reason="unauthorized") == 1
+    assert moved("firstfault_ingest_rejected_total", kind="shard", via="http", reason="too_large") == 1
     assert moved("firstfault_shards_scanned_total", outcome="stored") == len(shards)
     assert moved("firstfault_scan_seconds_count") == len(shards)
     assert moved("firstfault_scan_seconds_sum") > 0
