@@ -153,3 +153,14 @@ def test_distributed_readyz_checks_redis_and_kafka_too(sqlite_url: str) -> None:
     assert answer.status_code == 503
     assert answer.json()["failed"] == ["kafka", "redis"]
     assert answer.json()["checks"]["database"] == "ok"
+
+
+def test_readiness_answers_in_bounded_time_naming_a_dependency_that_hangs() -> None:
+    import time
+
+    from runtime.health import readiness
+
+    started = time.monotonic()
+    found = readiness({"database": lambda: time.sleep(30), "redis": lambda: None}, timeout_s=0.5)
+    assert time.monotonic() - started < 5
+    assert found == {"database": "no answer within 0.5 s", "redis": "ok"}
