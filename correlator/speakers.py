@@ -145,7 +145,7 @@ def file_rank(name: str, leading: bool = False) -> int | None:
     return None if m["word"].lower() == "gpu" and rank >= MAX_DEVICES else rank
 _HOSTISH = re.compile(r"^(?=.*\d)[A-Za-z][\w-]*(?:\.[\w-]+)*$")
 _NOT_HOST_DIRS = re.compile(
-    r"^(?:logs?|out|output|job[-_]?\d*|run[-_]?\d*|ranks?|tmp|\d+|(?:slurm|train|dmesg|syslog|std(?:out|err)|"
+    r"^(?:logs?|out|output|job[-_]?\d*|run[-_]?\d*|ranks?|tmp|\d+|k8s|(?:slurm|train|dmesg|syslog|std(?:out|err)|"
     r"attempt|step|epoch|try)[\w-]*)$",
     re.I,
 )

@@ -191,7 +191,7 @@ def _who_from_path_by_pathlib(path: str) -> Who:
 def test_file_names_read_with_remembered_folders_as_pathlib_reads_them() -> None:
     folders = ["", "/", ".", "..", "logs", "node017", "rank3", "worker_2", "job-88", "gpu-a12.cluster.local",
                "slurm-5", "a001", "run_1", "n1", "proc7x", ".hidden", "tmp", "attempt_0", "j7_1234", "syslog",
-               "trainjob-worker-3", "gpu288", "gpu7"]
+               "trainjob-worker-3", "gpu288", "gpu7", "k8s"]
     names = ["rank3.log", "dmesg.log", "node017.dmesg", "stdout", "a001.log", "worker-4.out", "gpu12", "", ".", "..",
              "x.log/", "rank1.log/.", "slurm-123.out", "trainer.log", "gpu300.log", "llm-worker-14.log", "kern.log",
              "gpu15.log", "gpu16.log"]
