@@ -42,3 +42,23 @@ def test_the_check_refuses_what_the_image_cannot_run() -> None:
         check_command(["firstfault", "serv"], {})
     with pytest.raises(AssertionError):
         check_env(["FIRSTFAULT_DATABSE_URL"], "typo")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_compose_waits_for_what_it_needs_and_keeps_its_data(path: Path) -> None:
+    """A service waits on another's health only where that one has a health check, and the migration runs to
+    completion first; every named volume is declared; the stateful services keep their data on a volume."""
+    doc = yaml.safe_load(path.read_text())
+    services, volumes = doc["services"], set(doc.get("volumes") or {})
+    for name, service in services.items():
+        depends = service.get("depends_on") or {}
+        for other, how in (depends.items() if isinstance(depends, dict) else ()):
+            if how.get("condition") == "service_healthy":
+                assert "healthcheck" in services[other], f"{name} waits on {other}'s health, which it never reports"
+            if how.get("condition") == "service_completed_successfully":
+                assert services[other].get("restart", "no") == "no", f"{other} must run once"
+        for mount in service.get("volumes") or []:
+            source = str(mount).split(":")[0]
+            assert source.startswith((".", "/")) or source in volumes, f"{name}: volume {source} not declared"
+        if name in ("kafka", "redis", "db") or "--embedded" in service.get("command", []):
+            assert service.get("volumes"), f"{name} keeps its data in the container: a restart loses it"
