@@ -67,6 +67,8 @@ def _parse_file(path: Path, text: str) -> list[Signature]:
         data = yaml.load(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         raise CatalogError(str(path), None, f"not valid YAML: {exc}") from exc
+    except RecursionError as exc:  # without libyaml (and its depth limit) PyYAML recurses once per level
+        raise CatalogError(str(path), None, "not valid YAML: nested too deep") from exc
     if not isinstance(data, dict):
         raise CatalogError(str(path), None, "expected a mapping with 'version' and 'signatures'")
     raw_entries = data.get("signatures")
@@ -107,7 +109,10 @@ def _user_files(directories: Iterable[str]) -> list[tuple[Path, str]]:
         if not root.is_dir():
             raise CatalogError(str(root), None, "FIRSTFAULT_CATALOG_PATH names a directory that does not exist")
         for path in sorted(root.glob("*.y*ml")):
-            found.append((path, path.read_text(encoding="utf-8")))
+            try:
+                found.append((path, path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError) as exc:  # a directory named x.yaml, a file in Latin-1
+                raise CatalogError(str(path), None, f"cannot read it: {exc}") from exc
     return found
 
 

@@ -10,6 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from schemas.findings import Role
 
+
+def _head(text: str, limit: int = 80) -> str:
+    """A regex as an error message quotes it: a 100 kB one is not worth a screenful."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 ID_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 
 # Named captures the correlator understands. A fingerprint may use others; these carry meaning.
@@ -96,8 +102,11 @@ class Fingerprint(BaseModel):
     def _compiles(cls, value: str | None) -> str | None:
         try:
             re.compile(value or "")
-        except re.error as exc:
-            raise ValueError(f"bad regex {value!r}: {exc}") from exc
+        # re raises OverflowError for a repetition count over 2**32 - 1 (`a{4294967296}`) and RecursionError
+        # for groups nested a few hundred deep: as invalid as a syntax error, and pydantic passes neither on as
+        # a validation error (only ValueError and AssertionError)
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise ValueError(f"bad regex {_head(value or '')}: {type(exc).__name__}: {exc}") from exc
         return value
 
 

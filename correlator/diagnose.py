@@ -41,6 +41,7 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
+EVIDENCE_CHARS = 1000  # of one evidence line
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 
 
@@ -106,6 +107,13 @@ def _rank_of_source(source: str, named: Named) -> int | None:
     return who.rank
 
 
+def evidence_text(text: str) -> str:
+    """A log line as evidence: its first EVIDENCE_CHARS, redacted before the cut (a token cut in half no longer
+    looks like a token, and would leak). The 200 characters past the cut are enough for any rule to see a token
+    that starts before it, and bound what redaction reads of a 1 MiB line."""
+    return redact(text[:EVIDENCE_CHARS + 200])[:EVIDENCE_CHARS]
+
+
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
     """The first MAX_EVIDENCE distinct lines. Stops there: a rank that printed its failure 100,000 times (a retry
     loop) has events of as many findings, and comparing each with every line kept was quadratic."""
@@ -113,12 +121,11 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
     seen: set[tuple[str, int, str]] = set()
     for ev in events:
         for f in [ev.best, *ev.findings]:  # the line that decided first, then the rest of its event
-            # redacted before it is cut: a token cut in half no longer looks like a token, and would leak
-            key = (f.source, f.line_no, redact(f.text)[:1000])
+            key = (f.source, f.line_no, f.text[:EVIDENCE_CHARS])
             if key in seen:
                 continue
             seen.add(key)
-            out.append(Evidence(source=key[0], line=key[1], text=key[2]))
+            out.append(Evidence(source=f.source, line=f.line_no, text=evidence_text(f.text)))
             if len(out) == MAX_EVIDENCE:
                 return out
     return out
@@ -288,7 +295,8 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
         root_cause=RootCause(
             signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
             rank=cand.target.rank, host=cand.target.host, confidence=conf, time=suspect.lines[0].time,
-            evidence=[Evidence(source=r.source, line=r.line_no, text=r.text) for r in suspect.lines],
+            evidence=[Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text))
+                      for r in suspect.lines],
             explanation=explanation,
         ),
         collateral=_collateral_groups(failures, own),
@@ -362,7 +370,8 @@ def _unknown(results: Sequence[SourceResult], context: list[ContextRecord], ids:
             signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
             rank=rank, host=suspect.host, confidence=0.2 if suspect.unique else 0.1,
             time=suspect.lines[0].time if suspect.lines else None,
-            evidence=[Evidence(source=r.source, line=r.line_no, text=r.text) for r in suspect.lines],
+            evidence=[Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text))
+                      for r in suspect.lines],
             explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"],
         ),
     )

@@ -31,7 +31,8 @@ def render_text(d: Diagnosis, console: Console) -> None:
         d.verdict, "[bold yellow]Unrecognised failure[/]")
     body = [f"{head}: [bold]{escape(rc.title)}[/]"]
     if rc.signature:
-        body.append(f"signature  {rc.signature}   category {rc.category}   confidence {rc.confidence:.0%}")
+        body.append(f"signature  {escape(rc.signature)}   category {escape(rc.category)}   "
+                    f"confidence {rc.confidence:.0%}")
     who = "likeliest " if d.suspects else "initiating "
     body.append(f"{who}[bold]{escape(_who(rc.rank, rc.host))}[/]"
                 + (f"   at {rc.time.isoformat(timespec='seconds')}" if rc.time else ""))
@@ -62,8 +63,9 @@ def render_text(d: Diagnosis, console: Console) -> None:
     if d.alternatives:
         table = Table("alternative", "rank", "host", "confidence", box=None, pad_edge=False)
         for alt in d.alternatives:
-            table.add_row(alt.signature or "?", str(alt.rank if alt.rank is not None else "-"),
-                          alt.host or "-", f"{alt.confidence:.0%}")
+            # a table's cells are markup too: a host name from a log holding "[/bold]" raised MarkupError
+            table.add_row(escape(alt.signature or "?"), str(alt.rank if alt.rank is not None else "-"),
+                          escape(alt.host or "-"), f"{alt.confidence:.0%}")
         console.print(table)
 
 
