@@ -140,3 +140,33 @@ def test_slurm_hostlists_expand_as_scontrol_show_hostnames_does(expr: str, hosts
     from collect.slurm import expand_hostlist
 
     assert expand_hostlist(expr) == hosts
+
+
+@pytest.mark.parametrize("service", ["accepts and never answers", "nothing listening"])
+def test_the_epilog_exits_0_in_bounded_time_against_a_hanging_or_stopped_service(tmp_path: Path,
+                                                                                  service: str) -> None:
+    """A stopped firstfault (connection refused) and a hung one (the TCP handshake completes, no byte ever comes
+    back) each end the epilog within FIRSTFAULT_EPILOG_TIMEOUT plus timeout(1)'s grace, exit 0, reason logged."""
+    import socket
+
+    out, err = _job_files(tmp_path)
+    (tmp_path / "show").write_text(show_job(out, err))
+    (tmp_path / "sacct").write_text(SACCT)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if service == "accepts and never answers":
+        listener.listen(64)  # the kernel completes every handshake; nobody ever reads or writes
+    else:
+        listener.close()  # the port is free: connections are refused
+    try:
+        code, took = _epilog(tmp_path, _bin(tmp_path, f'cat {tmp_path / "show"}', f'cat {tmp_path / "sacct"}'),
+                             f"http://127.0.0.1:{port}", "epilog_slurmctld", SLURM_JOB_EXIT_CODE="9",
+                             FIRSTFAULT_EPILOG_TIMEOUT="12")  # firstfault's own: 5 s less (7 s)
+    finally:
+        listener.close()
+    assert code == 0 and took < 12 + 2  # the bound and timeout -k's 2 s
+    syslog = (tmp_path / "syslog").read_text()
+    assert "collect slurm failed" in syslog, "the epilog says nothing about what it could not deliver"
+    if service == "accepts and never answers":
+        assert "timed out" in syslog
