@@ -154,7 +154,7 @@ def _slurm(args: argparse.Namespace) -> int:
 def _slurm_bounded(args: argparse.Namespace) -> int:
     import socket
 
-    from collect.slurm import output_items, read_job
+    from collect.slurm import expand_hostlist, output_items, read_job
 
     start = time.monotonic()
     job_id = args.job_id or args.job or os.environ.get("SLURM_JOB_ID")
@@ -163,6 +163,10 @@ def _slurm_bounded(args: argparse.Namespace) -> int:
         return 0
     args.job = job_id
     job = read_job(job_id, timeout_s=max(1.0, min(10.0, args.timeout / 4)))
+    if not job.hosts and os.environ.get("SLURM_JOB_NODELIST"):
+        # slurmctld gives its epilog the job's node list (slurm.conf, Prolog and Epilog Scripts): the nodes even
+        # where scontrol and sacct cannot be read
+        job.hosts = expand_hostlist(os.environ["SLURM_JOB_NODELIST"])
     here = args.host or socket.gethostname().split(".")[0]
     items = []
     if args.what in ("all", "logs") and (args.what == "all" or job.batch_host in (None, here)):
@@ -173,8 +177,9 @@ def _slurm_bounded(args: argparse.Namespace) -> int:
         if state is None and args.exit_status is not None:
             state = "succeeded" if args.exit_status == 0 else "failed"
             code = -(args.exit_status & 127) if args.exit_status & 127 else args.exit_status >> 8
-            if job.batch_host:
-                job.exit_codes.setdefault(job.batch_host, code)
+            batch = job.batch_host or (job.hosts[0] if job.hosts else None)  # the batch script runs on the first
+            if batch:
+                job.exit_codes.setdefault(batch, code)
         if state is None:
             job.reasons.append("no end state: sacct has none yet and no --exit-status; job event not sent")
         else:
