@@ -6,7 +6,6 @@ memory stays bounded whatever the input.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,9 +16,10 @@ from typing import Any
 from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
+from correlator.continuation import MAX_EVENT_GAP, lines_between_continue
 from correlator.floods import Fate, Floods
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row, keep_line
-from correlator.speakers import PDSH_NOT_HOST, Who, read_prefixes, read_speaker, speaker_and_body
+from correlator.speakers import PDSH_NOT_HOST, Who, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
 from correlator.templates import shape
 from correlator.timestamps import STAMP_MEMO, Stamp, glog_stamps, parse_timestamp
@@ -28,12 +28,6 @@ from schemas.findings import Finding, Role, Speaker
 MAX_CARRY = 1 << 20
 _latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
 SAID_MEMO = 4096  # distinct lines remembered per source
-MAX_EVENT_GAP = 40  # lines between two matches of one traceback or multi-line message
-_TRACEBACKISH = re.compile(
-    r"^(?:\s|$|Traceback|File \"|During handling|The above exception|Last error|Exception raised from|"
-    r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
-)
-_HEADER = re.compile(r"^\s*(?:Traceback|During handling|The above exception)")
 
 
 @dataclass
@@ -364,35 +358,7 @@ class SourceScanner:
         gap = line_no - last_line
         if gap <= 0 or gap > MAX_EVENT_GAP or last_who != who:
             return False
-        if gap == 1:
-            return True
-        # Every line in between must read as part of a traceback or a multi-line message.
-        pos = start
-        python_frame = False  # a `File "...", line N` line in between, with no traceback header
-        for _ in range(gap - 1):
-            prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
-            if prev >= pos:
-                return False  # the gap crosses a chunk boundary: do not guess
-            between = buffer[prev : pos - 1].decode("utf-8", errors="replace")
-            _, rest = read_prefixes(between, Who())
-            if not _TRACEBACKISH.match(rest):
-                return False
-            if _HEADER.match(rest):
-                python_frame = False
-            elif not python_frame:
-                python_frame = rest.lstrip().startswith('File "')
-            pos = prev
-        return not (python_frame and self._after_cpp_frame(buffer, pos))
-
-    @staticmethod
-    def _after_cpp_frame(buffer: bytes, pos: int) -> bool:
-        """Whether the line ending just before ``pos`` is a C++ stack frame (`frame #3: ...`). c10 prints those
-        inside an exception's message, which Python prints after the traceback's `File` lines: a `File` line
-        after them, with no `Traceback` or chained-exception header, is another traceback (another process's, or
-        one the excerpt cut), not this message."""
-        prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
-        _, rest = read_prefixes(buffer[prev : pos - 1].decode("utf-8", errors="replace"), Who())
-        return rest.lstrip().startswith("frame #")
+        return gap == 1 or lines_between_continue(buffer, start, gap)
 
 
 @dataclass(slots=True)

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from correlator.continuation import MAX_EVENT_GAP
 from correlator.kept import ContextRecord
-from correlator.reading import MAX_EVENT_GAP, SourceResult
+from correlator.reading import SourceResult
 from correlator.speakers import Who, who_from_path
 from schemas.findings import Finding, finding_from_json, finding_json
 
