@@ -15,7 +15,7 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # NCCL >= 2.19 (src/init.cc): comm 0x... rank 10 nRanks 16 nNodes 2 localRanks 8 localRank 2 MNNVL 0: how many
     # nodes a communicator spans (one node: every local rank is its global rank)
     "nccl_nodes": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nodes>\d+) "
-    r"localRanks \d+ localRank (?P<local_rank>\d+)",
+    r"localRanks (?P<local_ranks>\d+) localRank (?P<local_rank>\d+)",
     # torchrun's agent after each rendezvous (torch/distributed/elastic/agent/server/api.py, _rendezvous:
     # "[default] Rendezvous complete for workers. Result:" then one "  key=value" line each): its node's group
     # rank, how many nodes, and its workers' local and global ranks, in the same order
@@ -92,6 +92,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"traceback)\b",
     # kubectl describe pod: the node the pod ran on
     "k8s_node": r"^Node:[ \t]+(?P<host>[\w.-]+)(?:/[\d.]+)?[ \t]*$",
+    # kubectl describe pod: a terminated container's exit status, under "State:" or "Last State:  Terminated"
+    # (kubectl pkg/describe/describe.go, describeContainerState: "Exit Code:\t%d"); the file names the pod
+    "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
+    # and its first line, the pod's name (describe.go describePod: "Name:\t%s"), which the exit is the pod's
+    "k8s_pod": r"^Name:[ \t]+(?P<host>[a-z0-9][a-z0-9.-]{0,252})[ \t]*$",
     # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
     # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
@@ -178,6 +183,8 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                    "staging if async is enabled)in 4.21 seconds.",),
     "errorish": ("RuntimeError: CUDA error: an illegal memory access was encountered",),
     "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
+    "k8s_exit": ("      Exit Code:    139",),
+    "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -209,6 +209,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
     ids.sigtermed_pids.update(int(rec.fields["pid"]) for rec in of_kind.get("worker_sigterm", ()))
+    _pod_exits(ids, of_kind)
     for rec in of_kind.get("k8s_node", ()):
         ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
     _hosts(ids, records, init_hosts)
@@ -224,6 +225,18 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _fill_exit_ranks(ids)
     _metadata_exits(ids, exit_codes or {})
     return ids
+
+
+def _pod_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """A pod's container exit codes from `kubectl describe pod`, for the pod its Name: line (or file) names."""
+    exits = of_kind.get("k8s_exit", ())
+    if not exits:
+        return
+    pod_of = {rec.source: str(rec.fields["host"]) for rec in reversed(of_kind.get("k8s_pod", []))}
+    for rec in exits:
+        pod = pod_of.get(rec.source, rec.who.host)
+        if pod is not None:
+            ids.exits.append(ExitRecord(None, None, pod, None, int(rec.fields["exit_code"]), rec.source, rec.line_no))
 
 
 def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:

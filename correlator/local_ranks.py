@@ -66,6 +66,9 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
     max_local = -1
     hosts_named = False
     local_hosts: set[str] = set()
+    # a node's size from local ranks said with their host: srun -l's "3: " numbers tasks (one per node under
+    # torchrun), a local rank of no node
+    max_placed = -1
     for who, source in speakers:
         hosts_named = hosts_named or who.host is not None
         if who.local_rank is None:
@@ -73,6 +76,7 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
         max_local = max(max_local, who.local_rank)
         if who.host is not None:
             local_hosts.add(who.host)
+            max_placed = max(max_placed, who.local_rank)
         if who.host is not None and out.hosts.setdefault((source, who.local_rank), who.host) != who.host:
             out.hosts[(source, who.local_rank)] = None  # two hosts' workers in one source: neither
         rank = who.rank if who.rank is not None else ids.rank_of(who.host, who.pid)
@@ -85,7 +89,7 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
     _rendezvous(out, of_kind)
     _nodes(out, of_kind, ids, max_local, hosts_named)
     _last_block(out, local_hosts, ids.world_size or store_world, max_local + 1)
-    _fill_blocks(out, max_local + 1)
+    _fill_blocks(out, max_placed + 1)
     return out
 
 
@@ -136,6 +140,14 @@ def fill_exits(ids: IdentityMap, local: LocalRanks) -> None:
             rec.rank = local.global_of(rec.host, rec.source, rec.local_rank)
             if rec.rank is not None and rec.pid is not None:
                 ids.by_pid.setdefault(rec.pid, rec.rank)
+
+
+def fill_hosts(ids: IdentityMap, local: LocalRanks) -> None:
+    """The host of each global rank a node's block places there (a worker that printed nothing, read from its
+    node's other workers or its run folder) where no line of its own says: its node's faults are its own."""
+    for (node, _), rank in local.by_node.items():
+        if node[0] == "host" and rank != AMBIGUOUS:
+            ids.host_of_rank.setdefault(rank, node[1])
 
 
 def _teach(out: LocalRanks, host: str | None, source: str, local: int, rank: int) -> None:

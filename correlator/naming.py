@@ -16,7 +16,8 @@ from correlator.events import task_ids
 from correlator.hostnames import aliases
 from correlator.identity import METADATA, IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord
-from correlator.local_ranks import LocalRanks, fill_exits, local_ranks
+from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
+from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
 from correlator.speakers import Who, folder_host
 from schemas.findings import Finding, Speaker
@@ -84,6 +85,16 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         of_kind = records_by_kind(context)
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     fill_exits(ids, local)
+    fill_hosts(ids, local)
+    single = one_rank_hosts(ids, of_kind)
+    lone = on_one_rank_hosts(findings, context, single)
+    if lone is not None:
+        findings, context = lone
+        of_kind = records_by_kind(context)
+        ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
+        fill_exits(ids, local)
+        fill_hosts(ids, local)
+    fill_one_rank_exits(ids, single)
     return Named(findings, context, of_kind, ids, local)
 
 

@@ -196,6 +196,30 @@ def _fold_hosts_into_ranks(board: Board) -> None:
         del board.by_key[key]
 
 
+def _fold_job_into_located(board: Board) -> None:
+    """A line that names no rank or host (slurmstepd's "Detected 1 oom_kill event in StepId=...") and a cause on
+    one rank or host that its catalog entry relates to it, of the same category (the kernel's "Out of memory:
+    Killed process"), are one event seen from two sides: the one that says where is the suspect."""
+    job = board.by_key.get(("host", None))
+    if job is None or job.target.rank is not None or (said := job.best_event()) is None:
+        return
+    sig = said.signature
+    located = []
+    for cand in board.by_key.values():
+        ev = cand.best_event() if cand is not job and cand.own_fault else None
+        if ev is not None and ev.signature.category == sig.category and (
+                sig.id in ev.signature.related or ev.signature.id in sig.related):
+            located.append(cand)
+    hosts = {c.target.host for c in located}
+    if not located or len(hosts) != 1:
+        return  # two places with the same kind of fault: the job's line does not say which
+    heir = max(located, key=lambda c: c.score)
+    heir.score += job.score
+    heir.reasons += [f"the same event without a place: {r}" for r in job.reasons]
+    heir.support_events += job.own_events + job.support_events
+    del board.by_key[("host", None)]
+
+
 def _exits(board: Board, ids: IdentityMap, events: list[Event], records: list[ExitRecord]) -> None:
     """``records``: the identity map's exits (torchrun's tables and agent lines, the job's metadata) and srun's."""
     codes = [e.exit_code for e in records]
@@ -224,7 +248,7 @@ def _exits(board: Board, ids: IdentityMap, events: list[Event], records: list[Ex
         target = Target(rec.rank, rec.host if rec.rank is None else ids.host_of_rank.get(rec.rank, rec.host))
         where = rec.source if rec.line_no == 0 else f"{rec.source}:{rec.line_no}"
         cand = board.get(target)
-        cand.add(weight, f"exit code {rec.exit_code}{lone} ({where})")
+        cand.add(weight, f"exit code {rec.exit_code}{lone} ({where})", own=not common)
         cand.death = cand.death or (rec.exit_code in DEATH_CODES and not common)
         cand.exited = True
 
@@ -345,6 +369,7 @@ def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timed
         _unique_errors(board, suspect, ids)
     _silent(board, events, ids, logged or set())
     _fold_hosts_into_ranks(board)
+    _fold_job_into_located(board)
     _earliest(board, offsets)
     return [c for c in board.ranked() if c.score > 0]
 

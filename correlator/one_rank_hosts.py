@@ -1,0 +1,87 @@
+"""A host that runs one rank: every line of the host is that rank's. Pure.
+
+A pod's log names the pod (correlator.speakers.who_from_path), a node's kernel log names the node, and neither
+prints a rank; a rank's NCCL lines number it. Where the logs say that a host runs a single rank, the two are one:
+the pod's traceback printed with no prefix, the OOM killer's line, an Xid, a pod's OOMKilled status are that
+rank's. NCCL >= 2.19 counts a communicator's processes on each node (src/init.cc, "comm %p rank %d nRanks %d
+nNodes %d localRanks %d localRank %d MNNVL %d"): localRanks 1 in the job's largest communicator is one rank on
+that node. Without that line, a job whose every rank is on a host of its own (as many hosts as ranks, each
+numbering one) says the same.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+
+from correlator.identity import IdentityMap
+from correlator.kept import ContextRecord
+from schemas.findings import Finding
+
+
+def one_rank_hosts(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> dict[str, int]:
+    """host -> its one rank, for the hosts the logs say run one rank each."""
+    per_host = Counter(ids.host_of_rank.values())
+    rank_of = {host: rank for rank, host in ids.host_of_rank.items() if per_host[host] == 1}
+    world = ids.world_size
+    if world and len(ids.host_of_rank) == world and len(per_host) == world:
+        return rank_of
+    counted: dict[str, int] = {}  # host -> localRanks of its largest communicator's init line
+    largest: dict[str, int] = {}
+    for rec in of_kind.get("nccl_nodes", ()):
+        host, fields = rec.who.host, rec.fields
+        if host is None or "local_ranks" not in fields:
+            continue
+        nranks = int(fields["nranks"])
+        if nranks >= largest.get(host, 0):
+            largest[host], counted[host] = nranks, int(fields["local_ranks"])
+    return {host: rank for host, rank in rank_of.items() if counted.get(host) == 1}
+
+
+def on_one_rank_hosts(findings: list[Finding], context: list[ContextRecord], hosts: Mapping[str, int]
+                      ) -> tuple[list[Finding], list[ContextRecord]] | None:
+    """The findings and records of ``hosts`` that name no rank, under the host's one rank; None if none. A line
+    naming no host either (a traceback without a prefix) is its file's host's, where every line of the file that
+    names a host names that one (a pod's own log)."""
+    if not hosts:
+        return None
+    named: dict[str, set[str]] = {}
+    for source, host in (*((f.source, f.speaker.host) for f in findings), *((r.source, r.who.host) for r in context)):
+        if host is not None:
+            named.setdefault(source, set()).add(host)
+    host_of_source = {source: next(iter(h)) for source, h in named.items() if len(h) == 1 and next(iter(h)) in hosts}
+
+    def placed(rank: int | None, host: str | None, local: int | None, source: str) -> str | None:
+        if rank is not None or local:
+            return None
+        where = host if host is not None else host_of_source.get(source)
+        return where if where in hosts else None
+
+    changed = False
+    out_f = []
+    for f in findings:
+        s = f.speaker
+        where = placed(s.rank, s.host, s.local_rank, f.source)
+        if where is None:
+            out_f.append(f)
+            continue
+        changed = True
+        out_f.append(replace(f, speaker=replace(s, rank=hosts[where], host=where)))
+    out_c = []
+    for rec in context:
+        who = rec.who
+        where = placed(who.rank, who.host, who.local_rank, rec.source)
+        if where is None:
+            out_c.append(rec)
+            continue
+        changed = True
+        out_c.append(rec._replace(who=who._replace(rank=hosts[where], host=where)))
+    return (out_f, out_c) if changed else None
+
+
+def fill_one_rank_exits(ids: IdentityMap, hosts: Mapping[str, int]) -> None:
+    """An exit reported for a host (a pod's container status) is its one rank's."""
+    for rec in ids.exits:
+        if rec.rank is None and rec.local_rank is None and rec.host is not None and rec.host in hosts:
+            rec.rank = hosts[rec.host]
