@@ -52,6 +52,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # traceback, so the cause is not in it (correlator/unexplained.py)
     "table_no_error_file": r"error_file:[ \t]*<N/A>",
     "table_time": r"^[ \t]*(?:\S+[ \t]+)?time[ \t]*: (?P<detail>20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d)",
+    # the table's closing border (ChildFailedError.format_msg: boarder_delim * width, width at most 60; "=" since
+    # torch 1.10, "*" before): a row's re-printed traceback ends there (correlator/table_lines.py)
+    "table_rule": r"^[ \t]*(?:\S+[ \t]+)?(?:={30,60}|\*{30,60})[ \t]*$",
     # torchrun agent: one worker failed, the others were told to stop
     "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
     "worker_sigterm": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
@@ -114,6 +117,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "table_host": r"host[ \t]*: [\w.-]+[ \t]*$",
     "table_exit": r"exitcode[ \t]*: -?\d+ \(pid: \d+\)",
     "table_time": r"time[ \t]*: 20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d",
+    "table_rule": r"(?:={30}|\*{30})[ \t]*$",
     "rdzv_group_rank": r"group_rank=\d+[ \t]*$",
     "rdzv_nodes": r"group_world_size=\d+[ \t]*$",
     "rdzv_local_ranks": r"local_ranks=\[[\d, ]*\][ \t]*$",
@@ -170,6 +174,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "table_exit": ("  exitcode  : -9 (pid: 2304)",),
     "table_no_error_file": ("  error_file: <N/A>",),
     "table_time": ("  time      : 2026-12-03_10:21:07",),
+    "table_rule": ("=" * 60, "01: " + "=" * 60),
     "worker_failed": ("E1203 10:21:08.412000 2290 torch/distributed/elastic/multiprocessing/api.py:869] failed "
                       "(exitcode: -9) local_rank: 3 (pid: 2304) of binary: /usr/bin/python3",),
     "worker_sigterm": ("W1203 10:21:08.101000 2290 torch/distributed/elastic/multiprocessing/api.py:897] Sending "

@@ -69,8 +69,11 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
     # a node's size from local ranks said with their host: srun -l's "3: " numbers tasks (one per node under
     # torchrun), a local rank of no node
     max_placed = -1
+    every_host: set[str] = set()
     for who, source in speakers:
         hosts_named = hosts_named or who.host is not None
+        if who.host is not None:
+            every_host.add(who.host)
         if who.local_rank is None:
             continue
         max_local = max(max_local, who.local_rank)
@@ -88,7 +91,8 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
             _teach(out, row.host, row.source, row.local_rank, row.rank)
     _rendezvous(out, of_kind)
     _nodes(out, of_kind, ids, max_local, hosts_named)
-    _last_block(out, local_hosts, ids.world_size or store_world, max_local + 1)
+    world = ids.world_size or store_world or _world_from_blocks(out, max_local + 1)
+    _last_block(out, _with_a_silent_node(local_hosts, every_host, world, max_local + 1), world, max_local + 1)
     _fill_blocks(out, max_placed + 1)
     return out
 
@@ -108,6 +112,33 @@ def _fill_blocks(out: LocalRanks, nproc: int) -> None:
         if len(base) == 1 and known[node] >= 2 and (b := next(iter(base))) != AMBIGUOUS and b >= 0:
             for local in range(nproc):
                 out.by_node.setdefault((node, local), b + local)
+
+
+def _world_from_blocks(out: LocalRanks, nproc: int) -> int | None:
+    """The job's size where nothing says it but the nodes' blocks leave one hole below the highest: one node's
+    block (rank 0's, often: its node was lost first) is missing, and the job ends with the highest block."""
+    if out.single_node or nproc < 2:
+        return None
+    bases: dict[str, set[int]] = defaultdict(set)
+    for (node, local), rank in out.by_node.items():
+        if node[0] == "host":
+            bases[node[1]].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
+    known = [next(iter(b)) for b in bases.values() if len(b) == 1]
+    if not known or len(known) != len(bases) or len(set(known)) != len(known) or any(b % nproc for b in known):
+        return None
+    top = max(known)
+    hole = set(range(0, top, nproc)) - set(known)
+    return top + nproc if len(hole) == 1 else None
+
+
+def _with_a_silent_node(workers_seen: set[str], every_host: set[str], world: int | None, nproc: int) -> set[str]:
+    """The nodes whose workers printed, and the one node no worker printed on where one node of the job is
+    missing and exactly one other host is named (its pod's description, its kernel log): a node lost before its
+    workers said anything."""
+    if not world or nproc < 1 or world % nproc or len(workers_seen) != world // nproc - 1:
+        return workers_seen
+    others = every_host - workers_seen
+    return workers_seen | others if len(others) == 1 else workers_seen
 
 
 def _last_block(out: LocalRanks, hosts: set[str], world: int | None, nproc: int) -> None:

@@ -135,8 +135,10 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
             notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
             return None, None, notes
         alike = node_wide(host, root, failures)
-        if (len(reporters) > 1 or len(alike) > 1) and rank is not None:
-            notes.append(f"{max(len(reporters), len(alike))} ranks of the node report {root.signature.category.value} "
+        # the node itself (its kernel, its agent re-printing the worker's error) is not another rank of it
+        ranked = {r.rank for r in reporters if r.rank is not None}
+        if (len(ranked) > 1 or len(alike) > 1) and rank is not None:
+            notes.append(f"{max(len(ranked), len(alike))} ranks of the node report {root.signature.category.value} "
                          "faults of the node: a node-level fault")
             rank = None
     if scope is Scope.RANK and (count := job_wide(root, failures, job_size(failures, ids, logged), offsets)):
@@ -147,6 +149,12 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
     if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1
             and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS and root.role is not Role.COLLATERAL):
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
+        rank = 0
+    if rank is None and host is not None and "node_failure" in root.signature.tags and ids.host_of_rank.get(0) == host:
+        # torchrun's agent of group rank 0 sets MASTER_ADDR to its own host (elastic/agent/server/api.py,
+        # _set_master_addr_port) and env:// serves the store from rank 0: the others lost the node as the store's
+        notes.append(f"{host} ran rank 0, whose process serves the job's TCPStore: its loss is the first the others "
+                     "felt, and every rank of the node went with it")
         rank = 0
     if rank is None and (local := root.best.speaker.local_rank) is not None:
         notes.append(f"local rank {local}" + (f" of {host}" if host else "") + " printed it; these logs do not "

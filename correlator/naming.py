@@ -20,6 +20,7 @@ from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ran
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
 from correlator.speakers import Who, folder_host
+from correlator.table_lines import table_speakers
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
@@ -43,6 +44,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
            sources: Sequence[str] = ()) -> Named:
     """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
     changes; ``sources``: every source read, matched or not."""
+    findings = table_speakers(findings, ids.exits, of_kind) or findings
     pairs = _speakers(findings, context)
     names = _host_names(pairs, findings, of_kind)
     folders, same = _folder_hosts(pairs)

@@ -23,9 +23,9 @@ _POD_INDEX = re.compile(r"-(?P<role>master|worker)-(?P<index>\d{1,5})$", re.I)
 
 def pod_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context: list[ContextRecord],
               sources: Sequence[str] = ()) -> tuple[list[Finding], list[ContextRecord]] | None:
-    """The findings and records with each single-process pod's lines under its rank; None when no source is a pod
-    or some pod runs several processes (its pods are nodes). ``sources``: every source read (a pod whose log
-    matched nothing still says whether the job has a master)."""
+    """The findings and records with each single-process pod's lines under its rank; None when no source is a pod,
+    some pod runs several processes (its pods are nodes) or prints a rank its name does not give. ``sources``:
+    every source read (a pod whose log matched nothing still says whether the job has a master)."""
     pods: dict[str, tuple[str, str, int]] = {}  # source -> (pod, role, index): its log, its description
     for source in {*sources, *(source for _, source in pairs)}:
         host = who_from_path(source).host
@@ -34,23 +34,36 @@ def pod_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context
             pods[source] = (host, m["role"].lower(), int(m["index"]))
     if not pods:
         return None
-    processes: dict[str, set[tuple[str | None, int]]] = {}
-    for who, source in pairs:
-        if source not in pods:
-            continue
-        if who.rank is not None or who.local_rank is not None:
-            return None  # rank prefixes or NCCL init lines: the ranks are read from them, not from names
-        if who.pid is not None:
-            processes.setdefault(source, set()).add((who.host, who.pid))
-    if any(len(procs) > 1 for procs in processes.values()):
-        return None
     shift = 1 if any(role == "master" for _, role, _ in pods.values()) else 0
     by_pod = {pod: index if role == "master" else index + shift for pod, role, index in pods.values()}
     if len(set(by_pod.values())) != len(by_pod):
         return None  # two pods one rank: the names are not a numbering
+    processes: dict[str, set[tuple[str | None, int]]] = {}
+    printed: dict[str, set[int]] = {}  # pod -> the ranks its lines print (c10's "[rank3]:")
+    for who, source in pairs:
+        if source not in pods:
+            continue
+        if who.local_rank is not None:
+            return None  # a node's workers: its pods are nodes
+        if who.rank is not None:
+            printed.setdefault(pods[source][0], set()).add(who.rank)
+        if who.pid is not None:
+            processes.setdefault(source, set()).add((who.host, who.pid))
+    if any(len(procs) > 1 for procs in processes.values()):
+        return None
+    # Ranks the lines print are read from them; the names number the rest (a pod evicted before it printed one)
+    # only where every pod that prints its rank prints its index's.
+    if any(ranks != {by_pod[pod]} for pod, ranks in printed.items()):
+        return None
     rank_of = {source: by_pod[pod] for source, (pod, _, _) in pods.items()}
-    out_f = [f if f.source not in rank_of else replace(f, speaker=replace(f.speaker, rank=rank_of[f.source]))
-             for f in findings]
-    out_c = [rec if rec.source not in rank_of else rec._replace(who=rec.who._replace(rank=rank_of[rec.source]))
-             for rec in context]
+
+    def ranked(who: Who, source: str) -> Who:
+        rank = rank_of.get(source) if who.rank is None else None
+        return who if rank is None else who._replace(rank=rank)
+
+    out_f = []
+    for f in findings:
+        rank = rank_of.get(f.source) if f.speaker.rank is None else None
+        out_f.append(f if rank is None else replace(f, speaker=replace(f.speaker, rank=rank)))
+    out_c = [rec if (who := ranked(rec.who, rec.source)) is rec.who else rec._replace(who=who) for rec in context]
     return out_f, out_c

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
+from catalog.model import Category
 from correlator.collectives import Lag, from_dumps, from_ops, from_status, from_timeouts
 from correlator.events import Event
 from correlator.flight_recorder import FlightDump
@@ -15,6 +16,9 @@ from correlator.scoring import SKEW_TOLERANCE
 from schemas.findings import Role
 
 _NO_OFFSET = timedelta(0)
+# a consequence printed this much before the first watchdog timeout came from the fault, not from the teardown
+# (more than clocks between hosts usually disagree; a watchdog waits minutes)
+ABSENCE_EXPLAINED_BEFORE = timedelta(seconds=30)
 STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
 
 
@@ -29,8 +33,34 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
                 and isinstance(ev.best.fields.get("op"), str)]
     dumps = [d for r in results for d in r.structured if isinstance(d, FlightDump)]
-    return [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts),
-            *from_timeouts(timeouts, world)]
+    lags = [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts), *from_timeouts(timeouts, world)]
+    return _unexplained_absences(lags, failures)
+
+
+def _unexplained_absences(lags: list[Lag], failures: Sequence[Event]) -> list[Lag]:
+    """An absence from the collective the others time out in, once per rank (each process group's timeouts show
+    it), and not for a rank that lost a peer: a transport error of its own (a peer's reset, a remote error; NCCL
+    reports those from operations in flight) not printed after the others' watchdogs fired means it was in a
+    collective with the dead peer and failed on that link, while a straggler outside the collective stays
+    silent until the others give up (then its teardown lines come after theirs)."""
+    if not any(lag.kind == "absent" for lag in lags):
+        return lags
+    fired = [ev.best.time for ev in failures if ev.role is Role.COLLATERAL and ev.best.time is not None
+             and isinstance(ev.best.fields.get("seq"), int)]
+    horizon = min(fired) - ABSENCE_EXPLAINED_BEFORE if fired else None
+    lost_a_peer = {ev.reporter.rank for ev in failures
+                   if ev.role is Role.COLLATERAL and ev.reporter.rank is not None
+                   and ev.signature.category is Category.COMMUNICATION and "seq" not in ev.best.fields
+                   and (ev.best.time is None or (horizon is not None and ev.best.time < horizon))}
+    seen: set[int] = set()
+    out = []
+    for lag in lags:
+        if lag.kind == "absent":
+            if lag.rank in seen or lag.rank in lost_a_peer:
+                continue
+            seen.add(lag.rank)
+        out.append(lag)
+    return out
 
 
 def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],
