@@ -14,11 +14,12 @@ from operator import attrgetter
 
 from correlator.events import task_ids
 from correlator.hostnames import aliases
-from correlator.identity import METADATA, IdentityMap, addresses_in, build_identity, records_by_kind
+from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
+from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host
 from correlator.table_lines import table_speakers
 from schemas.findings import Finding, Speaker
@@ -59,9 +60,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         of_kind = records_by_kind(context)
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
         pairs = _speakers(findings, context)
-    role_named = _role_rank_prefixes(pairs, ids)
+    role_named = role_rank_prefixes(pairs, ids)
     if role_named:
-        findings, context = _as_local(findings, context, role_named)
+        findings, context = as_local(findings, context, role_named)
         of_kind = records_by_kind(context)
         ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
         pairs = _speakers(findings, context)
@@ -106,61 +107,6 @@ def _store_world(findings: Sequence[Finding]) -> int | None:
     waits for world_size workers), where no NCCL init line counts the ranks."""
     sizes = [f.fields["world"] for f in findings if isinstance(f.fields.get("world"), int)]
     return max(sizes, default=None)
-
-
-def _role_rank_prefixes(pairs: Sequence[tuple[Who, str]], ids: IdentityMap) -> dict[str, set[int]]:
-    """Sources whose "[rankN]:" prefix is torchrun's tee header under `--role rank` ("[{role}{local_rank}]:",
-    torch/distributed/elastic/multiprocessing/tail_log.py; torchtitan's run_train.sh launches so): NCCL's init
-    line numbers a process printing under "[rank0]:" rank 8, and none under it agrees. -> the global ranks of the
-    source's processes (a c10 "[rank8]:" after the header is one of those, and stays). Or the source's failure
-    table says local rank 4 is rank 28, "[rank4]:" speaks in it and "[rank28]:" does not."""
-    agree: set[str] = set()
-    disagree: dict[str, set[int]] = {}
-    prefixed: dict[str, set[int]] = {}
-    hosts: dict[str, set[str]] = {}
-    for who, source in pairs:
-        if who.host:
-            hosts.setdefault(source, set()).add(who.host)
-        if who.rank is None or who.local_rank is not None:
-            continue
-        prefixed.setdefault(source, set()).add(who.rank)
-        if who.pid is None or who.host is None:
-            continue
-        numbered = ids.by_host_pid.get((who.host, who.pid))
-        if numbered == who.rank:
-            agree.add(source)
-        elif numbered is not None and numbered > who.rank:  # a local rank is below its global one
-            disagree.setdefault(source, set()).add(numbered)
-    for row in ids.exits:
-        seen = prefixed.get(row.source, set())
-        if row.rank is None or row.local_rank is None or row.rank == row.local_rank or row.source == METADATA:
-            continue
-        if row.rank in seen and row.local_rank in seen:
-            continue  # both under "[rankN]:": the header's local ranks, c10's global ones after it; NCCL decides
-        if row.rank in seen:
-            agree.add(row.source)
-        elif row.local_rank in seen and row.rank > row.local_rank and hosts.get(row.source, set()) <= {row.host}:
-            disagree.setdefault(row.source, set()).add(row.rank)  # one node's console: its agent's table
-    return {source: ranks for source, ranks in disagree.items() if source not in agree}
-
-
-def _as_local(findings: list[Finding], context: list[ContextRecord], role_named: Mapping[str, set[int]]
-              ) -> tuple[list[Finding], list[ContextRecord]]:
-    """The findings and records of ``role_named``'s sources with their prefix's number as the local rank."""
-    def local(who: Who, source: str) -> Who:
-        ranks = role_named.get(source)
-        if ranks is None or who.rank is None or who.local_rank is not None or who.rank in ranks:
-            return who
-        return who._replace(rank=None, local_rank=who.rank)
-
-    out_f = []
-    for f in findings:
-        s = f.speaker
-        new = local(_who(s), f.source)
-        out_f.append(f if new.rank == s.rank else replace(f, speaker=replace(s, rank=None,
-                                                                             local_rank=new.local_rank)))
-    out_c = [rec if (who := local(rec.who, rec.source)) is rec.who else rec._replace(who=who) for rec in context]
-    return out_f, out_c
 
 
 def _dead_actors(findings: list[Finding], of_kind: Mapping[str, list[ContextRecord]]) -> list[Finding] | None:

@@ -67,3 +67,4 @@ def pod_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context
         out_f.append(f if rank is None else replace(f, speaker=replace(f.speaker, rank=rank)))
     out_c = [rec if (who := ranked(rec.who, rec.source)) is rec.who else rec._replace(who=who) for rec in context]
     return out_f, out_c
+

@@ -56,8 +56,9 @@ def mutated_entry(draw: st.DrawFn) -> dict[str, Any]:
     entry = {**ENTRY, "fingerprints": [dict(fp) for fp in ENTRY["fingerprints"]]}
     for _ in range(draw(st.integers(1, 3))):
         field = draw(st.sampled_from([*sorted(ENTRY), "regex", "prefilter", "related", "implicates", "extra"]))
-        if field in ("regex", "prefilter") and isinstance(entry.get("fingerprints"), list):
-            entry["fingerprints"][0][field] = draw(REGEXES | st.text(max_size=20))
+        fps = entry.get("fingerprints")
+        if field in ("regex", "prefilter") and isinstance(fps, list) and fps and isinstance(fps[0], dict):
+            fps[0][field] = draw(REGEXES | st.text(max_size=20))
         elif field in ("regex", "prefilter"):
             continue
         elif draw(st.booleans()) and field in entry:
