@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord
 
@@ -39,8 +40,9 @@ class ExitRecord:
 class IdentityMap:
     by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
     by_pid: dict[int, int] = field(default_factory=dict)
-    host_of_rank: dict[int, str] = field(default_factory=dict)
-    host_of_ip: dict[str, str] = field(default_factory=dict)
+    # rank -> host and address -> host, each with its inverse (host -> ranks, host -> addresses) kept beside it
+    host_of_rank: HostMap[int] = field(default_factory=HostMap)
+    host_of_ip: HostMap[str] = field(default_factory=HostMap)
     by_host_local: dict[tuple[str | None, int], int] = field(default_factory=dict)
     world_size: int | None = None
     exits: list[ExitRecord] = field(default_factory=list)
@@ -50,6 +52,11 @@ class IdentityMap:
     rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
     interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
+
+    def __post_init__(self) -> None:
+        # a caller may pass plain dicts: the maps are kept with their inverses whatever was given
+        self.host_of_rank = HostMap(self.host_of_rank)
+        self.host_of_ip = HostMap(self.host_of_ip)
 
     def rank_of_pci(self, host: str | None, pci: str) -> int | None:
         """NVRM: Xid (PCI:0000:3b:00) -> the rank whose NCCL init line printed busId 3b000."""
@@ -97,17 +104,14 @@ class IdentityMap:
         carried = address_in_name(addr)
         if carried is not None and carried in self.host_of_ip:
             return self.host_of_ip[carried]
-        known = set(self.host_of_rank.values()) | set(self.host_of_ip.values())
-        if addr in known:
+        if self.host_of_rank.has_host(addr) or self.host_of_ip.has_host(addr):
             return addr
-        short = addr.split(".")[0]
-        for host in known:
-            if host.split(".")[0] == short:
-                return host
-        return None
+        # a short name for a known host's long one (or the other way round); of several, the first by name
+        alike = self.host_of_rank.hosts_named(short_name(addr)) | self.host_of_ip.hosts_named(short_name(addr))
+        return min(alike) if alike else None
 
     def ranks_on(self, host: str) -> list[int]:
-        return sorted(r for r, h in self.host_of_rank.items() if h == host)
+        return self.host_of_rank.keys_on(host)
 
 
 def _table_rows(records: list[ContextRecord]) -> list[ExitRecord]:

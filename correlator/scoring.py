@@ -308,7 +308,9 @@ def _store_owner(board: Board, ids: IdentityMap, events: list[Event]) -> None:
 
 
 def _subnet(ids: IdentityMap, host: str | None) -> set[str]:
-    return {ip.rsplit(".", 2)[0] for ip, h in ids.host_of_ip.items() if h == host and ip.count(".") == 3}
+    if host is None:
+        return set()
+    return {ip.rsplit(".", 2)[0] for ip in ids.host_of_ip.keys_on(host) if ip.count(".") == 3}
 
 
 def _odd_interfaces(board: Board, events: list[Event], ids: IdentityMap) -> None:

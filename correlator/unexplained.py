@@ -60,13 +60,16 @@ def _codes(ids: IdentityMap, failures: Sequence[Event]) -> list[tuple[int, str]]
     for e in ids.exits:
         whose = f"rank {e.rank}" if e.rank is not None else f"host {e.host}" if e.host else "a worker"
         out.append((e.exit_code, whose))
+    listed = {c for c, _ in out}
     for ev in failures:
         code = ev.best.fields.get("exit_code")
+        if not isinstance(code, int) or code in listed:
+            continue
         host = ev.best.fields.get("host")
         whose = ev.reporter.label if ev.reporter.rank is not None or ev.reporter.host else (
             f"a task on {host}" if isinstance(host, str) else "a worker")
-        if isinstance(code, int) and not any(c == code for c, _ in out):
-            out.append((code, whose))
+        out.append((code, whose))
+        listed.add(code)
     seen: set[tuple[int, str]] = set()
     return [item for item in out if not (item in seen or seen.add(item))]  # type: ignore[func-returns-value]
 
@@ -79,7 +82,8 @@ def cause_unknown(failures: Sequence[Event], of_kind: Mapping[str, list[ContextR
     consequences = [ev for ev in live if ev.signature.id not in REPORTS_ONLY and ev.weight is None
                     and ev.role is Role.COLLATERAL and not ev.about_peer and not ev.survivor
                     and all(t == ev.reporter for t in ev.implicated)]
-    if not live or any((ev.signature.id not in REPORTS_ONLY or ev.weight is not None) and ev not in consequences
+    consequential = {id(ev) for ev in consequences}  # `ev in consequences` compared events field by field
+    if not live or any((ev.signature.id not in REPORTS_ONLY or ev.weight is not None) and id(ev) not in consequential
                        for ev in live):
         return None
     codes = _codes(ids, live)
