@@ -9,6 +9,12 @@ Layout (``firstfault diagnose OUT/logs`` reads it as a job directory)::
     OUT/logs/node004/dmesg.log        per-node kernel log (benign lines; the OOM kill on the victim's node)
     OUT/logs/node004/torchrun.log     per-node torchrun agent log (startup, then the failure table)
 
+``--compact`` keeps of a rank's start-up only NCCL's bootstrap, interface and init lines, and of its ending only
+the watchdog's timeout and sequence-number lines (~0.8 KB a rank where the full lines take ~6 KB), so that a
+fixed total size holds 131,072 ranks (bench/sweep.py). ``--survivors all`` has every rank, not only the victim's
+ring neighbours, report the lost connection naming the victim's address (each such line asks which ranks live on
+that host).
+
 Each rank log is: start-up noise (UserWarnings, c10d socket warning, NCCL INFO bootstrap/ring/channel lines),
 then N training steps (step/loss lines, data-loader lines, repeated UserWarning/FutureWarning/DeprecationWarning
 pairs, periodic NCCL INFO sub-communicator set-up, checkpoint lines), then the cascade: the victim either is
@@ -25,6 +31,8 @@ change the bytes. Sizes: decimal units (1 MB = 10**6 bytes); KiB/MiB/GiB are bin
 from __future__ import annotations
 
 import argparse
+import copy
+import functools
 import json
 import random
 import re
@@ -42,15 +50,18 @@ from bench.loglines import (
     FastClock,
     Plan,
     agent_lines,
+    compact_startup,
+    compact_tail,
     dmesg_lines,
     rank_lines,
     startup_lines,
     step_line,
     watchdog_tail,
 )
-from simulate import GPUS_PER_NODE, START, Cluster
+from simulate import GPUS_PER_NODE, START, Cluster, _reset_by_peer
 
 FLUSH_BYTES = 1 << 18  # bytes buffered per file before a write
+SURVIVORS = ("ring", "all")
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "t": 10**12, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -75,8 +86,15 @@ def human(n: float) -> str:
 # Writing
 
 
+@functools.lru_cache(maxsize=4)
+def _base_cluster(ranks: int, seed: int) -> Cluster:
+    """The job's cluster, drawn once per process: drawing it (a pid for every rank) for each rank's file made
+    writing quadratic in ranks (16,384 ranks: 148 s for 200 MB)."""
+    return Cluster(ranks, seed)
+
+
 def _cluster(plan: Plan, rank: int | None) -> tuple[Cluster, random.Random]:
-    c = Cluster(plan.ranks, plan.seed)
+    c = copy.copy(_base_cluster(plan.ranks, plan.seed))  # its pids and skews are shared, read only
     rng = random.Random(f"{plan.seed}:{rank}")
     c.rng = rng  # the simulate helpers draw from c.rng: make it per-rank so output is order-independent
     return c, rng
@@ -124,13 +142,18 @@ def calibrate(plan: Plan) -> int:
     """Steps per rank so the tree totals about plan.size bytes (measured on a sample of steps of rank 1)."""
     r = 1 % plan.ranks
     c, rng = _cluster(plan, r)
-    fixed = sum(len(x) + 1 for x in startup_lines(c, r, START, rng))
-    fixed += sum(len(x) + 1 for x in watchdog_tail(c, r, START, 1))
+    if plan.compact:
+        fixed = sum(len(x) + 1 for x in (*compact_startup(c, r), *compact_tail(c, r, START, 1)))
+    else:
+        fixed = sum(len(x) + 1 for x in startup_lines(c, r, START, rng))
+        fixed += sum(len(x) + 1 for x in watchdog_tail(c, r, START, 1))
+    if plan.survivors == "all":
+        fixed += len(_reset_by_peer(c, r, plan.victim, START)) + 1
     sample = 2000
     clock = FastClock(c, r)
     per_step = sum(len(step_line(c, r, s, rng, clock)) + 1 for s in range(sample)) / sample
     # rank 0 prints the full ring once per channel: NCCL's ring line grows with the world size
-    ring0 = CHANNELS * (5 * plan.ranks + 60)
+    ring0 = 0 if plan.compact else CHANNELS * (5 * plan.ranks + 60)
     nodes = max(1, plan.ranks // GPUS_PER_NODE)
     side = nodes * 2600  # dmesg + torchrun logs
     budget = plan.size - side - ring0 - plan.ranks * fixed
@@ -138,14 +161,16 @@ def calibrate(plan: Plan) -> int:
 
 
 def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_kill", victim: int | None = None,
-             jobs: int = 1, quiet: bool = False) -> dict[str, object]:
+             jobs: int = 1, quiet: bool = False, compact: bool = False, survivors: str = "ring") -> dict[str, object]:
     if not ranks >= 1:
         raise ValueError("ranks must be >= 1")
     if failure not in FAILURES:
         raise ValueError(f"failure must be one of {FAILURES}")
     if victim is None:
         victim = random.Random(f"victim:{seed}:{ranks}").randrange(ranks)
-    plan = Plan(str(out), ranks, size, seed, failure, victim)
+    if survivors not in SURVIVORS:
+        raise ValueError(f"survivors must be one of {SURVIVORS}")
+    plan = Plan(str(out), ranks, size, seed, failure, victim, compact=compact, survivors=survivors)
     plan.steps = calibrate(plan)
     plan.t_fail = (START + timedelta(seconds=60 + plan.steps * STEP_S + 1.3)).isoformat()
     logs = _logs(plan)
@@ -188,17 +213,24 @@ def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_ki
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.generate", description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path, help="output directory (logs go to OUT/logs, the answer to OUT/truth.json)")
-    p.add_argument("--ranks", type=int, default=64, help="world size, 8..4096 (8 ranks per node)")
+    p.add_argument("--ranks", type=int, default=64, help="world size (8 ranks per node); past ~8,192 ranks at "
+                   "200 MB use --compact")
     p.add_argument("--size", type=parse_size, default=parse_size("200MB"), help="total size, e.g. 10MB, 2GB")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--failure", choices=FAILURES, default="oom_kill")
     p.add_argument("--victim", type=int, default=None, help="the failing rank (default: chosen by the seed)")
     p.add_argument("--jobs", type=int, default=1, help="writer processes (output is identical for any value)")
+    p.add_argument("--compact", action="store_true", help="per rank only NCCL's identity lines, training steps and "
+                   "a two-line watchdog timeout (~0.8 KB of fixed lines a rank instead of ~6 KB): 131,072 ranks "
+                   "fit in 200 MB")
+    p.add_argument("--survivors", choices=SURVIVORS, default="ring", help="ranks that report the victim's lost "
+                   "connection (naming its address): its ring neighbours, or every other rank")
     a = p.parse_args(argv)
     if a.victim is not None and not 0 <= a.victim < a.ranks:
         p.error("--victim must be a rank in [0, ranks)")
     try:
-        truth = generate(a.out, a.ranks, a.size, a.seed, a.failure, a.victim, a.jobs)
+        truth = generate(a.out, a.ranks, a.size, a.seed, a.failure, a.victim, a.jobs, compact=a.compact,
+                         survivors=a.survivors)
     except FileExistsError as exc:
         p.error(str(exc))
     seconds, nbytes = truth["generate_seconds"], truth["bytes"]

@@ -38,6 +38,19 @@ class Plan:
     victim: int
     steps: int = 0
     t_fail: str = ""
+    compact: bool = False  # only the lines that say who is who and what failed: 131,072 ranks fit in 200 MB
+    survivors: str = "ring"  # who reports the victim's lost connection: its ring neighbours, or every rank
+
+
+def compact_startup(c: Cluster, r: int) -> Iterator[str]:
+    """NCCL's bootstrap address, the interface it uses, and the init line numbering the rank (~400 bytes)."""
+    init = _nccl_init(c, r)
+    yield from (init[0], init[2], init[-1])
+
+
+def compact_tail(c: Cluster, r: int, t: datetime, seq: int) -> Iterator[str]:
+    """The watchdog's timeout and its sequence-number line, without the teardown banner and C++ stack."""
+    yield from _watchdog(c, r, t, seq)[:2]
 
 
 
@@ -236,7 +249,7 @@ def watchdog_tail(c: Cluster, r: int, t: datetime, seq: int) -> Iterator[str]:
 
 
 def rank_lines(plan: Plan, c: Cluster, r: int, rng: random.Random, steps: int) -> Iterator[str]:
-    yield from startup_lines(c, r, START, rng)
+    yield from compact_startup(c, r) if plan.compact else startup_lines(c, r, START, rng)
     clock = FastClock(c, r)
     for s in range(steps):
         yield step_line(c, r, s, rng, clock)
@@ -247,9 +260,10 @@ def rank_lines(plan: Plan, c: Cluster, r: int, rng: random.Random, steps: int) -
         if plan.failure == "cuda_oom":
             yield from _cuda_oom(c, r, t_fail, rng)
         return
-    if r in ring:
+    if r in ring or plan.survivors == "all":
         yield _reset_by_peer(c, r, plan.victim, t_fail + timedelta(seconds=1 + rng.uniform(0, 0.5)))
-    yield from watchdog_tail(c, r, t_fail + timedelta(seconds=600 + rng.uniform(0, 2)), seq)
+    t_timeout = t_fail + timedelta(seconds=600 + rng.uniform(0, 2))
+    yield from compact_tail(c, r, t_timeout, seq) if plan.compact else watchdog_tail(c, r, t_timeout, seq)
 
 
 def dmesg_lines(plan: Plan, c: Cluster, node: int, steps: int, rng: random.Random) -> list[str]:
