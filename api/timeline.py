@@ -58,7 +58,10 @@ def _host_ranks(d: Diagnosis) -> dict[str, set[int]]:
 
 
 def _rows(d: Diagnosis, host_ranks: dict[str, set[int]]) -> Rows:
-    ranks = [e.rank for e in d.timeline if e.rank is not None] + [r for g in d.collateral for r in g.ranks]
+    # each group's highest rank: its last span's end (its listed ranks are only the lowest; past 64 runs of ranks
+    # the spans stop short too, and the lanes are drawn for the ranks they reach)
+    ranks = [e.rank for e in d.timeline if e.rank is not None] + [g.rank_spans[-1][1] for g in d.collateral
+                                                                   if g.rank_spans]
     if d.root_cause and d.root_cause.rank is not None:
         ranks.append(d.root_cause.rank)
     world = max(ranks, default=-1) + 1

@@ -20,7 +20,7 @@ from api.subscriptions import out
 from api.timeline import timeline_svg
 from catalog.loader import Catalog
 from schemas.errors import RetryableError, UsageError
-from schemas.text import rank_ranges
+from schemas.text import rank_ranges, spans_text
 from store.incidents import Store
 from store.offenders import offenders
 from store.queries import IncidentFilter, incident_detail, list_incidents, parse_since
@@ -36,6 +36,7 @@ def static_files() -> StaticFiles:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
     env.filters["ranks"] = rank_ranges
+    env.filters["rank_spans"] = lambda g: spans_text(g.rank_spans, g.rank_count)
     env.filters["when"] = lambda t: t.strftime("%Y-%m-%d %H:%M:%S") + "Z" if t else "no clock"
     env.filters["pct"] = lambda x: f"{x:.0%}" if x is not None else "-"
     return env

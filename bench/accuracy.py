@@ -113,7 +113,7 @@ def firstfault_call(truth: Truth, root: Path, metadata: bool) -> tuple[Call, Dia
     rc = d.root_cause
     if rc is None:
         return Call(None, None), d
-    collateral = {r for g in d.collateral for r in g.ranks} - ({rc.rank} if rc.rank is not None else set())
+    collateral = {r for g in d.collateral for r in g.spanned_ranks()} - ({rc.rank} if rc.rank is not None else set())
     return Call(rc.rank, rc.host, collateral, rc.signature or ""), d
 
 
@@ -131,7 +131,7 @@ def scenario_record(kind: str, seed: int, knobs: Knobs, metadata: bool, truth: T
         "evidence": len(rc.evidence) if rc else 0, "has_time": bool(rc and rc.time),
         "explanation_steps": len(rc.explanation) if rc else 0, "alternatives": alternatives,
         "margin": confidence - max((a.confidence for a in d.alternatives), default=0.0),
-        "collateral_ranks": len({r for g in d.collateral for r in g.ranks}),
+        "collateral_ranks": len({r for g in d.collateral for r in g.spanned_ranks()}),
         "truth": {"rank": truth.rank, "host": truth.host, "job_wide": truth.job_wide, "hint": truth.signature_hint},
         "right": correct(truth, calls["firstfault"]), "class_right": class_ok(truth, calls["firstfault"]),
         "baseline_right": correct(truth, calls["baseline"], any_name=True),

@@ -145,8 +145,8 @@ def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list
         g["n"].add(id(ev))
         repeats[ev.signature.id] += sum(f.repeats for f in ev.findings)  # lines a flood's scan left out
     out = [
-        CollateralGroup(signature=sig, ranks=sorted(int(r) for r in g["ranks"]),  # type: ignore[call-overload]
-                        hosts=sorted(str(h) for h in g["hosts"]), count=len(g["n"]) + repeats[sig])
+        CollateralGroup.of(sig, [int(r) for r in g["ranks"]],  # type: ignore[call-overload]
+                           [str(h) for h in g["hosts"]], len(g["n"]) + repeats[sig])
         for sig, g in groups.items()
     ]
     return sorted(out, key=lambda g: -g.count)

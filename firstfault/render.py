@@ -8,17 +8,12 @@ from rich.panel import Panel
 from rich.table import Table
 
 from schemas.diagnosis import CollateralGroup, Diagnosis
-from schemas.text import rank_ranges, suspect_line
+from schemas.text import collateral_where, suspect_line
 from schemas.text import who as _who
 
 
 def _collateral_line(g: CollateralGroup) -> str:
-    where = []
-    if g.ranks:
-        where.append(f"ranks {rank_ranges(g.ranks)}")
-    if g.hosts:
-        shown = ", ".join(g.hosts[:4]) + (f" +{len(g.hosts) - 4}" if len(g.hosts) > 4 else "")
-        where.append(f"hosts {shown}")
+    where = collateral_where(g)
     return f"{g.count}× {g.signature}" + (f"  ({'; '.join(where)})" if where else "")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from notifiers.redact import redact_incident
 from schemas.incident import Incident
-from schemas.text import rank_ranges, suspect_line
+from schemas.text import collateral_where, suspect_line
 
 Block = dict[str, Any]
 
@@ -151,10 +151,7 @@ def _collateral(incident: Incident) -> str | None:
         return None
     lines = []
     for g in groups:
-        where = [f"ranks {rank_ranges(g.ranks)}"] if g.ranks else []
-        if g.hosts:
-            more = f" +{len(g.hosts) - 4}" if len(g.hosts) > 4 else ""
-            where.append("hosts " + ", ".join(escape(h) for h in g.hosts[:4]) + more)
+        where = collateral_where(g, name=escape)
         lines.append(clip(f"{g.count}× `{escape(g.signature)}`  ({'; '.join(where)})", LINE_CHARS))
     return "*Collateral (consequences, not causes)*\n" + fit_lines(lines, PART_CHARS)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Collection, Iterable
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, model_validator
 
 # "suspects": a failure was found, but the evidence is too thin to name one initiator (calibrated confidence under
 # correlator.calibration.SUSPECTS_BELOW): root_cause holds the likeliest, `suspects` the ranked candidates.
@@ -45,11 +47,56 @@ class RootCause(BaseModel):
         return _iso(value)
 
 
+# A collateral group of a 131,072-rank job names every rank: listed whole, its ranks and hosts would be megabytes
+# of JSON in every stored revision. Past these bounds the lists hold the lowest ranks and the first hosts by name,
+# the counts say how many there are, and the spans say which ranks, as runs (the first MAX_RANK_SPANS of them).
+MAX_LISTED_RANKS = 1024
+MAX_LISTED_HOSTS = 256
+MAX_RANK_SPANS = 64
+
+
+def rank_spans(ranks: Iterable[int], limit: int = MAX_RANK_SPANS) -> list[tuple[int, int]]:
+    """[0, 1, 2, 3, 5, 7, 8, 9] -> [(0, 3), (5, 5), (7, 9)]: the first ``limit`` runs of consecutive ranks."""
+    spans: list[tuple[int, int]] = []
+    for rank in sorted(set(ranks)):
+        if spans and rank == spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], rank)
+        elif len(spans) == limit:
+            break
+        else:
+            spans.append((rank, rank))
+    return spans
+
+
 class CollateralGroup(BaseModel):
     signature: str
-    ranks: list[int] = Field(default_factory=list)
-    hosts: list[str] = Field(default_factory=list)
+    ranks: list[int] = Field(default_factory=list)  # the lowest MAX_LISTED_RANKS of them
+    hosts: list[str] = Field(default_factory=list)  # the first MAX_LISTED_HOSTS by name
     count: int
+    rank_count: int = 0  # how many ranks printed it (all of them, listed or not)
+    host_count: int = 0
+    rank_spans: list[tuple[int, int]] = Field(default_factory=list)  # the ranks as runs [first, last]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counted(cls, data: Any) -> Any:
+        """A group stored before the counts and spans existed listed every rank and host: derive them."""
+        if isinstance(data, dict):
+            ranks, hosts = data.get("ranks") or [], data.get("hosts") or []
+            data = {"rank_count": len(ranks), "host_count": len(hosts), "rank_spans": rank_spans(ranks), **data}
+        return data
+
+    @classmethod
+    def of(cls, signature: str, ranks: Collection[int], hosts: Collection[str], count: int) -> CollateralGroup:
+        """The group of everyone who printed ``signature``, its lists bounded."""
+        return cls(signature=signature, ranks=heapq.nsmallest(MAX_LISTED_RANKS, ranks),
+                   hosts=heapq.nsmallest(MAX_LISTED_HOSTS, hosts), count=count, rank_count=len(ranks),
+                   host_count=len(hosts), rank_spans=rank_spans(ranks))
+
+    def spanned_ranks(self) -> set[int]:
+        """Every rank listed or in a span: all of them unless there are more than MAX_LISTED_RANKS in more than
+        MAX_RANK_SPANS runs."""
+        return {*self.ranks, *(r for first, last in self.rank_spans for r in range(first, last + 1))}
 
 
 class TimelineEntry(BaseModel):

@@ -4,9 +4,9 @@ library (rich stays in the CLI)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from schemas.diagnosis import Suspect
+from schemas.diagnosis import CollateralGroup, Suspect
 
 
 def rank_ranges(ranks: Sequence[int]) -> str:
@@ -21,6 +21,24 @@ def rank_ranges(ranks: Sequence[int]) -> str:
         parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def spans_text(spans: Sequence[tuple[int, int]], total: int) -> str:
+    """[(0, 3), (5, 5)] -> '0-3,5', and how many of ``total`` ranks the spans leave out ('+12 more')."""
+    shown = ",".join(str(first) if first == last else f"{first}-{last}" for first, last in spans)
+    covered = sum(last - first + 1 for first, last in spans)
+    return shown + (f" +{total - covered} more" if total > covered else "")
+
+
+def collateral_where(g: CollateralGroup, hosts_shown: int = 4, name: Callable[[str], str] = str,
+                     runs_shown: int = 16) -> list[str]:
+    """Where a collateral group was printed: its first runs of ranks, its first hosts, and how many more of each
+    (``name`` escapes a host for the renderer). At most a line or two whatever the job's size."""
+    where = [f"ranks {spans_text(g.rank_spans[:runs_shown], g.rank_count)}"] if g.rank_count else []
+    if g.host_count:
+        more = f" +{g.host_count - hosts_shown}" if g.host_count > hosts_shown else ""
+        where.append("hosts " + ", ".join(name(h) for h in g.hosts[:hosts_shown]) + more)
+    return where
 
 
 def who(rank: int | None, host: str | None) -> str:

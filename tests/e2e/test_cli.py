@@ -33,8 +33,9 @@ def test_diagnose_json_follows_the_contract() -> None:
     assert rc["rank"] == 37 and rc["host"] == "node004"
     assert all(set(e) == {"source", "line", "text"} for e in rc["evidence"])
     assert {e["role"] for e in d["timeline"]} <= {"initiating", "collateral", "context"}
-    for group in d["collateral"]:
-        assert set(group) == {"signature", "ranks", "hosts", "count"}
+    for group in d["collateral"]:  # the counts and spans extend it; the older keys are all still there
+        assert set(group) == {"signature", "ranks", "hosts", "count", "rank_count", "host_count", "rank_spans"}
+        assert group["rank_count"] == len(group["ranks"]) and group["host_count"] == len(group["hosts"])
     assert d["fix"] and d["verification"]
 
 
