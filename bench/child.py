@@ -74,12 +74,12 @@ class TreeMemory:
 
 
 def run_child(cmd: list[str], stdout: Any = subprocess.DEVNULL, stdout_path: Path | None = None,
-              env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], Any]:
+              env: Mapping[str, str] | None = None, cwd: Path = ROOT) -> tuple[dict[str, Any], Any]:
     """Run ``cmd``; returns its output, exit code, the peak RSS and PSS of its process tree, and its rusage
     (os.wait4: the CPU time of that child and of the workers it reaped, not of every child of this process)."""
     out_fh = stdout_path.open("wb") if stdout_path else None
     with tempfile.TemporaryFile() as err_fh:
-        proc = subprocess.Popen(cmd, stdout=out_fh or stdout, stderr=err_fh, cwd=ROOT,
+        proc = subprocess.Popen(cmd, stdout=out_fh or stdout, stderr=err_fh, cwd=cwd,
                                 env=dict(env) if env is not None else None)
         memory = TreeMemory(proc.pid)
         out = proc.stdout.read() if proc.stdout is not None else b""

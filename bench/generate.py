@@ -87,14 +87,25 @@ def human(n: float) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _base_cluster(ranks: int, seed: int) -> Cluster:
+def _base_cluster(ranks: int, seed: int, unique_pids: bool = False) -> Cluster:
     """The job's cluster, drawn once per process: drawing it (a pid for every rank) for each rank's file made
-    writing quadratic in ranks (16,384 ranks: 148 s for 200 MB)."""
-    return Cluster(ranks, seed)
+    writing quadratic in ranks (16,384 ranks: 148 s for 200 MB).
+
+    ``unique_pids``: no two ranks of a node share a pid, as on a real node. Drawn independently, some node of a job
+    of thousands of ranks has two processes of one pid, and the correlator then reads those ranks' lines as
+    torchrun's local-rank prefixes (a rebuild of every identity map that only such a job pays)."""
+    c = Cluster(ranks, seed)
+    if unique_pids:
+        taken: set[tuple[str, int]] = set()
+        for r in range(ranks):
+            while (c.host(r), c.pids[r]) in taken:
+                c.pids[r] = 20000 + (c.pids[r] - 20000 + 1) % 60000
+            taken.add((c.host(r), c.pids[r]))
+    return c
 
 
 def _cluster(plan: Plan, rank: int | None) -> tuple[Cluster, random.Random]:
-    c = copy.copy(_base_cluster(plan.ranks, plan.seed))  # its pids and skews are shared, read only
+    c = copy.copy(_base_cluster(plan.ranks, plan.seed, plan.compact))  # its pids and skews are shared, read only
     rng = random.Random(f"{plan.seed}:{rank}")
     c.rng = rng  # the simulate helpers draw from c.rng: make it per-rank so output is order-independent
     return c, rng
@@ -195,7 +206,7 @@ def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_ki
     elapsed = time.perf_counter() - t0
     if not quiet and sys.stderr.isatty():
         sys.stderr.write("\n")
-    c = Cluster(ranks, seed)
+    c = _base_cluster(ranks, seed, compact)
     truth: dict[str, object] = {
         **asdict(plan),
         "scenario": f"bench_{failure}",
