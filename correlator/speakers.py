@@ -169,7 +169,9 @@ def folder_host(path: str) -> str | None:
 def _local_from_folders(head: str) -> int | None:
     """torchrun --log-dir files each worker's output under <run id>/attempt_<n>/<local rank>/ (torch/distributed/
     elastic/multiprocessing/api.py, DefaultLogsSpecs.reify): that folder is the LOCAL rank."""
-    parts = PurePath(head).parts if head else ()
+    if "attempt_" not in head:  # splitting the path (pathlib) for every source was a tenth of correlating
+        return None
+    parts = PurePath(head).parts
     if len(parts) >= 2 and parts[-1].isdecimal() and _ATTEMPT.match(parts[-2]):
         return int(parts[-1])
     return None
