@@ -1,6 +1,7 @@
 """Realistic multi-rank training logs of any size, with one planted failure cascade, for benchmarks.
 
     python -m bench.generate OUT --ranks 64 --size 200MB --seed 1 [--failure oom_kill|cuda_oom] [--jobs 2]
+    python -m bench.generate OUT --ranks 512 --size 400MB --single-file    # one srun -l slurm-JOBID.out
 
 Layout (``firstfault diagnose OUT/logs`` reads it as a job directory)::
 
@@ -14,6 +15,11 @@ the watchdog's timeout and sequence-number lines (~0.8 KB a rank where the full 
 fixed total size holds 131,072 ranks (bench/sweep.py). ``--survivors all`` has every rank, not only the victim's
 ring neighbours, report the lost connection naming the victim's address (each such line asks which ranks live on
 that host).
+
+With ``--single-file`` the same rank logs go into one ``OUT/logs/slurm-881234.out`` as ``srun -l`` writes it: every
+line labelled with its task (``%*d: ``, the global rank), the ranks' lines interleaved in turn (one line of each,
+as they print in step), no kernel or torchrun log (srun collects neither), and srun's own exit line for the victim
+at the end. That is the input the single-file split (scan/split.py) is for.
 
 Each rank log is: start-up noise (UserWarnings, c10d socket warning, NCCL INFO bootstrap/ring/channel lines),
 then N training steps (step/loss lines, data-loader lines, repeated UserWarning/FutureWarning/DeprecationWarning
@@ -59,6 +65,7 @@ from bench.loglines import (
     watchdog_tail,
 )
 from simulate import GPUS_PER_NODE, START, Cluster, _reset_by_peer
+from simulate.hostile_lines import srun_exit
 
 FLUSH_BYTES = 1 << 18  # bytes buffered per file before a write
 SURVIVORS = ("ring", "all")
@@ -149,6 +156,37 @@ def write_node(plan: Plan, node: int) -> int:
             + _write_lines(d / "torchrun.log", iter(agent_lines(plan, c, node, plan.steps, rng))))
 
 
+SINGLE_FILE = "slurm-881234.out"
+
+
+def write_single(plan: Plan) -> int:
+    """Every rank's lines in one srun -l output file, interleaved a line of each rank in turn."""
+    width = len(str(max(0, plan.ranks - 1)))
+    streams = []
+    for r in range(plan.ranks):
+        c, rng = _cluster(plan, r)
+        streams.append((f"{r:>{width}}: ", rank_lines(plan, c, r, rng, plan.steps)))
+
+    def interleaved() -> Iterator[str]:
+        live = streams
+        while live:
+            still = []
+            for label, lines in live:
+                line = next(lines, None)
+                if line is None:
+                    continue
+                still.append((label, lines))
+                yield label + line.replace("\n", "\n" + label)
+            live = still
+        if plan.failure == "oom_kill":  # the kernel's kill reaches srun's output only as the task's end
+            c = Cluster(plan.ranks, plan.seed)
+            yield srun_exit(c.host(plan.victim), [plan.victim], -9)
+
+    logs = _logs(plan)
+    logs.mkdir(parents=True, exist_ok=True)
+    return _write_lines(logs / SINGLE_FILE, interleaved())
+
+
 def calibrate(plan: Plan) -> int:
     """Steps per rank so the tree totals about plan.size bytes (measured on a sample of steps of rank 1)."""
     r = 1 % plan.ranks
@@ -172,7 +210,8 @@ def calibrate(plan: Plan) -> int:
 
 
 def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_kill", victim: int | None = None,
-             jobs: int = 1, quiet: bool = False, compact: bool = False, survivors: str = "ring") -> dict[str, object]:
+             jobs: int = 1, quiet: bool = False, compact: bool = False, survivors: str = "ring",
+             single_file: bool = False) -> dict[str, object]:
     if not ranks >= 1:
         raise ValueError("ranks must be >= 1")
     if failure not in FAILURES:
@@ -191,7 +230,9 @@ def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_ki
     t0 = time.perf_counter()
     nodes = max(1, (ranks + GPUS_PER_NODE - 1) // GPUS_PER_NODE)
     total = 0
-    if jobs > 1:
+    if single_file:
+        total = write_single(plan)
+    elif jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
@@ -201,7 +242,7 @@ def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_ki
             total += write_rank(plan, r)
             if not quiet and sys.stderr.isatty():
                 sys.stderr.write(f"\r  rank {r + 1}/{ranks}  {human(total)}")
-    for n in range(nodes):
+    for n in range(0 if single_file else nodes):
         total += write_node(plan, n)
     elapsed = time.perf_counter() - t0
     if not quiet and sys.stderr.isatty():
@@ -214,7 +255,7 @@ def generate(out: Path, ranks: int, size: int, seed: int, failure: str = "oom_ki
         "signature_hint": "oom",
         "logs": str(logs),
         "bytes": total,
-        "files": ranks + 2 * nodes,
+        "files": 1 if single_file else ranks + 2 * nodes,
         "generate_seconds": round(elapsed, 2),
     }
     (out / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
@@ -236,12 +277,14 @@ def main(argv: list[str] | None = None) -> int:
                    "fit in 200 MB")
     p.add_argument("--survivors", choices=SURVIVORS, default="ring", help="ranks that report the victim's lost "
                    "connection (naming its address): its ring neighbours, or every other rank")
+    p.add_argument("--single-file", action="store_true",
+                   help=f"every rank in one srun -l file, OUT/logs/{SINGLE_FILE} (--jobs is then unused)")
     a = p.parse_args(argv)
     if a.victim is not None and not 0 <= a.victim < a.ranks:
         p.error("--victim must be a rank in [0, ranks)")
     try:
         truth = generate(a.out, a.ranks, a.size, a.seed, a.failure, a.victim, a.jobs, compact=a.compact,
-                         survivors=a.survivors)
+                         survivors=a.survivors, single_file=a.single_file)
     except FileExistsError as exc:
         p.error(str(exc))
     seconds, nbytes = truth["generate_seconds"], truth["bytes"]

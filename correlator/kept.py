@@ -109,6 +109,43 @@ class KeptContext:
                 self.add(_new_tuple(ContextRecord, (kind, captures, source, line_no, who, time, text, 1)), row,
                          at + k)
 
+    def merge(self, later: KeptContext, lines_before: int, position_base: int) -> bool:
+        """Take in what ``later`` kept of the part of this source that follows the part this one was given, as if
+        this one had been given the lines of both: ``later``'s line numbers count from ``lines_before`` on, its
+        positions from ``position_base`` (above any of this one's). False, and nothing taken, where that cannot be
+        exact: ``later`` dropped error rows past its own MAX_ERROR_ROWS, some of which this one may hold."""
+        if later.errors_dropped:
+            return False
+        error_rows = {id(first): (row, seen) for row, (first, seen) in later._errors.items()}
+        folded_rows = {id(first): row for row, first in later._first.items()}
+        for position, rec in later._kept:
+            position += position_base
+            if (error := error_rows.get(id(rec))) is not None:
+                row, seen = error
+                if (known := self._errors.get(row)) is not None:
+                    known[1] += seen
+                elif len(self._errors) < MAX_ERROR_ROWS:
+                    self.add(_later(rec, lines_before), row, position)
+                    self._errors[row][1] = seen
+                else:
+                    self.errors_dropped += seen
+                continue
+            folded = folded_rows.get(id(rec))
+            if folded is None:  # a record kept whole
+                self.add(_later(rec, lines_before), None, position)
+                continue
+            row = folded
+            local = position - position_base
+            at, line_no, time, text = later._last.get(row) or (local, rec.line_no, rec.time, rec.text)
+            if row not in self._first:
+                self.add(_later(rec, lines_before), row, position)
+                if at == local:  # seen once in ``later``: no latest occurrence to keep
+                    continue
+            elif rec.kind in FIRST_ONLY_KINDS:
+                continue
+            self._last[row] = (at + position_base, line_no + lines_before, time, text)
+        return True
+
     def records(self) -> list[ContextRecord]:
         counted = {id(first): seen for first, seen in self._errors.values() if seen > 1}
         kept = [(pos, rec if id(rec) not in counted else rec._replace(repeats=counted[id(rec)]))
@@ -135,6 +172,10 @@ def _native_keep_line() -> Callable[..., None] | None:
 
 # keep_line(kept, contexts, source, line_no, who, time, text, at): KeptContext.keep_line, in C where it is built
 keep_line: Callable[..., None] = _native_keep_line() or KeptContext.keep_line
+
+
+def _later(rec: ContextRecord, lines_before: int) -> ContextRecord:
+    return rec._replace(line_no=rec.line_no + lines_before) if lines_before else rec
 
 
 def _moved(rec: ContextRecord, line_no: int, time: datetime | None, text: str) -> ContextRecord:

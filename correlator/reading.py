@@ -17,17 +17,16 @@ from catalog.lines import count_newlines
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
 from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
 from correlator.continuation import MAX_EVENT_GAP, lines_between_continue
-from correlator.floods import Fate, Floods
+from correlator.held import SAID_MEMO, HeldFindings, SignatureLine
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row, keep_line
 from correlator.speakers import PDSH_NOT_HOST, Who, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
 from correlator.templates import shape
 from correlator.timestamps import STAMP_MEMO, Stamp, glog_stamps, parse_timestamp
-from schemas.findings import Finding, Role, Speaker
+from schemas.findings import Finding
 
 MAX_CARRY = 1 << 20
 _latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
-SAID_MEMO = 4096  # distinct lines remembered per source
 
 
 @dataclass
@@ -116,9 +115,10 @@ class SourceScanner:
 
     With ``fold_context``, for a diagnosis, repeats are kept once: an errorish line per (speaker, template,
     gravity, catalogued), with its count (see MAX_ERROR_ROWS); a context-role finding that makes an event of its
-    own (nothing before or after it joined it), per (signature, speaker, template). The correlator weighs each
-    error template once and drops such events, so the diagnosis is the same (tested against an unfolded scan),
-    and a warning printed every step no longer grows memory. ``firstfault match`` keeps every finding.
+    own (nothing before or after it joined it), per (signature, speaker, template): see HeldFindings. The
+    correlator weighs each error template once and drops such events, so the diagnosis is the same (tested against
+    an unfolded scan), and a warning printed every step no longer grows memory. ``firstfault match`` keeps every
+    finding.
     """
 
     def __init__(self, matcher: Matcher, source: str, base: Who, year: int, order_base: int = 0,
@@ -128,27 +128,18 @@ class SourceScanner:
         self._year = year
         self._carry = b""
         self._line_no = 1  # number of the first line in the next buffer
-        self._order = order_base
-        self._last_event: tuple[int, Who] | None = None  # (line_no, who) of the last finding
-        self._event_start = 0
         # Logs repeat lines verbatim (the same warning every step): a distinct line's speaker, time and fold rows
         # are read once, and its records share one copy of its text.
         self._plans: dict[tuple[str, str | None], _Plan] = {}
         self.result = SourceResult(source)
         self._context = KeptContext()
         self._structured = Sniffer(source, base.rank)
-        self._fold_context = fold_context
-        self._context_rows: set[tuple[Any, ...]] = set()  # context-role rows seen in this source
-        self._floods = Floods()  # the bound on a failure line printed thousands of times (see floods.py)
-        # A repeated context-role finding's facts (LineMatch, line_no, stamp, who, order): kept if the next
-        # finding joins its event.
-        self._pending: tuple[LineMatch, int, Stamp | None, Who, int] | None = None
+        self._held = HeldFindings(source, order_base, fold_context, self.result.findings)
         self._lines: Memo = {}  # the matcher's memo of this source's repeated lines
         # id of a memo's LineMatch -> [it, its plan, repeats in this buffer not yet counted, the latest one's start
         # and end]: filled in by the matcher's C loop, which leaves those lines out (see Matcher.spans), else here.
         self._inert: dict[int, list[Any]] = {}
         self._buffer_no = 0
-        self._speakers: dict[Who, Speaker] = {}  # frozen: shared by the findings of one speaker
         self._whos: dict[Who, Who] = {}  # each speaker's one Who
         self._errorish = _errorish_folded if fold_context else _errorish_whole  # a function: no cycle to self
         # What the C plan_for reads and fills in (see catalog/_linescan_plan.h for the order), once per source.
@@ -174,9 +165,7 @@ class SourceScanner:
         if self._carry:
             self._process(self._carry, advance=True)
             self._carry = b""
-        if self._pending is not None:  # the next shard's first finding may continue its event: keep it
-            self.result.findings.append(self._finding(*self._pending))
-            self._pending = None
+        self._held.finish()
         if found := self._structured.finish():
             self.result.structured.append(found)
         self.result.context = self._context.records()
@@ -255,70 +244,20 @@ class SourceScanner:
             time = stamp.time if stamp else None
             at = (self._buffer_no << 40 | start) << 4  # _position(start, 0): the line's records follow it
             keep_line(self._context, plan.contexts, self.result.source, line_no, who, time, plan.own_text(raw), at)
-            if owner is None and lm.signature is None and plan.folded_only:
-                # From now on this exact line only repeats rows kept already: the cheap path takes it.
+            if lm.signature is None and plan.folded_only and not lm.text[:1].isspace():
+                # From now on this exact line only repeats rows kept already: the cheap path takes it. Not an
+                # indented line: its speaker may be another line's (its owner), which the cheap path never reads;
+                # had one such line's plan been kept, the line's speaker would depend on what this scanner read
+                # before (a first copy at a buffer's start, with no owner), not on the line and the ones above it.
                 if len(self._inert) >= SAID_MEMO:
                     self._inert.clear()
                 self._inert[id(lm)] = [lm, plan, 0, 0, 0]
-        if lm.signature is None:
-            return
-        sig = lm.signature
-        if self._continues_event(buffer, start, line_no, who):
-            event = self._event_start
-        else:
-            event = self._event_start = line_no
-        self._last_event = (line_no, who)
-        self._order += 1
-        pending, self._pending = self._pending, None
-        if pending is not None and event == pending[1]:
-            self.result.findings.append(self._finding(*pending))  # it began a traceback or message after all
-            self._floods.held_kept()
-        elif pending is not None:
-            self._floods.held_dropped()
-        facts = (lm, line_no, stamp, who, self._order)
-        if self._fold_context and sig.role is Role.CONTEXT and event == line_no:
-            row = (sig.id, who, shape(plan.text)[0])
-            if row in self._context_rows:
-                self._pending = facts  # built into a Finding only if the next finding joins its event
-                return
-            if len(self._context_rows) < SAID_MEMO:
-                self._context_rows.add(row)
-        elif self._fold_context and (fate := self._floods.fate(sig.id, event, line_no, who, plan.text,
-                                                               lm.fields)) is not Fate.KEEP:
-            if fate is Fate.HOLD:
-                self._pending = facts
-            return
-        self.result.findings.append(finding := self._finding(*facts, event))
-        self._floods.kept(finding)
+        if lm.signature is not None:
+            self._signature_line(buffer, start, (lm.signature, lm.text, lm.fields, plan.text, line_no, stamp, who))
 
-    def _finding(self, lm: LineMatch, line_no: int, stamp: Stamp | None, who: Who, order: int,
-                 event: int | None = None) -> Finding:
-        assert lm.signature is not None
-        sig = lm.signature
-        return Finding(  # not validated: a test checks that the scanner's findings validate back to themselves
-            signature=sig.id,
-            generic=sig.generic,
-            role=sig.role,
-            source=self.result.source,
-            line_no=line_no,
-            text=lm.text.strip(),
-            speaker=self._speaker(who),
-            time=stamp.time if stamp else None,
-            clock=stamp.clock if stamp else None,
-            fields=dict(lm.fields),  # its own: the memo's LineMatch keeps the other
-            order=order,
-            event=line_no if event is None else event,
-        )
-
-    def _speaker(self, who: Who) -> Speaker:
-        """One Speaker per speaker of the source: a rank's findings share it, and the pool pickles it once."""
-        speaker = self._speakers.get(who)
-        if speaker is None:
-            if len(self._speakers) >= SAID_MEMO:
-                self._speakers.clear()
-            speaker = self._speakers[who] = Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device,
-                                                    local_rank=who.local_rank)
-        return speaker
+    def _signature_line(self, buffer: bytes, start: int, line: SignatureLine) -> None:
+        """A line that matched a signature, at ``start`` in ``buffer``: to the findings (see HeldFindings)."""
+        self._held.add(line, self._continues_event(buffer, start, line[4], line[6]))
 
     def _plan_for(self, lm: LineMatch, owner: str | None, raw: bytes) -> _Plan:
         """Who said the line, when, its text as records keep it, and the fold row of each context record: the
@@ -352,9 +291,9 @@ class SourceScanner:
         return plan
 
     def _continues_event(self, buffer: bytes, start: int, line_no: int, who: Who) -> bool:
-        if self._last_event is None:
+        if self._held.last_event is None:
             return False
-        last_line, last_who = self._last_event
+        last_line, last_who = self._held.last_event
         gap = line_no - last_line
         if gap <= 0 or gap > MAX_EVENT_GAP or last_who != who:
             return False

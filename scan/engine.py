@@ -20,6 +20,7 @@ from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS, CONTEXT_PREFI
 from correlator.diagnose import diagnose
 from correlator.reading import SourceResult
 from scan.source import order_base, scan_source
+from scan.split import scan_split, split_workers
 from schemas import findings
 from schemas.diagnosis import Diagnosis
 from sources.files import Source, chunks
@@ -95,6 +96,10 @@ def pool_size(sources: list[Source], jobs: int | None) -> int:
 def scan_sources(matcher: Matcher, sources: list[Source], year: int,
                  progress: Callable[[int], None] | None = None, jobs: int | None = 1) -> Scan:
     """Scan every source, in one process or (``jobs``: see pool_size) in a pool; the results are the same."""
+    if len(sources) == 1 and (split := split_workers(sources[0], jobs)) > 1:
+        result = scan_split(matcher, sources[0], year, order_base(0), split, progress)
+        if result is not None:
+            return Scan([result], result.bytes)
     workers = pool_size(sources, jobs)
     if workers > 1:
         from scan.pool import scan_in_pool  # multiprocessing only when a pool runs: `diagnose` starts sooner
