@@ -46,7 +46,7 @@ def export_patterns(patterns: Sequence[str], rg: str | None, dest: Path) -> dict
 
 
 def run_rg(rg: str, pattern_file: Path, target: Sequence[Path], threads: int | None) -> dict[str, Any]:
-    cmd = [rg, *RG_FLAGS, "-c", "-f", str(pattern_file)]
+    cmd = [rg, *RG_FLAGS, "--with-filename", "-c", "-f", str(pattern_file)]  # path:count, for one file too
     if threads:
         cmd += ["-j", str(threads)]
     p, usage = run_child([*cmd, *map(str, target)], stdout=subprocess.PIPE)

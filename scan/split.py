@@ -41,7 +41,8 @@ from correlator.reading import SourceResult, SourceScanner
 from correlator.speakers import who_from_path
 from correlator.structured import Sniffer, looks_like_job
 from schemas.errors import UsageError
-from sources.files import CHUNK, Source
+from sources.files import CHUNK, Source, _read_errors
+from sources.ranges import ZSTD_SUFFIXES, RangeReader, range_reader
 
 SPLIT_MIN_BYTES = 64 << 20  # below this a file is scanned in under half a second: forking and merging cost more
 PIECES_PER_WORKER = 4  # a worker that finishes early takes another piece
@@ -67,56 +68,53 @@ class PieceResult:
     kept: KeptContext
 
 
-def splittable(source: Source) -> bool:
-    """A plain file on disk: compressed streams are read from their start, and stdin once."""
-    if source.path is None or not os.path.isfile(source.path):
-        return False
-    return os.path.splitext(os.fspath(source.path))[1] not in (".gz", ".zst", ".zstd")
-
-
 def split_workers(source: Source, jobs: int | None) -> int:
-    """How many processes scan ``source`` in pieces: 1 (do not split) for a file under SPLIT_MIN_BYTES or
-    compressed, one core, or no fork."""
-    if not splittable(source) or not hasattr(os, "fork"):
-        return 1
+    """How many processes scan ``source`` in pieces: 1 (do not split) for one core, no fork, stdin, a stream read
+    from its start (gzip; zstd in one frame or without frame sizes: sources/ranges.py) or less than
+    SPLIT_MIN_BYTES to scan."""
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return jobs if jobs > 1 and source.length() >= SPLIT_MIN_BYTES else 1
+    if jobs < 2 or source.path is None or not hasattr(os, "fork"):
+        return 1
+    if os.path.splitext(os.fspath(source.path))[1] not in ZSTD_SUFFIXES and source.length() < SPLIT_MIN_BYTES:
+        return 1  # a plain file's size is known without opening it: most files stop here
+    found = range_reader(os.fspath(source.path))
+    return jobs if found is not None and found[1] >= SPLIT_MIN_BYTES else 1
 
 
-def pieces(fd: int, size: int, count: int, block: int = CHUNK) -> list[Piece]:
+def pieces(reader: RangeReader, size: int, count: int, block: int = CHUNK) -> list[Piece]:
     """About ``count`` pieces of a file of ``size`` bytes, cut where a single reader's buffers begin (``block``)."""
     step = max(1, -(-size // (count * block))) * block  # a whole number of blocks per piece
     starts = [0]
     for cut in range(step, size, step):
-        start = _buffer_start(fd, cut, block)
+        start = _buffer_start(reader, cut, block)
         if start is not None and start > starts[-1] and start < size:
             starts.append(start)
     ends = [*starts[1:], size]
     return [Piece(i, start, end) for i, (start, end) in enumerate(zip(starts, ends, strict=True))]
 
 
-def _buffer_start(fd: int, cut: int, block: int) -> int | None:
+def _buffer_start(reader: RangeReader, cut: int, block: int) -> int | None:
     """Where a single reader's buffer begins that holds the block ending at ``cut``'s successor: just after the last
     newline in the block that ends at ``cut``; None when that block holds no newline (its lines run on)."""
     end = cut
     while end > cut - block:
         begin = max(cut - block, end - _BACK)
-        found = os.pread(fd, end - begin, begin).rfind(b"\n")
+        found = reader.pread(end - begin, begin).rfind(b"\n")
         if found >= 0:
             return begin + found + 1
         end = begin
     return None
 
 
-def _blocks(fd: int, piece: Piece, block: int) -> Iterator[bytes]:
+def _blocks(reader: RangeReader, piece: Piece, block: int) -> Iterator[bytes]:
     """A piece's bytes as a single reader is given them: the single reader holds the piece's first bytes, to the
     end of their block, as the carry it puts before the next block, so the first read here runs to that next
     block's end; then whole blocks, the last cut at the piece's end."""
     at = piece.start
     stop = (-(-at // block) + 1) * block
     while at < piece.end:
-        data = os.pread(fd, min(stop, piece.end) - at, at)
+        data = reader.pread(min(stop, piece.end) - at, at)
         if not data:
             return
         yield data
@@ -163,17 +161,20 @@ class _PieceScanner(SourceScanner):
 def scan_piece(matcher: Matcher, name: str, path: str, year: int, block: int, piece: Piece) -> PieceResult:
     """One piece of the file at ``path`` (named ``name``), read as a single reader of ``block`` bytes reads it."""
     scanner = _PieceScanner(matcher, name, year)
+    found = range_reader(path)
+    if found is None:
+        raise UsageError(f"{name}: can no longer be read in pieces (changed while it was read?)")
     try:
-        fd = os.open(path, os.O_RDONLY)
+        reader = found[0]()
     except OSError as exc:
         raise UsageError(f"{name}: {exc.strerror or exc}") from exc
     try:
-        for data in _blocks(fd, piece, block):
+        for data in _blocks(reader, piece, block):
             scanner.feed(data)
-    except OSError as exc:
+    except _read_errors() as exc:
         raise UsageError(f"{name}: cannot read: {exc}") from exc
     finally:
-        os.close(fd)
+        reader.close()
     return scanner.piece_result(piece.index)
 
 
@@ -207,9 +208,8 @@ def merge(matcher: Matcher, name: str, order_base: int, parts: Iterator[PieceRes
     return SourceResult(name, held.finish(), kept.records(), lines, size)
 
 
-def _structured_head(path: str) -> bool:
-    with open(path, "rb") as fh:
-        head = fh.read(1 << 16)
+def _structured(reader: RangeReader) -> bool:
+    head = reader.pread(1 << 16, 0)
     return looks_like_dump(head) or looks_like_job(head)
 
 
@@ -220,13 +220,16 @@ def scan_split(matcher: Matcher, source: Source, year: int, order_base: int, wor
     (a structured file, a file of one piece, a piece past MAX_ERROR_ROWS): then one process scans it."""
     assert source.path is not None
     path = os.fspath(source.path)
-    if _structured_head(path):
+    found = range_reader(path)
+    if found is None:
         return None
-    fd = os.open(path, os.O_RDONLY)
+    reader = found[0]()
     try:
-        plan = pieces(fd, os.fstat(fd).st_size, workers * per_worker, block)
+        if _structured(reader):
+            return None
+        plan = pieces(reader, found[1], workers * per_worker, block)
     finally:
-        os.close(fd)
+        reader.close()
     if len(plan) < 2:
         return None
     _shared.update(matcher=matcher, name=source.name, path=path, year=year, block=block)

@@ -61,8 +61,30 @@ def unended_frame(fh: BinaryIO) -> str | None:
             return problem
 
 
-def _skip_frame(fh: BinaryIO, end: int) -> str | None:
-    """Past one frame whose magic number was read: its header, its blocks, its checksum."""
+def frame_table(fh: BinaryIO) -> list[tuple[int, int | None]] | None:
+    """Each zstd frame's offset in ``fh`` and the size of what it decompresses to, where its header says (None
+    where not: a stream compressed from a pipe); skippable frames left out. None for data that is not whole
+    frames. Headers and block headers are read, nothing is decompressed."""
+    end = fh.seek(0, os.SEEK_END)
+    fh.seek(0)
+    table: list[tuple[int, int | None]] = []
+    while (at := fh.tell()) < end:
+        magic = int.from_bytes(fh.read(4), "little")
+        if magic & ~0xF == _SKIPPABLE_MAGIC:
+            size = fh.read(4)
+            if len(size) < 4 or fh.seek(int.from_bytes(size, "little"), os.SEEK_CUR) > end:
+                return None
+            continue
+        found: list[int | None] = []
+        if magic != _FRAME_MAGIC or _skip_frame(fh, end, found) is not None:
+            return None
+        table.append((at, found[0]))
+    return table
+
+
+def _skip_frame(fh: BinaryIO, end: int, content: list[int | None] | None = None) -> str | None:
+    """Past one frame whose magic number was read: its header, its blocks, its checksum. The size its header
+    gives what it decompresses to (None if none) is appended to ``content``."""
     cut = "zstd data ends inside a frame (truncated?)"
     descriptor = fh.read(1)
     if not descriptor:
@@ -70,9 +92,14 @@ def _skip_frame(fh: BinaryIO, end: int) -> str | None:
     flags = descriptor[0]
     single_segment = flags >> 5 & 1
     content_size = _CONTENT_SIZE_BYTES[flags >> 6] or single_segment
-    header = (1 - single_segment) + _DICT_ID_BYTES[flags & 3] + content_size
+    header = (1 - single_segment) + _DICT_ID_BYTES[flags & 3]
     if fh.seek(header, os.SEEK_CUR) > end:
         return cut
+    stored = fh.read(content_size)
+    if len(stored) < content_size:
+        return cut
+    if content is not None:  # RFC 8878 3.1.1.1.4: a two-byte size is stored less 256
+        content.append(int.from_bytes(stored, "little") + (256 if content_size == 2 else 0) if stored else None)
     while True:
         head = fh.read(3)
         if len(head) < 3:

@@ -5,7 +5,7 @@ size: where its buffers begin is where the pieces may begin (see scan/split.py).
 
 from __future__ import annotations
 
-import os
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from scan import split
 from scan.engine import default_matcher, scan_source, scan_sources
 from simulate import SCENARIOS, Knobs, generate
 from sources.files import Source, chunks
+from sources.ranges import range_reader
 
 YEAR = 2026
 CORPUS = corpus_dir()
@@ -49,11 +50,13 @@ def _one(path: Path, block: int) -> SourceResult:
 
 
 def _pieces(path: Path, block: int, count: int = 1 << 20) -> list[split.Piece]:
-    fd = os.open(path, os.O_RDONLY)
+    found = range_reader(str(path))
+    assert found is not None
+    reader = found[0]()
     try:
-        return split.pieces(fd, os.fstat(fd).st_size, count, block)
+        return split.pieces(reader, found[1], count, block)
     finally:
-        os.close(fd)
+        reader.close()
 
 
 def _split_here(path: Path, block: int) -> SourceResult:
@@ -132,6 +135,20 @@ def test_every_real_log_and_all_of_them_in_one_file(tmp_path: Path) -> None:
     _assert_same(joined, 2048)
 
 
+def _frames(data: bytes, size: int) -> bytes:
+    """zstd frames of ``size`` bytes each, with their sizes in their headers (as pzstd and python-zstandard write)."""
+    import zstandard
+
+    return b"".join(zstandard.ZstdCompressor().compress(data[k : k + size]) for k in range(0, len(data), size))
+
+
+def test_a_zstd_file_of_many_frames_is_cut_inside_them(tmp_path: Path) -> None:
+    generate("cuda_oom", tmp_path, 7, Knobs(world_size=16, interleaved=True, launcher_reports=True))
+    packed = tmp_path / "slurm-3.out.zst"
+    packed.write_bytes(_frames((tmp_path / "job.log").read_bytes(), 3001))  # frames end off the blocks' ends
+    _assert_same(packed, 1024)
+
+
 def test_the_engine_splits_a_large_file_in_a_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from bench.generate import SINGLE_FILE
     from bench.generate import generate as generate_bench
@@ -148,14 +165,31 @@ def test_the_engine_splits_a_large_file_in_a_pool(tmp_path: Path, monkeypatch: p
     assert _diagnosis(pieces.results[0]) == _diagnosis(one.results[0])
 
 
+def _unsized_frame(data: bytes) -> bytes:
+    """A zstd frame as a compressor fed from a pipe writes it: no size in its header."""
+    import zstandard
+
+    stream = zstandard.ZstdCompressor().compressobj()
+    return stream.compress(data) + stream.flush()
+
+
 def test_what_is_not_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zstandard
+
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
-    plain, packed = tmp_path / "a.log", tmp_path / "a.log.gz"
-    plain.write_text("x\n")
-    packed.write_bytes(b"")
+    text = b"".join(b"[rank%d]: step %d\n" % (k % 8, k) for k in range(2000))
+    plain, frames, one_frame, piped, packed = (tmp_path / name for name in
+                                               ("a.log", "b.log.zst", "c.log.zst", "d.log.zst", "e.log.gz"))
+    plain.write_bytes(text)
+    frames.write_bytes(_frames(text, 5000))
+    one_frame.write_bytes(zstandard.ZstdCompressor().compress(text))
+    piped.write_bytes(b"".join(_unsized_frame(text[k : k + 5000]) for k in range(0, len(text), 5000)))
+    packed.write_bytes(gzip.compress(text[:5000]) + gzip.compress(text[5000:]))  # two members: still one stream
     assert split.split_workers(Source("a.log", plain), 2) == 2
+    assert split.split_workers(Source("b.log.zst", frames), 2) == 2
     assert split.split_workers(Source("a.log", plain), 1) == 1  # one process
-    assert split.split_workers(Source("a.log.gz", packed), 2) == 1  # a stream read from its start
+    for stream in (one_frame, piped, packed):  # read from their start
+        assert split.split_workers(Source(stream.name, stream), 2) == 1, stream.name
     assert split.split_workers(Source("<stdin>", None), 2) == 1
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1 << 30)
     assert split.split_workers(Source("a.log", plain), 2) == 1  # too small to pay
