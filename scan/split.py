@@ -17,10 +17,14 @@ side by side; this cuts one file into pieces of whole lines and scans them side 
   previous line.
 - Line numbers, the finding order, record positions and byte counts are counted per piece and offset in the merge.
 
-Split only when it pays: a plain file of at least SPLIT_MIN_BYTES, more than one process, fork available. A
-compressed file is scanned by one process (a gzip or zstd stream is read from its start). A piece that dropped
-error rows past MAX_ERROR_ROWS cannot be merged exactly (the rows it dropped may be ones an earlier piece kept
-and counts): then the file is scanned again by one process.
+Split only when it pays: at least SPLIT_MIN_BYTES to scan, more than one process, fork available. A plain file
+is read at any offset; a zstd file of several frames whose headers give their sizes is read from the frame that
+holds a piece's start (sources/ranges.py). A gzip file (even of several members: where one ends is known only
+by inflating it), a zstd file of one frame (what `zstd FILE` writes) or without frame sizes (compressed from a
+pipe) is one stream, read from its start by one process. So is a file whose head is a Flight Recorder dump or a
+job's metadata (sniffed whole, as one process does). A piece that dropped error rows past MAX_ERROR_ROWS cannot
+be merged exactly (the rows it dropped may be ones an earlier piece kept, and counts): then one process scans the
+file again.
 """
 
 from __future__ import annotations

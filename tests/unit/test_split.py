@@ -13,6 +13,7 @@ import pytest
 
 from bench.corpus import corpus_dir
 from correlator.diagnose import diagnose
+from correlator.kept import MAX_ERROR_ROWS
 from correlator.reading import SourceResult
 from scan import split
 from scan.engine import default_matcher, scan_source, scan_sources
@@ -133,6 +134,18 @@ def test_every_real_log_and_all_of_them_in_one_file(tmp_path: Path) -> None:
     joined = tmp_path / "slurm-all.out"
     joined.write_bytes(b"".join(log.read_bytes() for log in logs))
     _assert_same(joined, 2048)
+
+
+def test_a_piece_past_the_error_rows_bound_is_scanned_again_whole(tmp_path: Path) -> None:
+    # 10,000 distinct uncatalogued error lines: a piece of 6,000 keeps its first 4,096 rows and drops the rest,
+    # some of which an earlier piece could have kept and would count: no exact merge, one process instead.
+    names = ["".join(chr(97 + k // 26**d % 26) for d in range(3)) for k in range(10_000)]
+    path = tmp_path / "x.log"
+    path.write_text("".join(f"[rank3]: error reading sample {name}, skipped\n" for name in names))
+    block = 256 << 10
+    assert len(_pieces(path, block)) == 2
+    assert split.scan_split(default_matcher(), Source(path.name, path), YEAR, 0, 2, block=block) is None
+    assert len(_one(path, block).context) == MAX_ERROR_ROWS
 
 
 def _frames(data: bytes, size: int) -> bytes:
