@@ -241,10 +241,15 @@ def scan_split(matcher: Matcher, source: Source, year: int, order_base: int, wor
     gc.freeze()  # the workers' collector then never touches (and copies) the pages they inherit
     try:
         import multiprocessing  # only when a pool runs: `diagnose` starts sooner
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         context = multiprocessing.get_context("fork")
-        with context.Pool(min(workers, len(plan)), initializer=_ignore_interrupts) as pool:
-            return merge(matcher, source.name, order_base, _reported(pool.imap(_scan_shared, plan), progress))
+        with ProcessPoolExecutor(min(workers, len(plan)), context, initializer=_ignore_interrupts) as pool:
+            try:
+                return merge(matcher, source.name, order_base, _reported(pool.map(_scan_shared, plan), progress))
+            except BrokenProcessPool:  # a worker died (the OOM killer, a signal): one process scans the file
+                return None
     finally:
         _shared.clear()
         if not frozen_before:

@@ -6,6 +6,8 @@ size: where its buffers begin is where the pieces may begin (see scan/split.py).
 from __future__ import annotations
 
 import gzip
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from correlator.reading import SourceResult
 from scan import split
 from scan.engine import default_matcher, scan_source, scan_sources
 from simulate import SCENARIOS, Knobs, generate
-from sources.files import Source, chunks
+from sources.files import CHUNK, Source, chunks
 from sources.ranges import range_reader
 
 YEAR = 2026
@@ -184,6 +186,29 @@ def _unsized_frame(data: bytes) -> bytes:
 
     stream = zstandard.ZstdCompressor().compressobj()
     return stream.compress(data) + stream.flush()
+
+
+def _dies_on_the_second_piece(*args: Any, piece: split.Piece, **kwargs: Any) -> split.PieceResult:
+    if piece.index == 1:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer ends a worker
+    return scan_piece(*args, piece=piece, **kwargs)
+
+
+scan_piece = split.scan_piece
+
+
+def test_a_worker_killed_mid_piece_leaves_the_file_to_one_process(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.generate import SINGLE_FILE
+    from bench.generate import generate as generate_bench
+
+    generate_bench(tmp_path, 16, 9 << 20, 2, "cuda_oom", quiet=True, single_file=True)
+    sources = [Source(SINGLE_FILE, tmp_path / "logs" / SINGLE_FILE)]
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "scan_piece", _dies_on_the_second_piece)  # the forked workers inherit it
+    assert split.scan_split(default_matcher(), sources[0], YEAR, 0, 2) is None
+    survived = scan_sources(default_matcher(), sources, YEAR, jobs=2)
+    assert [_read(r) for r in survived.results] == [_read(_one(sources[0].path, CHUNK))]  # type: ignore[arg-type]
 
 
 def test_what_is_not_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
