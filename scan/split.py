@@ -99,8 +99,8 @@ def pieces(reader: RangeReader, size: int, count: int, block: int = CHUNK) -> li
 
 
 def _buffer_start(reader: RangeReader, cut: int, block: int) -> int | None:
-    """Where a single reader's buffer begins that holds the block ending at ``cut``'s successor: just after the last
-    newline in the block that ends at ``cut``; None when that block holds no newline (its lines run on)."""
+    """Where the single reader's next buffer begins once it has read up to ``cut``: just after the last newline of
+    the block that ends at ``cut``; None when that block holds no newline (a line runs through it)."""
     end = cut
     while end > cut - block:
         begin = max(cut - block, end - _BACK)
