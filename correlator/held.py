@@ -71,6 +71,11 @@ class HeldFindings:
         self.findings.append(finding := self._finding(line, self._order, event))
         self._floods.kept(finding)
 
+    def skip(self, count: int) -> None:
+        """``count`` signature lines left out, each certain to be dropped (a signature's lines deep in one event: see
+        scan/split.py); they still took their place in the order."""
+        self._order += count
+
     def finish(self) -> list[Finding]:
         if self._pending is not None:  # the next shard's first finding may continue its event: keep it
             self.findings.append(self._finding(*self._pending))

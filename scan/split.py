@@ -39,6 +39,7 @@ from typing import Any
 from catalog.matcher import Matcher
 from correlator.continuation import MAX_EVENT_GAP, lines_between_continue
 from correlator.flight_recorder import looks_like_dump
+from correlator.floods import MAX_IN_EVENT
 from correlator.held import HeldFindings, SignatureLine
 from correlator.kept import KeptContext
 from correlator.reading import SourceResult, SourceScanner
@@ -52,6 +53,7 @@ SPLIT_MIN_BYTES = 64 << 20  # below this a file is scanned in under half a secon
 PIECES_PER_WORKER = 4  # a worker that finishes early takes another piece
 _BACK = 64 << 10  # read back from a block's end this much at a time to find its last newline
 _POSITIONS = 96  # a piece's record positions are put above every earlier piece's: index << 96
+MAX_PIECE_LINES = 1 << 16  # signature lines a piece sends at most (the 427 MB 512-rank file sends 8,188 in all)
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,11 @@ class PieceResult:
     index: int
     lines: int
     bytes: int
-    signature_lines: list[tuple[Any, ...]]
+    signature_lines: list[tuple[Any, ...]]  # each with how many certain drops came just before it (see below)
     kept: KeptContext
+    last_event: tuple[int, Any] | None  # (line_no, who) of its last signature line, sent or not
+    dropped_after: int  # certain drops after its last line sent
+    overflow: bool = False  # more than MAX_PIECE_LINES to send: not sent, the file goes to one process
 
 
 def split_workers(source: Source, jobs: int | None) -> int:
@@ -136,30 +141,52 @@ class _NoSniff(Sniffer):
         return None
 
 
+class _Overflow(Exception):
+    pass
+
+
 class _PieceScanner(SourceScanner):
     """Scans one piece; keeps its signature lines for the parent's HeldFindings instead of folding them, each with
-    whether it continues the event of the one before (for the piece's first: the gaps across which it would)."""
+    whether it continues the event of the one before (for the piece's first: the gaps across which it would).
+
+    Except the certain drops: a signature's 18th line and later within one event (a rank printing the same
+    timeout line on and on: one event). HeldFindings keeps at most MAX_IN_EVENT of a signature's lines in an event
+    after its first line, whatever came before, and a line that deep in an event resolves no held line; what it
+    changes, the order count and the last line's place, the parent is told (dropped counts, last_event). Past
+    MAX_PIECE_LINES lines to send (floods of one-line events), the piece gives up: see PieceResult.overflow."""
 
     def __init__(self, matcher: Matcher, name: str, year: int) -> None:
         super().__init__(matcher, name, who_from_path(name), year, 0, fold_context=True)
         self._structured = _NoSniff(name, None)
         self.signature_lines: list[tuple[Any, ...]] = []
+        self._in_event: dict[str, int] = {}  # signature -> its lines in the current event (a lower bound: see above)
+        self._dropped = 0  # certain drops since the last line sent
 
     def _signature_line(self, buffer: bytes, start: int, line: SignatureLine) -> None:
         sig, text, fields, said, line_no, stamp, who = line
-        if self.signature_lines:
+        if self._held.last_event is not None:
             continues: bool | frozenset[int] = self._continues_event(buffer, start, line_no, who)
         else:  # a line up to MAX_EVENT_GAP back may be in an earlier piece: its gap is line_no or more
             continues = frozenset(gap for gap in range(max(2, line_no), MAX_EVENT_GAP + 1)
                                   if lines_between_continue(buffer, start, gap))
         self._held.last_event = (line_no, who)  # what _continues_event reads
-        self.signature_lines.append((sig.id, text, fields, said, line_no, stamp, who, continues))
+        if continues is not True:
+            self._in_event.clear()
+        seen = self._in_event[sig.id] = self._in_event.get(sig.id, 0) + 1
+        if seen > MAX_IN_EVENT + 1:
+            self._dropped += 1
+            return
+        if len(self.signature_lines) >= MAX_PIECE_LINES:
+            raise _Overflow
+        self.signature_lines.append((sig.id, text, fields, said, line_no, stamp, who, continues, self._dropped))
+        self._dropped = 0
 
     def piece_result(self, index: int) -> PieceResult:
         if self._carry:  # the file's last line, with no newline
             self._process(self._carry, advance=True)
             self._carry = b""
-        return PieceResult(index, self.result.lines, self.result.bytes, self.signature_lines, self._context)
+        return PieceResult(index, self.result.lines, self.result.bytes, self.signature_lines, self._context,
+                           self._held.last_event, self._dropped)
 
 
 def scan_piece(matcher: Matcher, name: str, path: str, year: int, block: int, piece: Piece) -> PieceResult:
@@ -177,6 +204,8 @@ def scan_piece(matcher: Matcher, name: str, path: str, year: int, block: int, pi
             scanner.feed(data)
     except _read_errors() as exc:
         raise UsageError(f"{name}: cannot read: {exc}") from exc
+    except _Overflow:
+        return PieceResult(piece.index, 0, 0, [], KeptContext(), None, 0, overflow=True)
     finally:
         reader.close()
     return scanner.piece_result(piece.index)
@@ -196,7 +225,10 @@ def merge(matcher: Matcher, name: str, order_base: int, parts: Iterator[PieceRes
     lines = size = 0
     signatures = matcher.catalog.get
     for part in parts:
-        for sig_id, text, fields, said, line_no, stamp, who, continues in part.signature_lines:
+        if part.overflow:
+            return None
+        for sig_id, text, fields, said, line_no, stamp, who, continues, dropped in part.signature_lines:
+            held.skip(dropped)
             line_no += lines
             if isinstance(continues, frozenset):
                 last = held.last_event
@@ -205,6 +237,9 @@ def merge(matcher: Matcher, name: str, order_base: int, parts: Iterator[PieceRes
             signature = signatures(sig_id)
             assert signature is not None, sig_id  # the parent's catalog is the workers'
             held.add((signature, text, fields, said, line_no, stamp, who), continues)
+        held.skip(part.dropped_after)
+        if part.last_event is not None:
+            held.last_event = (part.last_event[0] + lines, part.last_event[1])
         if not kept.merge(part.kept, lines, part.index << _POSITIONS):
             return None
         lines += part.lines
@@ -247,9 +282,12 @@ def scan_split(matcher: Matcher, source: Source, year: int, order_base: int, wor
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(min(workers, len(plan)), context, initializer=_ignore_interrupts) as pool:
             try:
-                return merge(matcher, source.name, order_base, _reported(pool.map(_scan_shared, plan), progress))
+                merged = merge(matcher, source.name, order_base, _reported(pool.map(_scan_shared, plan), progress))
             except BrokenProcessPool:  # a worker died (the OOM killer, a signal): one process scans the file
-                return None
+                merged = None
+            if merged is None:
+                pool.shutdown(cancel_futures=True)  # the pieces not begun are not scanned for nothing
+            return merged
     finally:
         _shared.clear()
         if not frozen_before:

@@ -101,6 +101,28 @@ def test_a_traceback_cut_in_two_is_one_event_as_in_one_process(tmp_path: Path) -
     assert _diagnosis(pieces) == _diagnosis(one)
 
 
+def test_a_flood_in_one_event_is_cut_and_dropped_as_in_one_process(tmp_path: Path) -> None:
+    # One rank's watchdog line 2,000 times in a row (one event), then another rank's traceback: the pieces leave
+    # out what the fold is certain to drop, and still give every finding its order and event.
+    flood = [WATCHDOG[0].replace("SeqNum=10325", f"SeqNum={n}") for n in range(2000)]
+    lines = [*(f"13: {line}" for line in flood), *(f" 2: {line.replace('13', '2')}" for line in WATCHDOG)]
+    path = tmp_path / "slurm-4.out"
+    path.write_text("".join(line + "\n" for line in lines))
+    matcher = default_matcher()
+    parts = [split.scan_piece(matcher, path.name, str(path), YEAR, 1 << 16, piece) for piece in _pieces(path, 1 << 16)]
+    assert sum(part.dropped_after + sum(line[-1] for line in part.signature_lines) for part in parts) > 1000
+    _assert_same(path, 1 << 16)
+
+
+def test_a_piece_with_too_many_lines_to_send_leaves_the_file_to_one_process(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    generate("ecc", tmp_path, 4, Knobs(world_size=16, interleaved=True, launcher_reports=True))
+    path = tmp_path / "job.log"
+    assert split.scan_split(default_matcher(), Source(path.name, path), YEAR, 0, 2, block=2048) is not None
+    monkeypatch.setattr(split, "MAX_PIECE_LINES", 3)  # the forked workers inherit it
+    assert split.scan_split(default_matcher(), Source(path.name, path), YEAR, 0, 2, block=2048) is None
+
+
 def test_a_repeated_indented_line_reads_the_same_in_every_piece(tmp_path: Path) -> None:
     # srun -l pads task ids to the widest ( 1: beside 12: ), so task 1's lines start with a space, as a
     # continuation line does; its first copy, at the file's start, has no line above it.
