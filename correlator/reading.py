@@ -6,6 +6,7 @@ memory stays bounded whatever the input.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ from schemas.findings import Finding
 
 MAX_CARRY = 1 << 20
 _latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
+# srun -l right-aligns task ids to the widest (" 1: " beside "12: "): such a line is labelled, not indented, and
+# the line above it is another task's, not the start of its message.
+_SRUN_PADDED = re.compile(r" +\d{1,5}: ")
 
 
 @dataclass
@@ -234,7 +238,8 @@ class SourceScanner:
 
     def _record(self, buffer: bytes, lm: LineMatch, start: int, end: int, line_no: int) -> None:
         # An indented line may be a continuation: who said it may be on the line that started the message.
-        owner = _owner_line(buffer, start) if lm.text[:1].isspace() else None
+        indented = lm.text[:1].isspace() and _SRUN_PADDED.match(lm.text) is None
+        owner = _owner_line(buffer, start) if indented else None
         raw = buffer[start:end]
         native = _NATIVE_PLAN_FOR
         plan = native(self._plan_state, lm, raw) if native is not None and owner is None else \
@@ -244,7 +249,7 @@ class SourceScanner:
             time = stamp.time if stamp else None
             at = (self._buffer_no << 40 | start) << 4  # _position(start, 0): the line's records follow it
             keep_line(self._context, plan.contexts, self.result.source, line_no, who, time, plan.own_text(raw), at)
-            if lm.signature is None and plan.folded_only and not lm.text[:1].isspace():
+            if lm.signature is None and plan.folded_only and not indented:
                 # From now on this exact line only repeats rows kept already: the cheap path takes it. Not an
                 # indented line: its speaker may be another line's (its owner), which the cheap path never reads;
                 # had one such line's plan been kept, the line's speaker would depend on what this scanner read
