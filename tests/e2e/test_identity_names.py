@@ -428,3 +428,17 @@ def test_a_console_named_after_a_gpu_host_names_the_host_not_rank_288(tmp_path: 
     (tmp_path / "console" / "gpu288.log").write_text(_node1_console(table=False).replace("[rank", "[xrank"))
     signature, rank, host = _root(_diagnose(tmp_path))
     assert (signature, host) == ("cuda.oom", "gpu288") and rank != 288
+
+
+def test_rank_prefixes_every_node_repeats_are_local_ranks(tmp_path: Path) -> None:
+    """`--role rank` on two nodes, no NCCL INFO and no failure table: both consoles print "[rank0]:" to
+    "[rank3]:". A global rank is one process on one host, so these are each node's local ranks: node1's OOM on
+    "[rank2]:" is not reported as rank 2 (it is node1's local rank 2, whose global rank nothing here says)."""
+    for host, base in (("node0", 0), ("node1", 4)):
+        lines = [f"[rank{k}]:" + _WATCHDOG.split("]:", 1)[1].format(r=base + k, s=10 + k) for k in range(4)
+                 if (host, k) != ("node1", 2)]
+        if host == "node1":
+            lines += ["[rank2]:Traceback (most recent call last):", "[rank2]:" + _OOM.format(dev=2)]
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "console.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path)) == ("cuda.oom", None, "node1")
