@@ -98,8 +98,8 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
 
 
 def _fill_blocks(out: LocalRanks, nproc: int) -> None:
-    """A node's block, where two or more of its local ranks are known and agree on its base (global = base +
-    local: _assign_worker_ranks): the rest of the block, a worker that printed nothing with its rank on it."""
+    """A node's block, where its known local ranks agree on its base (global = base + local:
+    _assign_worker_ranks): the rest of the block, a worker that printed nothing with its rank on it."""
     if out.single_node or nproc < 2:
         return
     bases: dict[Node, set[int]] = defaultdict(set)
@@ -109,7 +109,11 @@ def _fill_blocks(out: LocalRanks, nproc: int) -> None:
             bases[node].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
             known[node] += 1
     for node, base in bases.items():
-        if len(base) == 1 and known[node] >= 2 and (b := next(iter(base))) != AMBIGUOUS and b >= 0:
+        if len(base) != 1 or (b := next(iter(base))) == AMBIGUOUS or b < 0:
+            continue
+        # one known worker gives the base too, where it falls on a block boundary of nodes alike (a node's
+        # block starts at a multiple of the node's size when every node runs as many workers)
+        if known[node] >= 2 or b % nproc == 0:
             for local in range(nproc):
                 out.by_node.setdefault((node, local), b + local)
 
