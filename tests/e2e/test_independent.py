@@ -19,10 +19,11 @@ from tests.e2e.test_corpus import _class_ok, _initiating_ok
 
 CORPUS = corpus_dir()
 JOBS = 60
-# seed 1, measured 2026-12-03: class of 60 jobs, initiating of the 53 whose label names a rank or a host
-# (score.py's rule: 34 of 43 ranks, 7 of 10 hosts). Raise them, never lower them. The two answers at >= 0.9 that
-# score.py counts wrong name the right host of a lost node where the label names rank 0 on it.
-MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 56, 41, 2
+# seed 1, measured 2026-12-03 14:55: class of 60 jobs, initiating of the 53 whose label names a rank or a host
+# (score.py's rule: 36 of 43 ranks, 7 of 10 hosts). Raise them, never lower them. The one answer at >= 0.9 that
+# score.py counts wrong is an NCCL release mismatch between two hosts, read as the job's (two hosts, one release
+# each: nothing says which is the odd one) where the label names one of them.
+MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 56, 43, 1
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")
 
