@@ -51,6 +51,8 @@ class Settings(BaseModel):
     api_read_token: str | None = None  # set: reads (API, pages) need it or api_token; unset: reads are open
     public_url: str = "http://127.0.0.1:8321"  # links in posts point here
     tracing: Literal["off", "console", "otlp"] = "off"
+    log_format: Literal["text", "json"] = "text"  # json: one object a line with the trace id (pipeline/logs.py)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     otlp_endpoint: str | None = None
     queue_size: int = Field(default=1024, ge=1)  # embedded mode: messages buffered before ingest pushes back
     slack_token: str | None = None

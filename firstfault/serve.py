@@ -93,15 +93,13 @@ def check_exposure(host: str, token: str | None, insecure: bool) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import logging
-
     import uvicorn
 
     from config.settings import load_settings
-    from pipeline import tracing
+    from pipeline import logs, tracing
 
     settings = load_settings(path=args.config)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logs.configure(settings.log_format, settings.log_level)
     tracing.setup(settings.tracing, settings.otlp_endpoint)
     host, port = args.host or settings.http_host, args.port or settings.http_port
     if args.embedded or not args.no_http:
@@ -114,7 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         embedded.runner.start()
         delivery = DeliveryLoop(Deliverer.from_settings(settings, embedded.store)).start()
         try:
-            uvicorn.run(embedded.app, host=host, port=port, log_level="info")
+            uvicorn.run(embedded.app, host=host, port=port, log_level="info", log_config=None)
         finally:
             delivery.stop()
             embedded.runner.stop()

@@ -26,7 +26,7 @@ def _http(settings: Settings, bootstrap: str, store: Store, host: str, port: int
     import uvicorn
 
     app = create_app(settings, KafkaDispatcher(WireProducer(bootstrap), DEFAULT_TOPICS), store, needs=DISTRIBUTED)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None))
     thread = threading.Thread(target=server.run, name="firstfault-http", daemon=True)
     thread.start()
     return thread

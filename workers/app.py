@@ -8,8 +8,10 @@ which must exceed the longest countdown we schedule (group_wait), or a waiting t
 from __future__ import annotations
 
 from celery import Celery
+from celery.signals import setup_logging
 
 from config.settings import Settings, load_settings
+from pipeline import logs
 from workers.metrics import connect as connect_metrics
 
 UNACKED_MUTEX_EXPIRE_S = 15
@@ -70,5 +72,14 @@ def broker_keeps_nothing(broker_url: str) -> str | None:
 
 
 _settings = load_settings()
+
+
+@setup_logging.connect
+def _configure_logging(**_: object) -> None:
+    """The worker logs as serve does (text or JSON lines with the trace id): a receiver here stops Celery from
+    installing its own handlers."""
+    logs.configure(_settings.log_format, _settings.log_level)
+
+
 app = make_app(_settings)
 connect_metrics(_settings)  # the worker process's own app only: a /metrics server when configured
