@@ -9,15 +9,19 @@ from api.history import history_router
 from api.ingest import ingest_router
 from api.limits import BodyLimit
 from api.scopes import ReadScope
+from api.slack_actions import SlackActions, slack_actions_router
 from api.subscriptions import subscriptions_router
 from api.web import static_files, web_router
 from catalog.loader import default_catalog
 from config.settings import Settings
 from config.version import __version__
 from ingest.dispatch import Dispatcher
+from notifiers.slack_post import SlackPost
 from notifiers.webhook_policy import WebhookPolicy
+from notifiers.wiring import notify_settings
 from pipeline import metrics
 from runtime.health import EMBEDDED, checks, readiness
+from store.actions import ActionStore
 from store.gauges import depths
 from store.incidents import Store
 
@@ -38,6 +42,9 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store,
     policy = WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)
     app.include_router(subscriptions_router(store, settings.api_token, policy))
     app.include_router(web_router(store, catalog))
+    if settings.slack_signing_secret:  # Slack's interactivity Request URL (api/slack_actions.py)
+        app.include_router(slack_actions_router(SlackActions(
+            store, ActionStore(store), SlackPost(notify_settings(settings)), catalog, settings.slack_signing_secret)))
     app.mount("/static", static_files(), name="static")
 
     @app.get("/healthz", tags=["ops"])

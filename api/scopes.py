@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics")  # probes and scrapers hold no token; these show no incident
+# Slack holds no token either: its requests are signed with the app's signing secret instead (api/slack_actions.py)
+SIGNED_PATHS = ("/slack/actions",)
 
 
 class ReadScope:
@@ -20,7 +22,7 @@ class ReadScope:
         self.accepted = [f"Bearer {t}".encode() for t in (read, write) if t]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path", "") in OPEN_PATHS:
+        if scope["type"] != "http" or scope.get("path", "") in (*OPEN_PATHS, *SIGNED_PATHS):
             await self.app(scope, receive, send)
             return
         sent = dict(scope.get("headers") or ()).get(b"authorization", b"")

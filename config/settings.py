@@ -57,6 +57,9 @@ class Settings(BaseModel):
     queue_size: int = Field(default=1024, ge=1)  # embedded mode: messages buffered before ingest pushes back
     slack_token: str | None = None
     slack_base_url: str = "https://slack.com/api/"
+    # the Slack app's signing secret (Basic Information → App Credentials): set, the posts carry Acknowledge /
+    # Resolve / Mute / Not the cause and POST /slack/actions accepts Slack's signed requests (docs/slack-actions.md)
+    slack_signing_secret: str | None = Field(default=None, repr=False)
     pagerduty_url: str = "https://events.pagerduty.com/v2/enqueue"
     webhook_secret: str | None = None
     # comma-separated hosts webhooks may post to (notifiers/webhook_policy.py); empty: no webhook is allowed

@@ -54,7 +54,8 @@ def delivery_key(incident: Incident, route_: Route) -> str:
 def enqueue(tx: NotifyTx, incident: Incident, now: datetime,
             collateral_signatures: Collection[str] = ()) -> list[OutboxEntry]:
     """Write the outbox rows of this incident revision (idempotent: a re-save writes nothing new)."""
-    routes = route(incident, tx.subscriptions(), now, collateral_signatures)
+    routes = route(incident, tx.subscriptions(), now, collateral_signatures,
+                   tx.mute_until(incident.signature, incident.cluster, now))
     mine = tx.outbox_of(incident.id, incident.revision, incident.state)
     keys = {r.dedup_key for r in mine}
     live = {(r.target_kind, r.target_address) for r in mine if r.status in (*DELIVERABLE, SENDING, "sent")}

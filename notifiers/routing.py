@@ -8,6 +8,8 @@ What on-call users get (the rules, in order):
    consequence), Slack and webhooks still get the post, but PagerDuty does not page: ``suppressed_collateral``.
    Collateral never pages anyone.
 3. ``mute_until`` in the future mutes every target of that subscription (Slack too): the team asked for silence.
+   A mute of the root cause's signature on the incident's cluster (set from Slack's "Mute" menu, store/actions.py)
+   mutes every target of every subscription until it ends.
 4. Quiet hours hold pages, not posts. Slack and webhooks deliver at once (a channel post wakes nobody and is what
    people read in the morning); a PagerDuty trigger is held until the window ends, unless the incident is
    ``critical``, which pages at once. A held trigger whose incident is resolved by the end is never sent.
@@ -41,10 +43,17 @@ class Route:
 
 
 def route(incident: Incident, subscriptions: Sequence[Subscription], now: datetime,
-          collateral_signatures: Collection[str] = ()) -> list[Route]:
-    """Every (subscription, target) the incident concerns, each with its outcome, in a stable order."""
+          collateral_signatures: Collection[str] = (), signature_muted_until: datetime | None = None) -> list[Route]:
+    """Every (subscription, target) the incident concerns, each with its outcome, in a stable order.
+    ``signature_muted_until``: when the mute of the incident's signature on its cluster ends (None: not muted)."""
     if incident.diagnosis.verdict == "no_failure_found":
         return []
+    if signature_muted_until is not None and signature_muted_until > now:
+        routes = route(incident, subscriptions, now, collateral_signatures)
+        why = (f"{incident.signature} muted on {incident.cluster or 'no cluster'} until "
+               f"{signature_muted_until.isoformat()}")
+        return [Route(r.subscription_id, r.target, "muted", why) if r.outcome in ("send", "held_quiet_hours") else r
+                for r in routes]
     ordered = sorted(subscriptions, key=lambda s: s.id)
     regular = [s for s in ordered if not s.fallback]
     matched = [s for s in regular if matches(s.match, s.team, incident)]

@@ -13,6 +13,7 @@ class NotifySettings(BaseModel):
     base_url: str = "http://localhost:8000"  # incident links: {base_url}/incidents/{id}
     slack_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
+    slack_actions: bool = False  # the posts carry action buttons (a signing secret is set: someone can answer them)
     pagerduty_url: str = "https://events.pagerduty.com"
     webhook_secret: SecretStr | None = None
     webhook_allow_hosts: tuple[str, ...] = ()  # notifiers/webhook_policy.py: empty allows no webhook

@@ -23,7 +23,8 @@ from slack_sdk.web import SlackResponse
 
 from notifiers.base import Delivery, RateLimited, Rejected, retry_after_seconds
 from notifiers.settings import NotifySettings
-from notifiers.slack_message import fallback_text, incident_blocks, revision_reply
+from notifiers.slack_actions import action_blocks
+from notifiers.slack_message import MAX_BLOCKS, Block, fallback_text, incident_blocks, revision_reply
 from schemas.errors import RetryableError, TransportError
 from schemas.incident import Incident
 from schemas.subscription import TargetKind
@@ -55,13 +56,13 @@ class SlackNotifier:
             root_ref = None  # printed on the console before a Slack token was set: start a Slack thread now
         if root_ref is None:
             posted = _call(self.client.chat_postMessage, channel=address, text=fallback_text(incident, url),
-                           blocks=incident_blocks(incident, url), metadata=metadata,
+                           blocks=self.root_blocks(incident, url), metadata=metadata,
                            unfurl_links=False, unfurl_media=False)
             return Delivery(ref=f"{posted['channel']}/{posted['ts']}", detail="posted")
         channel, ts = split_ref(root_ref)
         try:
             _call(self.client.chat_update, channel=channel, ts=ts, text=fallback_text(incident, url),
-                  blocks=incident_blocks(incident, url))
+                  blocks=self.root_blocks(incident, url))
         except Rejected as exc:
             if exc.reason not in ROOT_GONE:
                 raise
@@ -71,6 +72,11 @@ class SlackNotifier:
                       metadata=metadata, reply_broadcast=incident.state == "resolved",
                       unfurl_links=False, unfurl_media=False)
         return Delivery(ref=root_ref, detail=f"root updated, thread reply {reply['ts']}")
+
+    def root_blocks(self, incident: Incident, url: str) -> list[Block]:
+        """The root post; with the action buttons when Slack's requests can be answered (a signing secret)."""
+        buttons = action_blocks(incident) if self.settings.slack_actions else []
+        return incident_blocks(incident, url)[: MAX_BLOCKS - len(buttons)] + buttons
 
     def close(self) -> None:
         pass  # nothing held open: each call is its own request

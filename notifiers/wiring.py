@@ -29,6 +29,7 @@ def notify_settings(settings: Settings) -> NotifySettings:
         base_url=settings.public_url,
         slack_token=SecretStr(settings.slack_token) if settings.slack_token else None,
         slack_api_url=settings.slack_base_url,
+        slack_actions=settings.slack_signing_secret is not None,
         pagerduty_url=settings.pagerduty_url.removesuffix(ENQUEUE),
         webhook_secret=SecretStr(settings.webhook_secret) if settings.webhook_secret else None,
         webhook_allow_hosts=webhook_policy(settings).allow_hosts,

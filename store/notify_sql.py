@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from sqlmodel import Session, col, func, or_, select
 
 from schemas.subscription import Subscription
+from store.action_tables import SignatureMuteRow
 from store.notify_tables import OutboxRow, OutcomeRow, SubscriptionRow
 from store.ports import DELIVERABLE, SENDING, NotStorable, OutboxEntry, OutcomeEntry, StoredSubscription
 
@@ -135,6 +136,13 @@ class SqlNotifyTx:
         if incident_id:
             query = query.where(OutboxRow.incident_id == incident_id)
         return _entries(self.s.exec(query).all())
+
+    def mute_until(self, signature: str | None, cluster: str | None, now: datetime) -> datetime | None:
+        if signature is None:
+            return None
+        row = self.s.get(SignatureMuteRow, (signature, cluster or ""))
+        until = _aware(row.until) if row else None
+        return until if until is not None and until > now else None
 
     # -- the ledger ---------------------------------------------------------------------------------------------
     def log(self, entry: OutboxEntry, outcome: str, detail: str, at: datetime) -> None:

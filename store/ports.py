@@ -145,6 +145,11 @@ class NotifyTx(Protocol):
         """The newest rows first (of one incident, when given)."""
         ...
 
+    def mute_until(self, signature: str | None, cluster: str | None, now: datetime) -> datetime | None:
+        """When the mute of this root-cause signature on this cluster (set from Slack) ends, or None when it is
+        not muted at ``now``."""
+        ...
+
     # -- the ledger ---------------------------------------------------------------------------------------------
     def log(self, entry: OutboxEntry, outcome: str, detail: str, at: datetime) -> None:
         ...

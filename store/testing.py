@@ -24,6 +24,7 @@ class _State:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     outbox: dict[int, OutboxEntry] = field(default_factory=dict)
     outcomes: list[OutcomeEntry] = field(default_factory=list)
+    mutes: dict[tuple[str, str], datetime] = field(default_factory=dict)  # (signature, cluster or ""): until
     next_id: int = 1
 
 
@@ -93,6 +94,10 @@ class MemoryNotifyTx:
 
     def recent_outbox(self, incident_id: str | None, limit: int) -> list[OutboxEntry]:
         return self._where(lambda e: not incident_id or e.incident_id == incident_id)[::-1][:limit]
+
+    def mute_until(self, signature: str | None, cluster: str | None, now: datetime) -> datetime | None:
+        until = self._st.mutes.get((signature, cluster or "")) if signature is not None else None
+        return until if until is not None and until > now else None
 
     # -- the ledger ---------------------------------------------------------------------------------------------
     def log(self, entry: OutboxEntry, outcome: str, detail: str, at: datetime) -> None:

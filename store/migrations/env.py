@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from alembic import context
 from sqlmodel import SQLModel
 
+import store.action_tables
 import store.dead_letters
 import store.notify_tables
 import store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)

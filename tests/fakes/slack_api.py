@@ -9,7 +9,9 @@
 - ``chat.postMessage`` answers ``channel`` (the id) and ``ts``; replies need an existing ``thread_ts``;
   ``chat.update`` needs an existing ``ts``; ``chat.update`` and ``conversations.history``/``replies`` take a
   channel id, not a name (``conversations.list`` maps names, a page at a time); history returns metadata only
-  when ``include_all_metadata`` is set.
+  when ``include_all_metadata`` is set;
+- ``views.open`` needs a ``trigger_id`` the fake handed out (tests/fakes/slack_interactivity.py makes them, as
+  Slack does with each click) and a modal view; the opened views are kept in ``views``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class FakeSlack(FakeServer):
         self.clock = clock
         self.messages: list[Message] = []
         self.on_post: Callable[[Message], None] | None = None  # runs after a post is stored, before the reply
+        self.views: list[dict[str, Any]] = []  # modals opened by views.open, oldest first
+        self.triggers: set[str] = set()  # trigger_ids handed out with interactions (each opens one view)
         self.lose_answers = 0  # store the next N posts but answer 503: the client cannot know they arrived
         self._sent_in_second: dict[tuple[str, int], int] = {}
         self._counter = 0
@@ -81,7 +85,7 @@ class FakeSlack(FakeServer):
             return auth
         handlers = {"chat.postMessage": self._post, "chat.update": self._update,
                     "conversations.history": self._history, "conversations.list": self._list,
-                    "conversations.replies": self._replies,
+                    "conversations.replies": self._replies, "views.open": self._open_view,
                     "auth.test": _auth_test}
         handler = handlers.get(method)
         if handler is None:
@@ -148,6 +152,22 @@ class FakeSlack(FakeServer):
         target.edits.append({"text": target.text, "blocks": target.blocks})
         target.text, target.blocks = params.get("text") or "", _blocks(params)
         return Response.json({"ok": True, "channel": cid, "ts": target.ts, "text": target.text})
+
+    def _open_view(self, params: dict[str, Any]) -> Response:
+        trigger = params.get("trigger_id")
+        if not trigger or trigger not in self.triggers:
+            return _error("invalid_trigger_id" if trigger else "invalid_arguments")
+        view = _json_param(params.get("view"))
+        if not isinstance(view, dict) or view.get("type") != "modal" or not view.get("title"):
+            return _error("invalid_arguments")
+        try:
+            check_blocks(list(view.get("blocks") or []))
+        except BlockError as exc:
+            return _error(exc.error)
+        self.triggers.discard(trigger)
+        opened = {**view, "id": f"V{len(self.views) + 1:08d}"}
+        self.views.append(opened)
+        return Response.json({"ok": True, "view": opened})
 
     def _list(self, params: dict[str, Any]) -> Response:
         channels = [{"id": cid, "name": name, "is_channel": True} for cid, name in sorted(self.channels.items())]
