@@ -41,8 +41,12 @@ CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
 class SlackNotifier:
     kind: TargetKind = "slack"
 
-    def __init__(self, settings: NotifySettings, client: WebClient | None = None) -> None:
+    def __init__(self, settings: NotifySettings, client: WebClient | None = None,
+                 status: Callable[[str], list[Block]] | None = None) -> None:
+        """``status``: what people did to an incident (from Slack), shown on its post so that a revision's edit
+        keeps it (notifiers/wiring.py passes it when the post carries buttons)."""
         self.settings = settings
+        self.status = status
         if client is None:
             token = settings.slack_token.get_secret_value() if settings.slack_token else None
             client = WebClient(token=token, base_url=settings.slack_api_url, timeout=int(settings.timeout_s),
@@ -75,8 +79,9 @@ class SlackNotifier:
 
     def root_blocks(self, incident: Incident, url: str) -> list[Block]:
         """The root post; with the action buttons when Slack's requests can be answered (a signing secret)."""
-        buttons = action_blocks(incident) if self.settings.slack_actions else []
-        return incident_blocks(incident, url)[: MAX_BLOCKS - len(buttons)] + buttons
+        extra = self.status(incident.id) if self.status is not None else []
+        extra += action_blocks(incident) if self.settings.slack_actions else []
+        return incident_blocks(incident, url)[: MAX_BLOCKS - len(extra)] + extra
 
     def close(self) -> None:
         pass  # nothing held open: each call is its own request

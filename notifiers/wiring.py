@@ -19,8 +19,12 @@ from notifiers.pacing import Pacer
 from notifiers.pagerduty import ENQUEUE, PagerDutyNotifier
 from notifiers.settings import NotifySettings
 from notifiers.slack import SlackNotifier
+from notifiers.slack_actions import status_blocks
+from notifiers.slack_message import Block
 from notifiers.webhook import WebhookNotifier
 from notifiers.webhook_policy import WebhookPolicy
+from store.actions import ActionStore
+from store.incidents import Store
 from store.ports import NotifyStore, OnSaved
 
 
@@ -37,16 +41,26 @@ def notify_settings(settings: Settings) -> NotifySettings:
     )
 
 
+def slack_status(store: NotifyStore) -> Callable[[str], list[Block]] | None:
+    """The lines "Acknowledged by …", "Muted until …" of an incident's post, read from the incident store (the
+    in-memory store of tests keeps no actions: None)."""
+    if not isinstance(store, Store):
+        return None
+    actions = ActionStore(store)
+    return lambda incident_id: status_blocks(actions.actions(incident_id))
+
+
 def webhook_policy(settings: Settings) -> WebhookPolicy:
     return WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)
 
 
-def build_notifiers(settings: NotifySettings) -> dict[str, Notifier]:
+def build_notifiers(settings: NotifySettings, slack_status: Callable[[str], list[Block]] | None = None
+                    ) -> dict[str, Notifier]:
     """Slack when a token is set, else the console (embedded mode); PagerDuty always; webhooks with a secret
     (without one, webhook deliveries fail with that reason rather than go out unsigned)."""
     made: dict[str, Notifier] = {"pagerduty": PagerDutyNotifier(settings)}
-    made["slack"] = SlackNotifier(settings) if settings.slack_token else ConsoleNotifier(sys.stdout,
-                                                                                         settings.base_url)
+    made["slack"] = SlackNotifier(settings, status=slack_status) if settings.slack_token else ConsoleNotifier(
+        sys.stdout, settings.base_url)
     if settings.webhook_secret is not None:
         made["webhook"] = WebhookNotifier(settings)
     return made
@@ -68,7 +82,8 @@ class Deliverer:
     @classmethod
     def from_settings(cls, settings: Settings, store: NotifyStore) -> Deliverer:
         ns = notify_settings(settings)
-        return cls(store, build_notifiers(ns), Pacer(ns.slack_per_second, ns.slack_burst))
+        status = slack_status(store) if ns.slack_actions else None
+        return cls(store, build_notifiers(ns, status), Pacer(ns.slack_per_second, ns.slack_burst))
 
     def run(self, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
         return deliver_due(self.store, self.notifiers, now, self.pacer, limit)

@@ -18,7 +18,7 @@ from notifiers.base import Notifier
 from notifiers.outbox import deliver_due
 from notifiers.pagerduty import PagerDutyNotifier
 from notifiers.slack import SlackNotifier
-from notifiers.wiring import outbox_hook
+from notifiers.wiring import outbox_hook, slack_status
 from pipeline.embedded import EmbeddedRunner
 from pipeline.service import Pipeline
 from scan.engine import default_matcher
@@ -54,10 +54,11 @@ class World:
     def ts(self) -> int:
         return int(self.clock.now.timestamp())
 
-    def fail(self, job: str = JOB, cluster: str = "c1") -> Incident:
+    def fail(self, job: str = JOB, cluster: str = "c1", with_dmesg: bool = True) -> Incident:
         self.pipe.accept_job(failed_job(job, cluster=cluster))
         for shard in shards_of(job, EXAMPLE):
-            self.pipe.accept_shard(shard)
+            if with_dmesg or shard.stream != "dmesg":
+                self.pipe.accept_shard(shard)
         self.clock.advance(31)
         incident = self.pipe.correlate(job)
         assert incident is not None
@@ -81,9 +82,10 @@ def world(db_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty)
     matcher = default_matcher()
     pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
     ns = settings_for(slack_server, pagerduty_server).model_copy(update={"slack_actions": True})
-    notifiers: dict[str, Notifier] = {"slack": SlackNotifier(ns), "pagerduty": PagerDutyNotifier(ns)}
+    notifiers: dict[str, Notifier] = {"slack": SlackNotifier(ns, status=slack_status(store)),
+                                      "pagerduty": PagerDutyNotifier(ns)}
     with store.notify() as tx:
-        tx.add_subscription(Subscription(id="oncall", team="llm", match=Match(tags=["memory"]),
+        tx.add_subscription(Subscription(id="oncall", team="llm", match=Match(tags=["memory", "straggler"]),
                                          targets=[Target(kind="slack", address="#ml-oncall")]), clock.now)
     settings = Settings(database_url=db_url, api_token=TOKEN, api_read_token=READ, slack_token=SLACK_TOKEN,
                         slack_base_url=slack_server.url, slack_signing_secret=SECRET)
@@ -112,6 +114,21 @@ def test_acknowledge_is_recorded_with_who_and_when_and_shown_on_the_post(world: 
     post = world.post()
     assert len(post.edits) == 1 and "Acknowledged by <@U0ALICE>" in str(post.blocks)
     assert post.blocks[-1]["type"] == "actions"  # still open: the buttons stay
+
+
+def test_what_people_did_stays_on_the_post_when_late_logs_revise_it(world: World) -> None:
+    first = world.fail(with_dmesg=False)  # the survivors' logs alone: rank 37 straggled (desync_not_joined)
+    assert world.alice.click(world.post(), "ff_ack", world.ts).status_code == 200
+    for shard in shards_of(JOB, EXAMPLE):  # then node004's dmesg: the OOM kill, revision 2
+        if shard.stream == "dmesg":
+            world.pipe.accept_shard(shard)
+    world.clock.advance(11)
+    revised = world.pipe.correlate(JOB)
+    assert revised is not None and revised.id == first.id and revised.revision == 2
+    world.deliver()
+    post = world.post()
+    assert len(post.edits) == 2 and "host.oom_killer" in str(post.blocks)  # ours, then the revision's
+    assert "Acknowledged by <@U0ALICE>" in str(post.blocks) and post.blocks[-1]["type"] == "actions"
 
 
 def test_requests_slack_did_not_sign_are_refused_and_change_nothing(world: World) -> None:
