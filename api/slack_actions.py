@@ -91,6 +91,8 @@ class SlackActions:
         if kind == "acknowledge":
             self.actions.record(incident, "acknowledge", interaction.actor, now)
         elif kind == "mute":
+            if incident.signature is None:
+                raise HTTPException(status_code=400, detail="no root-cause signature to mute")
             self.actions.mute(incident, interaction.actor, now + timedelta(hours=interaction.hours or 1), now)
         elif kind == "not_the_cause":
             self.actions.record(incident, "not_the_cause", interaction.actor, now, interaction.note,

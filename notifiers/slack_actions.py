@@ -66,12 +66,13 @@ def action_blocks(incident: Incident) -> list[Block]:
         return []
     mute_options = [{"text": _plain(f"{h} hour{'s' if h > 1 else ''}"), "value": f"{incident.id}|{h}"}
                     for h in MUTE_HOURS]
+    mute = [{"type": "static_select", "action_id": MUTE, "placeholder": _plain("Mute signature on cluster…"),
+             "options": mute_options}] if incident.signature else []  # no signature: nothing a mute could match
     return [{"type": "actions", "block_id": "ff_actions", "elements": [
         {"type": "button", "action_id": ACK, "text": _plain("Acknowledge"), "value": incident.id},
         {"type": "button", "action_id": RESOLVE, "text": _plain("Resolve…"), "value": incident.id,
          "style": "primary"},
-        {"type": "static_select", "action_id": MUTE, "placeholder": _plain("Mute signature on cluster…"),
-         "options": mute_options},
+        *mute,
         {"type": "button", "action_id": NOT_CAUSE, "text": _plain("Not the cause…"), "value": incident.id,
          "style": "danger"},
     ]}]

@@ -140,3 +140,19 @@ def test_one_route_per_destination_however_many_ranks_failed() -> None:
                                                          ranks=list(range(512)), count=512))
     routes = route(incident, [sub("a", {"tags": ["oom"]}, [ONCALL, PAGER])], NOW)
     assert len(routes) == 2
+
+
+def test_a_signature_muted_on_the_cluster_mutes_every_target_until_the_mute_ends() -> None:
+    """Slack's "Mute signature on cluster" (store/actions.py): posts, pages and webhooks alike, and quiet hours'
+    held pages too; suppressed collateral stays what it was; once the mute has ended, everything sends."""
+    incident = make_incident()
+    subs = [sub("a", {"tags": ["oom"]}, [ONCALL, PAGER, HOOK]),
+            sub("quiet", {"tags": ["oom"]}, [Target(kind="pagerduty", address="Q" * 32)],
+                quiet_hours=QuietHours(start=time(13), end=time(15), timezone="UTC")),
+            sub("watchdog", {"signatures": ["pytorch.c10d.watchdog_timeout"]})]
+    muted = route(incident, subs, NOW, signature_muted_until=NOW + timedelta(hours=4))
+    assert outcomes(muted) == [("a", "slack", "muted"), ("a", "pagerduty", "muted"), ("a", "webhook", "muted"),
+                               ("quiet", "pagerduty", "muted"), ("watchdog", "slack", "suppressed_collateral")]
+    assert "host.oom_killer muted on h100-east until 2026-12-01T18:00" in muted[0].reason
+    ended = route(incident, subs, NOW, signature_muted_until=NOW)
+    assert [o for _, _, o in outcomes(ended)] == ["send", "send", "send", "held_quiet_hours", "suppressed_collateral"]

@@ -18,11 +18,13 @@ from notifiers.base import Notifier
 from notifiers.outbox import deliver_due
 from notifiers.pagerduty import PagerDutyNotifier
 from notifiers.slack import SlackNotifier
+from notifiers.slack_actions import action_blocks
 from notifiers.wiring import outbox_hook, slack_status
 from pipeline.embedded import EmbeddedRunner
 from pipeline.service import Pipeline
 from scan.engine import default_matcher
 from schemas.clock import ManualClock
+from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident
 from schemas.subscription import Match, Subscription, Target
 from store.actions import ActionStore
@@ -31,7 +33,7 @@ from tests.api.server import serving
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack, Message
 from tests.fakes.slack_interactivity import SlackUser
-from tests.notifiers.conftest import SLACK_TOKEN, settings_for
+from tests.notifiers.conftest import SLACK_TOKEN, make_incident, settings_for
 from tests.pipeline.helpers import EXAMPLE, RecordingScheduler, failed_job, shards_of
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret, for these tests only
@@ -212,3 +214,11 @@ def test_not_the_cause_asks_for_the_rank_and_keeps_a_labelled_example(world: Wor
                                                                                               "host.oom_killer")
     assert ActionStore(world.store).labelled_examples()[0].correct_rank == 12
     assert "Not the cause, says <@U0ALICE>" in world.text() and "rank 12 failed first" in world.text()
+
+
+def test_the_buttons_go_once_resolved_and_a_post_without_signature_offers_no_mute() -> None:
+    [buttons] = action_blocks(make_incident())
+    assert [e["action_id"] for e in buttons["elements"]] == ["ff_ack", "ff_resolve", "ff_mute", "ff_not_cause"]
+    assert action_blocks(make_incident(state="resolved")) == []
+    unknown = make_incident(diagnosis=Diagnosis(verdict="no_known_signature", root_cause=None))
+    assert "ff_mute" not in str(action_blocks(unknown))
