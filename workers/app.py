@@ -74,11 +74,13 @@ def broker_keeps_nothing(broker_url: str) -> str | None:
 _settings = load_settings()
 
 
-@setup_logging.connect
 def _configure_logging(**_: object) -> None:
     """The worker logs as serve does (text or JSON lines with the trace id): a receiver here stops Celery from
     installing its own handlers."""
     logs.configure(_settings.log_format, _settings.log_level)
+
+
+setup_logging.connect(_configure_logging, weak=False)
 
 
 app = make_app(_settings)
