@@ -83,13 +83,27 @@ class Shipped:
 
 def ship_logs(transport: Transport, job_id: str, paths: list[str], given: Overrides, compression: Compression,
               note: Note) -> Shipped:
+    """Every stream's shards, in order. A transport failure says what was delivered and what was not: the stream
+    it stopped in from which shard on, and the streams after it (ship those again: the service keeps a shard
+    once, on (job, stream, rank/host, seq))."""
     shipped = Shipped()
-    for key, sources in plan(paths, given).items():
+    streams = list(plan(paths, given).items())
+    for index, (key, sources) in enumerate(streams):
         shipped.streams += 1
-        for shard in stream_shards(job_id, key, sources, compression, note):
-            transport.send_shard(shard)
-            shipped.shards += 1
-            shipped.sent_bytes += len(shard.model_dump_json())
+        seq = 0
+        try:
+            for shard in stream_shards(job_id, key, sources, compression, note):
+                seq = shard.seq
+                transport.send_shard(shard)
+                shipped.shards += 1
+                shipped.sent_bytes += len(shard.model_dump_json())
+        except (TransportError, PermanentError) as exc:
+            left = [s.name for _, group in streams[index + 1:] for s in group]
+            where = ", ".join(s.name for s in sources)
+            raise type(exc)(f"{exc}; delivered {shipped.shards} shard(s) of {index} whole stream(s) before it; "
+                            f"not delivered: {where} from shard {seq} on"
+                            + (f", and {len(left)} more file(s) ({', '.join(left[:5])}"
+                               f"{', ...' if len(left) > 5 else ''})" if left else "")) from exc
         shipped.file_bytes += sum(s.length() for s in sources)
     transport.close()
     return shipped

@@ -236,6 +236,26 @@ def test_http_refusal_exits_1_with_the_servers_reason(ingest_server: type[_Inges
 
 
 @pytest.mark.integration
+def test_a_ship_the_service_stops_taking_says_what_was_not_delivered(
+        ingest_server: type[_Ingest], job_dir: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two shards go through, then the service refuses (a 413): the error names the file it stopped in and the
+    files never sent, so they can be shipped again (the service keeps each shard once)."""
+    monkeypatch.delenv("FIRSTFAULT_API_TOKEN", raising=False)
+    ingest_server.statuses = [202, 202, 413]
+    argv = ["ship", "--job", "j-cut", "--url", ingest_server.url, str(job_dir)]  # type: ignore[attr-defined]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 413" in err and "delivered 2 shard(s)" in err, err
+    sent = {LogShard.model_validate_json(body).source for _, _, body in ingest_server.received[:2]}
+    stopped = LogShard.model_validate_json(ingest_server.received[2][2]).source
+    assert f"not delivered: {stopped}" in err or f", {stopped}" in err, err
+    never = {"node000/rank0.log", "node000/rank1.log", "node000/dmesg.log", "node001/stderr.log",
+             "node001/stderr.1.log"} - sent - {stopped}
+    assert never and all(name in err for name in never), err
+
+
+@pytest.mark.integration
 def test_stdin_ships_as_one_stdout_stream(ingest_server: type[_Ingest]) -> None:
     log = b"".join(b"[rank3]: step %d\n" % i for i in range(50_000))
     done = subprocess.run([sys.executable, "-m", "firstfault.cli", "ship", "--job", "j-in", "--rank", "3",
