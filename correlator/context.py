@@ -34,7 +34,8 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "pg_status": r"(?:work sequence id: (?P<seq>\d+) PG status: )?[Ll]ast enqueued (?:NCCL )?work: (?P<enqueued>\d+), "
     r"last completed (?:NCCL )?work: (?P<completed>\d+)",
     # TCPStore clients name the store's host when it goes away: remote=[node000]:29500
-    "store_remote": r"remote=\[(?P<host>[^\]\s]+)\]:(?P<port>\d+)\): Failed to (?:recv|send)",
+    "store_remote": r"remote=\[?(?P<host>[^\]\s()]+?)\]?:(?P<port>\d+)\): (?:[Ff]ailed to (?:recv|send)|"
+    r"Connection reset by peer|Broken pipe)",
     # NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] / Channel 00/0 : 3[3] -> 0[0] via P2P: the printer's rank first
     # (in its communicator: trusted only for processes no `comm ... rank N nranks M` line maps)
     "nccl_ring": r"NCCL INFO (?:Ring|Channel) \d+(?:/\d+)? : (?P<rank>\d+)\[[0-9a-fA-F]+\] -> \d+\[",
@@ -163,7 +164,11 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                   "Exception (either an error or timeout) detected by watchdog at work: 41, last enqueued NCCL work: "
                   "41, last completed NCCL work: 40.",),
     "store_remote": ("[W1203 10:21:07.118 socket.cpp:464] [c10d] recvValue failed on SocketImpl(fd=3, addr=[node01]"
-                     ":41230, remote=[node000]:29500): Failed to recv, got 0 bytes. Connection was likely closed.",),
+                     ":41230, remote=[node000]:29500): Failed to recv, got 0 bytes. Connection was likely closed.",
+                     "[rank7]:[W908 21:53:58.148746967 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=102, "
+                     "addr=[node03]:36787, remote=[node00]:29500): Connection reset by peer",
+                     "[W523 21:36:39.228028808 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=170, "
+                     "addr=node03:60438, remote=node00:50427): failed to recv, got 0 bytes"),
     "nccl_ring": ("node01:2301:2388 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/CUMEM",
                   "node01:2301:2388 [2] NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] via P2P/IPC"),
     "nccl_version": ("node01:2301:2301 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",),
