@@ -11,6 +11,7 @@ from api.limits import BodyLimit
 from api.scopes import ReadScope
 from api.slack_actions import SlackActions, slack_actions_router
 from api.subscriptions import subscriptions_router
+from api.verification import verification_router
 from api.web import static_files, web_router
 from catalog.loader import default_catalog
 from config.settings import Settings
@@ -41,6 +42,7 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store,
     app.include_router(history_router(store, catalog, settings.api_token))
     policy = WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)
     app.include_router(subscriptions_router(store, settings.api_token, policy))
+    app.include_router(verification_router(store, catalog, settings.api_token))
     app.include_router(web_router(store, catalog))
     if settings.slack_signing_secret:  # Slack's interactivity Request URL (api/slack_actions.py)
         app.include_router(slack_actions_router(SlackActions(

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from catalog.expect import Expectation
 from schemas.findings import Role
 
 
@@ -143,6 +144,8 @@ class Signature(BaseModel):
     checklist: list[str] = Field(default_factory=list)
     fix: str = Field(min_length=5)
     verification: str = Field(min_length=3, description="one runnable command and a `# expect ...` comment")
+    expect: Expectation | None = Field(None, description="what a pass of `verification` means, for `firstfault "
+                                       "verify` (catalog/expect.py); without it a pass is exit status 0")
     related: list[str] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
     examples: Examples

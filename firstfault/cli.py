@@ -16,7 +16,7 @@ from config.version import __version__
 from correlator.diagnose import diagnose
 from correlator.reading import SourceScanner
 from correlator.speakers import who_from_path
-from firstfault import collect_cli, dlq_cli, notify_args, serve, ship_cli
+from firstfault import collect_cli, dlq_cli, notify_args, serve, ship_cli, verify_args
 from firstfault.history_args import add_incidents_parser
 from scan.engine import default_matcher, scan_sources
 from schemas.clock import system_clock
@@ -81,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     notify_args.add_commands(sub)
     dlq_cli.add_parser(sub)
     add_incidents_parser(sub)
+    verify_args.add_parser(sub)
     return p
 
 
@@ -203,7 +204,9 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        argv, command = verify_args.split_command(list(sys.argv[1:] if argv is None else argv))
         args = _parser().parse_args(argv)
+        args.argv = command
         if args.command == "diagnose":
             return cmd_diagnose(args)
         if args.command == "match":
@@ -226,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from firstfault.history_cli import cmd_incidents
 
             return cmd_incidents(args, _console())
+        if args.command == "verify":
+            from firstfault import verify_cli
+
+            return verify_cli.run(args)
         if args.command == "explain":
             args.action = "show"
         return cmd_catalog(args, _console())

@@ -17,5 +17,7 @@ __all__ = ["MASK", "redact", "redact_incident"]
 def redact_incident(incident: Incident) -> Incident:
     """A copy whose diagnosis (every string in it) and changes are redacted; ids, labels and times are the
     producer's, not log text, and stay as they are."""
+    verification = redact_model(incident.verification) if incident.verification else None
     return incident.model_copy(update={"diagnosis": redact_model(incident.diagnosis),
-                                       "changes": [redact(c) for c in incident.changes]})
+                                       "changes": [redact(c) for c in incident.changes],
+                                       "verification": verification})

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from notifiers.redact import redact_incident
+from notifiers.verification_text import header_prefix, verification_mrkdwn
 from schemas.incident import Incident
 from schemas.text import collateral_where, suspect_line
 
@@ -93,7 +94,7 @@ def initiator_of(incident: Incident) -> str:
 
 
 def header_text(incident: Incident) -> str:
-    prefix = "Resolved: " if incident.state == "resolved" else ""
+    prefix = header_prefix(incident)
     return clip(f"{_emoji(incident)} {prefix}{title_of(incident)} · job {incident.job_id}", HEADER_CHARS)
 
 
@@ -186,6 +187,8 @@ def incident_blocks(incident: Incident, url: str) -> list[Block]:
         blocks.append(_section("*Fix*\n" + clip(escape(d.fix), PART_CHARS)))
     if d.verification:
         blocks.append(_section("*Verify*\n" + CODE + clip(_code_safe(d.verification), PART_CHARS) + CODE))
+    if incident.verification:
+        blocks.append(_section(verification_mrkdwn(incident.verification, escape, _code_safe)))
     context = {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(
         f"<{url}|Open incident {incident.id}> · revision {incident.revision} · job {escape(incident.job_id)}"
         f" attempt {incident.attempt}", SECTION_CHARS)}]}

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.diagnosis import Diagnosis
+from schemas.verification import Verification
 
 IncidentState = Literal["open", "resolved"]
 Severity = Literal["critical", "error", "warning", "info"]
@@ -36,6 +37,7 @@ class Incident(BaseModel):
     updated_at: datetime
     diagnosis: Diagnosis
     changes: list[str] = Field(default_factory=list, description="what this revision changed, for a follow-up")
+    verification: Verification | None = Field(None, description="the latest verification of the fix")
 
     @property
     def signature(self) -> str | None:

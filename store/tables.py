@@ -80,6 +80,7 @@ class IncidentRow(SQLModel, table=True):
     labels: dict[str, str] = _json()
     diagnosis: dict[str, Any] = _json()
     changes: list[str] = _json_list()
+    verification: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON, nullable=True))
     created_at: datetime = Field(index=True)
     updated_at: datetime
 

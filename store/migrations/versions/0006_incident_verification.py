@@ -1,0 +1,24 @@
+"""incidents.verification: the latest verification of the fix (`firstfault verify`), JSON, null until one
+
+Revision ID: 0006
+Revises: 0005
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0006'
+down_revision = '0005'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column('incidents', sa.Column('verification', sa.JSON(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('incidents') as batch:  # SQLite drops a column by copying the table
+        batch.drop_column('verification')
