@@ -24,6 +24,7 @@ from schemas.clock import Clock, system_clock
 from schemas.errors import RetryableError, UsageError
 from schemas.incident import Incident
 from schemas.wire import JobEvent
+from store.impact_stats import CostStats, stats_with_cost
 from store.incidents import Store
 from store.offenders import Offender, offenders
 from store.queries import (
@@ -31,11 +32,9 @@ from store.queries import (
     IncidentDetail,
     IncidentFilter,
     IncidentPage,
-    Stats,
     incident_detail,
     list_incidents,
     parse_since,
-    stats,
 )
 
 
@@ -177,10 +176,10 @@ def history_router(store: Store, catalog: Catalog, token: str | None = None) -> 
             raise HTTPException(status_code=404, detail=f"no incident {incident_id!r}")
         return Resolved(incident=done[0], resolved_now=done[1])
 
-    @router.get("/stats", tags=["history"], response_model=Stats, responses=TROUBLE)
-    def get_stats(f: FiltersDep, now: NowDep, top: Annotated[int, Query(ge=1, le=100)] = 10) -> Stats:
+    @router.get("/stats", tags=["history"], response_model=CostStats, responses=TROUBLE)
+    def get_stats(f: FiltersDep, now: NowDep, top: Annotated[int, Query(ge=1, le=100)] = 10) -> CostStats:
         with answers():
-            return stats(store, f.parse(now), top=top)
+            return stats_with_cost(store, f.parse(now), top=top)
 
     @router.get("/offenders", tags=["history"], response_model=list[Offender], responses=TROUBLE)
     def get_offenders(f: FiltersDep, now: NowDep,

@@ -16,6 +16,7 @@ from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.exits import cause_like, death_targets, exit_report, launcher_summary, task_exits
 from correlator.identity import IdentityMap, build_identity, records_by_kind
+from correlator.impact import with_impact
 from correlator.kept import ContextRecord
 from correlator.locate import locate, node_wide, pick
 from correlator.naming import Named, settle
@@ -47,24 +48,25 @@ MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: n
 
 def diagnose(
     results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None, *,
-    exit_codes: Mapping[str, int] | None = None,
+    exit_codes: Mapping[str, int] | None = None, ended_at: datetime | None = None,
 ) -> Diagnosis:
     """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004"). Without them,
     a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map.
 
     The diagnosis comes back redacted (correlator/redact.py): this is the one place every output (the CLI's
     formats, the stored incident, the API, the web pages, the notifiers) gets its log text from."""
-    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes))
+    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes, ended_at))
 
 
 def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None,
-              exit_codes: Mapping[str, int] | None) -> Diagnosis:
+              exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None) -> Diagnosis:
     findings = [f for r in results for f in r.findings]
     context = [c for r in results for c in r.context]
     job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
     if job is not None:
         exit_codes = exit_codes if exit_codes is not None else job.exit_codes
         rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
+        ended_at = ended_at or job.ended_at
     of_kind = records_by_kind(context)  # each step below reads records of one or two kinds: those alone
     ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     # one name per host and per rank
@@ -92,10 +94,10 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
     ranked = score(failures, ids, offsets, suspect, logged)
-    if not ranked:
-        return _collateral_only(failures, ids, offsets)
-    unknown = cause_unknown(failures, of_kind, ids, events)  # only exit codes speak (unexplained.py)
-    return _assemble(ranked, failures, ids, offsets, results, catalog, notes, logged, unknown)
+    made = _collateral_only(failures, ids, offsets) if not ranked else _assemble(
+        ranked, failures, ids, offsets, results, catalog, notes, logged,
+        cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
+    return with_impact(made, of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 
 def _rank_of_source(source: str, named: Named) -> int | None:

@@ -16,17 +16,16 @@ from firstfault.render import render_markdown, render_text
 from schemas.clock import system_clock
 from schemas.diagnosis import TimelineEntry
 from schemas.errors import TransportError, UsageError
+from store.impact_stats import CostStats, stats_with_cost
 from store.incidents import Store
 from store.offenders import Offender, offenders
 from store.queries import (
     IncidentDetail,
     IncidentFilter,
     IncidentSummary,
-    Stats,
     incident_detail,
     list_incidents,
     parse_since,
-    stats,
 )
 
 TIMELINE_ROWS = 40
@@ -64,7 +63,7 @@ def _query(store: Store, args: argparse.Namespace, f: IncidentFilter, out: Conso
         else:
             _print_list(page.items, page.total, page.next_cursor, out)
     elif args.action == "stats":
-        result = stats(store, f)
+        result = stats_with_cost(store, f)
         if as_json:
             sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         else:
@@ -171,7 +170,7 @@ def _markdown(detail: IncidentDetail) -> str:
     return "\n".join(out) + "\n"
 
 
-def _print_stats(result: Stats, out: Console) -> None:
+def _print_stats(result: CostStats, out: Console) -> None:
     out.print(f"[bold]{result.total}[/] incident(s)")
     top = Table("count", "signature", "title", box=None, pad_edge=False, title="Top failure classes",
                 title_justify="left")
@@ -188,6 +187,13 @@ def _print_stats(result: Stats, out: Console) -> None:
     for h in result.hosts:
         hosts.add_row(escape(h.host), escape(h.cluster or "-"), str(h.initiating), str(h.jobs), str(h.named))
     out.print(hosts if result.hosts else "[dim]No host is at the root of more than one incident.[/]")
+    cost = Table("GPU-hours", "idle", "lost work", "incidents", "signature", "cluster", "week", box=None,
+                 pad_edge=False, title="GPU-hours lost by class, cluster and ISO week", title_justify="left")
+    for g in result.gpu_hours:
+        cost.add_row(f"{g.gpu_hours_lost:,.1f}", f"{g.idle_gpu_hours:,.1f}", f"{g.lost_work_gpu_hours:,.1f}",
+                     f"{g.incidents}" + (f" ({g.incidents - g.costed} not costed)" if g.costed < g.incidents else ""),
+                     g.signature or "(no known signature)", escape(g.cluster or "-"), g.week)
+    out.print(cost)
 
 
 def _print_offenders(found: list[Offender], out: Console) -> None:

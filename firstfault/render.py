@@ -50,6 +50,8 @@ def render_text(d: Diagnosis, console: Console) -> None:
             console.print(f"  {escape(_collateral_line(g))}")
         if len(d.collateral) > 8:
             console.print(f"  … and {len(d.collateral) - 8} more kinds")
+    if d.impact:
+        console.print(f"[bold]Cost[/]\n  {escape(d.impact.summary())}")
     if d.fix:
         console.print(f"[bold]Fix[/]\n  {escape(d.fix)}")
     if d.verification:
@@ -82,6 +84,8 @@ def render_markdown(d: Diagnosis) -> str:
     out += ["```", "", "### Why this one"] + [f"- {s}" for s in rc.explanation]
     if d.collateral:
         out += ["", "### Collateral"] + [f"- {_collateral_line(g)}" for g in d.collateral[:10]]
+    if d.impact:
+        out += ["", "### Cost", d.impact.summary()]
     if d.fix:
         out += ["", "### Fix", d.fix]
     if d.verification:

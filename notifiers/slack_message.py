@@ -121,6 +121,8 @@ def _fields(incident: Incident) -> Block:
         pairs.append(("Team", escape(incident.team)))
     if rc and rc.time:
         pairs.append(("Time", rc.time.isoformat(timespec="seconds")))
+    if incident.diagnosis.impact:
+        pairs.append(("Cost", escape(incident.diagnosis.impact.summary())))
     fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k in ('Initiating', 'Suspects') else v}",
                                               FIELD_CHARS)}
               for k, v in pairs[:10]]

@@ -94,7 +94,8 @@ class Pipeline:
                         self._schedule(job_id, ready.due, now)
                     return None
             results = merge(view.shards)
-            diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts, exit_codes=event.exit_codes)
+            diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts, exit_codes=event.exit_codes,
+                                 ended_at=event.ended_at)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
                 saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
                                                  self.on_saved)
@@ -125,6 +126,8 @@ class Pipeline:
     def _severity(self, diagnosis: Diagnosis) -> Severity:
         rc = diagnosis.root_cause
         sig = self.matcher.catalog.get(rc.signature) if rc and rc.signature else None
+        if diagnosis.impact is not None and diagnosis.impact.level == "severe":
+            return "critical"  # what it cost, whatever the entry says: SEVERE_GPU_HOURS or more lost
         if sig is not None:
             value = sig.severity.value
             return value if value in ("critical", "error", "warning", "info") else "error"  # type: ignore[return-value]

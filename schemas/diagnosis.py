@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, model_validator
 
+from schemas.impact import Impact
+
 # "suspects": a failure was found, but the evidence is too thin to name one initiator (calibrated confidence under
 # correlator.calibration.SUSPECTS_BELOW): root_cause holds the likeliest, `suspects` the ranked candidates.
 Verdict = Literal["diagnosed", "suspects", "no_known_signature", "no_failure_found"]
@@ -140,5 +142,6 @@ class Diagnosis(BaseModel):
     timeline: list[TimelineEntry] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)
     suspects: list[Suspect] = Field(default_factory=list)  # filled when verdict is "suspects"
+    impact: Impact | None = None  # what the failure cost (correlator/impact.py); None when the logs cannot tell
     # What the confidence was computed from (correlator.calibration.Features), for fitting; not serialised.
     _features: dict[str, float] | None = PrivateAttr(default=None)

@@ -23,9 +23,14 @@ def test_diagnose_json_follows_the_contract() -> None:
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     # `suspects` extends the contract (filled only by a `suspects` verdict): the older keys are all still there
+    # and so does `impact` (what the failure cost, docs/contracts.md)
     assert set(d) == {"verdict", "root_cause", "collateral", "fix", "verification", "timeline", "alternatives",
-                      "suspects"}
+                      "suspects", "impact"}
     assert d["suspects"] == []
+    assert set(d["impact"]) == {"world_size", "failed_at", "last_checkpoint_at", "lost_work_gpu_hours",
+                                "first_consequence_at", "ended_at", "idle_gpu_hours", "gpu_hours_lost", "level",
+                                "notes"}
+    assert d["impact"]["world_size"] == 64 and d["impact"]["idle_gpu_hours"] == 10.71  # 64 GPUs waited 10 min
     rc = d["root_cause"]
     assert set(rc) == {"signature", "title", "category", "tags", "rank", "host", "confidence", "time", "evidence",
                        "explanation"}

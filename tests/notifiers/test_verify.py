@@ -28,6 +28,8 @@ def _verify(w: World, incident_id: str, **body: object) -> dict[str, object]:
 
 def test_a_reported_pass_verifies_the_incident_edits_the_slack_post_and_resolves_the_page(world: World) -> None:
     incident = _fail(world)
+    fields = [f["text"] for b in world.post().blocks for f in b.get("fields", [])]
+    assert any(f.startswith("*Cost*\n≈10.7 GPU-hours lost (64 GPUs") for f in fields)  # what the failure cost
     world.clock.advance(3600)
     out = _verify(world, incident.id, by="alice", command="dmesg -T | grep -c 'Out of memory: Killed process'",
                   exit_code=1, output=f"export SLACK_TOKEN={SLACK_TOKEN_IN_OUTPUT}\n0\n")
