@@ -44,6 +44,8 @@ def print_entry(s: Signature, out: Console) -> None:
             out.print(f"  {i}. {escape(step)}")
     out.print(f"\n[bold]Fix[/]\n  {escape(s.fix)}")
     out.print(f"\n[bold]Verify[/]\n  [green]$ {escape(s.verification)}[/]")
+    judged = s.expect.describe() if s.expect else "exit status 0 (no structured `expect`)"
+    out.print(f"  [dim]firstfault verify passes it on: {escape(judged)}[/]")
     if s.related:
         out.print(f"\n[bold]Related[/]\n  {', '.join(s.related)}")
     if s.references:

@@ -123,6 +123,8 @@ def _fields(incident: Incident) -> Block:
         pairs.append(("Time", rc.time.isoformat(timespec="seconds")))
     if incident.diagnosis.impact:
         pairs.append(("Cost", escape(incident.diagnosis.impact.summary())))
+    if incident.repeats:
+        pairs.append(("Repeats", f"{incident.repeats} earlier attempt(s) of this job failed the same way"))
     fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k in ('Initiating', 'Suspects') else v}",
                                               FIELD_CHARS)}
               for k, v in pairs[:10]]

@@ -114,24 +114,39 @@ class Pipeline:
                 return None
             what = changes(current.diagnosis, diagnosis)
             return current.model_copy(update={
-                "diagnosis": diagnosis, "updated_at": now, "severity": self._severity(diagnosis),
+                "diagnosis": diagnosis, "updated_at": now, "severity": self._severity(diagnosis, current.repeats),
                 # a revision is what a follow-up post announces; quieter changes update the row in place
                 "revision": current.revision + 1 if what else current.revision,
                 "changes": what or current.changes,
             })
+        repeats = _repeats(current, diagnosis)
         return Incident(id=new_id, job_id=event.job_id, attempt=event.attempt, cluster=event.cluster,
-                        team=event.team, labels=event.labels, severity=self._severity(diagnosis),
-                        created_at=now, updated_at=now, diagnosis=diagnosis)
+                        team=event.team, labels=event.labels, severity=self._severity(diagnosis, repeats),
+                        created_at=now, updated_at=now, diagnosis=diagnosis, repeats=repeats)
 
-    def _severity(self, diagnosis: Diagnosis) -> Severity:
+    def _severity(self, diagnosis: Diagnosis, repeats: int = 0) -> Severity:
         rc = diagnosis.root_cause
         sig = self.matcher.catalog.get(rc.signature) if rc and rc.signature else None
         if diagnosis.impact is not None and diagnosis.impact.level == "severe":
             return "critical"  # what it cost, whatever the entry says: SEVERE_GPU_HOURS or more lost
+        if repeats >= REPEATS_CRITICAL and rc is not None and rc.signature is not None:
+            return "critical"  # the job keeps failing the same way: its restarts are burning the GPUs again
         if sig is not None:
             value = sig.severity.value
             return value if value in ("critical", "error", "warning", "info") else "error"  # type: ignore[return-value]
         return "warning" if diagnosis.verdict == "no_failure_found" else "error"
+
+
+REPEATS_CRITICAL = 2  # the third attempt of a job to fail the same way is critical
+
+
+def _repeats(previous: Incident | None, diagnosis: Diagnosis) -> int:
+    """How many earlier attempts of this job failed the same way in a row: ``previous`` is its latest incident (an
+    earlier attempt's; the store hands the job's latest to a new attempt's build)."""
+    signature = diagnosis.root_cause.signature if diagnosis.root_cause else None
+    if previous is None or signature is None or previous.signature != signature:
+        return 0
+    return previous.repeats + 1
 
 
 def _observe(saved: Incident, failed_at: datetime | None) -> None:

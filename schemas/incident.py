@@ -38,6 +38,7 @@ class Incident(BaseModel):
     diagnosis: Diagnosis
     changes: list[str] = Field(default_factory=list, description="what this revision changed, for a follow-up")
     verification: Verification | None = Field(None, description="the latest verification of the fix")
+    repeats: int = Field(0, ge=0, description="earlier attempts of this job that failed the same way, in a row")
 
     @property
     def signature(self) -> str | None:

@@ -273,6 +273,7 @@ def _fill(row: IncidentRow, inc: Incident) -> None:
     row.labels, row.changes = dict(inc.labels), list(inc.changes)
     row.diagnosis = inc.diagnosis.model_dump(mode="json")
     row.verification = inc.verification.model_dump(mode="json") if inc.verification else None
+    row.repeats = inc.repeats
     row.updated_at = inc.updated_at
 
 
@@ -281,7 +282,7 @@ def _incident(row: IncidentRow) -> Incident:
         "id": row.id, "job_id": row.job_id, "attempt": row.attempt, "cluster": row.cluster, "team": row.team,
         "labels": row.labels, "state": row.state, "revision": row.revision, "severity": row.severity,
         "created_at": _aware(row.created_at), "updated_at": _aware(row.updated_at), "diagnosis": row.diagnosis,
-        "changes": row.changes, "verification": row.verification,
+        "changes": row.changes, "verification": row.verification, "repeats": row.repeats or 0,
     })
 
 

@@ -81,6 +81,7 @@ class IncidentRow(SQLModel, table=True):
     diagnosis: dict[str, Any] = _json()
     changes: list[str] = _json_list()
     verification: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON, nullable=True))
+    repeats: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
     created_at: datetime = Field(index=True)
     updated_at: datetime
 
