@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
@@ -40,4 +41,9 @@ def _alive(pid: int) -> bool:
 def test_a_timeout_kills_the_children_too() -> None:
     ran = run_command(["sleep 60 & echo $!; wait; echo never"], 0.5, shell=True)
     assert ran.timed_out and ran.exit_code == 124 and "never" not in ran.output
-    assert not _alive(int(ran.output.split()[0]))  # the shell's child, not only the shell
+    child = int(ran.output.split()[0])  # the shell's child, not only the shell
+    # a killed process closes its files (the pipe's EOF) a moment before it is marked dead: let it finish dying
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)

@@ -1,8 +1,8 @@
 """incidents.verification: the latest verification of the fix (`firstfault verify`), JSON, null until one;
 incidents.repeats: earlier attempts of the job that failed the same way, in a row
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0006'
-down_revision = '0005'
+revision = '0007'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 
