@@ -46,7 +46,8 @@ def test_no_5xx_and_answers_match_the_openapi(base_url: str, history: dict[str, 
     operations = _operations(base_url)
     assert {(op.method.upper(), op.path) for op in operations} == {
         ("GET", "/v1/incidents"), ("GET", "/v1/incidents/{incident_id}"),
-        ("POST", "/v1/incidents/{incident_id}/resolve"), ("GET", "/v1/stats"), ("GET", "/v1/offenders"),
+        ("POST", "/v1/incidents/{incident_id}/resolve"), ("POST", "/v1/incidents/{incident_id}/verification"),
+        ("GET", "/v1/stats"), ("GET", "/v1/offenders"),
         ("GET", "/v1/catalog"), ("GET", "/v1/catalog/{signature_id}"),
         ("GET", "/v1/subscriptions"), ("POST", "/v1/subscriptions"), ("GET", "/v1/subscriptions/{subscription_id}"),
         ("PUT", "/v1/subscriptions/{subscription_id}"), ("PATCH", "/v1/subscriptions/{subscription_id}"),
