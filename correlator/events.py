@@ -32,7 +32,7 @@ _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTE
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one a rank and line, no dict each (issue 23: memory per rank)
 class Target:
     """What a piece of evidence points at: a rank (with its host), or a host, or nothing in particular."""
 
@@ -46,7 +46,7 @@ class Target:
         return f"host {self.host}" if self.host else "the job"
 
 
-@dataclass
+@dataclass(slots=True)  # one an event, thousands a job: no dict each (issue 23)
 class Event:
     best: Finding
     signature: Signature

@@ -19,6 +19,7 @@ from catalog.matcher import Matcher
 from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.diagnose import diagnose
 from correlator.reading import SourceResult
+from scan.interned import Interner
 from scan.source import order_base, scan_source
 from scan.split import scan_split, split_workers
 from schemas import findings
@@ -108,13 +109,14 @@ def scan_sources(matcher: Matcher, sources: list[Source], year: int,
         if results is not None:
             return Scan(results, sum(r.bytes for r in results))
     results = []
+    interner = Interner()
     for index, source in enumerate(sources):
         def counted(src: Source = source) -> Iterable[bytes]:
             for block in chunks(src):
                 if progress:
                     progress(len(block))
                 yield block
-        results.append(scan_source(matcher, source.name, counted(), year, order_base(index)))
+        results.append(interner.result(scan_source(matcher, source.name, counted(), year, order_base(index))))
     return Scan(results, sum(r.bytes for r in results))
 
 

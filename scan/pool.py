@@ -29,14 +29,13 @@ except ImportError:  # not POSIX: no fork either, so the pool is not used
     fcntl = None  # type: ignore[assignment]
 
 from catalog.matcher import Matcher
-from correlator.kept import ContextRecord
 from correlator.reading import SourceResult
+from scan.interned import Interner
 from scan.source import order_base, scan_source
 from schemas.findings import Finding, Speaker
 from sources.files import Source, chunks
 
 Task = tuple[int, Source, int, int]  # (index in the input, source, year, order base)
-_new_tuple = tuple.__new__
 
 
 def _widen(pipe: Connection) -> None:
@@ -106,16 +105,20 @@ def _packed(results: list[tuple[int, SourceResult]]) -> list[Packed]:
 
 
 def _unpacked(result: SourceResult, records: list[tuple[Any, ...]], found: list[tuple[Any, ...]],
-              speakers: dict[tuple[Any, ...], Speaker]) -> SourceResult:
-    result.context = [_new_tuple(ContextRecord, rec) for rec in records]
+              speakers: dict[tuple[Any, ...], Speaker], interner: Interner) -> SourceResult:
+    """A worker's result rebuilt, its texts and field dicts shared with every other source's (scan/interned.py):
+    pickled, each batch had copies of its own."""
+    result.source = interner.text(result.source)
+    result.context = [interner.record(rec) for rec in records]
+    text, fields = interner.text, interner.fields
     findings = []
-    for (signature, generic, role, source, line_no, text, who, time, clock, fields, order, event, repeats) in found:
+    for (signature, generic, role, source, line_no, said, who, time, clock, captured, order, event, repeats) in found:
         speaker = speakers.get(who)
         if speaker is None:
             speaker = speakers[who] = Speaker(*who)
-        findings.append(Finding(signature=signature, generic=generic, role=role, source=source, line_no=line_no,
-                                text=text, speaker=speaker, time=time, clock=clock, fields=fields, order=order,
-                                event=event, repeats=repeats))
+        findings.append(Finding(signature=signature, generic=generic, role=role, source=text(source),
+                                line_no=line_no, text=text(said), speaker=speaker, time=time, clock=clock,
+                                fields=fields(captured), order=order, event=event, repeats=repeats))
     result.findings = findings
     return result
 
@@ -143,14 +146,15 @@ def _work(matcher: Matcher, batches: Sequence[Sequence[Task]], counter: Any, out
 class _Receiver(threading.Thread):
     """Reads the workers' results as they come, so that no worker waits on a full pipe while the parent scans."""
 
-    def __init__(self, readers: list[Connection], results: list[SourceResult | None], stop: Callable[[], None]
-                 ) -> None:
+    def __init__(self, readers: list[Connection], results: list[SourceResult | None], stop: Callable[[], None],
+                 interner: Interner) -> None:
         super().__init__(daemon=True)
         self._readers = readers
         self._results = results
         self._stop = stop  # called on a worker's error: no process claims another batch
         self.errors: list[BaseException] = []
         self._speakers: dict[tuple[Any, ...], Speaker] = {}  # one Speaker per speaker, as the worker had
+        self._interner = interner
         self.received = 0  # bytes of input the workers' results cover, not yet reported (see take_bytes)
         self._lock = threading.Lock()
 
@@ -162,7 +166,8 @@ class _Receiver(threading.Thread):
                 try:
                     kind, payload = reader.recv()
                     if kind == "batch":
-                        payload = [(index, _unpacked(result, records, found, self._speakers))
+                        payload = [(index, _unpacked(result, records, found, self._speakers,
+                                                        self._interner))
                                    for index, result, records, found in payload]
                 except (EOFError, OSError):  # the worker ended, done or not (killed: the parent rescans)
                     open_readers.remove(reader)
@@ -204,6 +209,7 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     results: list[SourceResult | None] = [None] * len(sources)
     context = multiprocessing.get_context("fork")
     counter = context.Value("q", 0)
+    interner = Interner()  # one for the receiver thread and this one: dict.setdefault holds the GIL throughout
 
     def stop() -> None:
         with counter.get_lock():
@@ -224,11 +230,11 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
             writer.close()  # the child's copy is the one that stays open
             children.append(child)
             readers.append(reader)
-        receiver = _Receiver(readers, results, stop)
+        receiver = _Receiver(readers, results, stop, interner)
         receiver.start()
         while (claimed := _claim(counter, len(batches))) is not None:
             for index, result in _scan(matcher, batches[claimed]):
-                results[index] = result
+                results[index] = interner.result(result)
                 if progress:
                     progress(result.bytes + receiver.take_bytes())
     except BaseException:
@@ -252,7 +258,7 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     # A worker that died (the kernel's OOM killer, a signal) sent no results for its last batch: scan those here.
     lost = [task for task in tasks if results[task[0]] is None]
     for index, result in _scan(matcher, lost):
-        results[index] = result
+        results[index] = interner.result(result)
         if progress:
             progress(result.bytes)
     return [r for r in results if r is not None]

@@ -1,0 +1,60 @@
+"""What a diagnosis holds per rank does not grow back (issue 23: 131,072 ranks within 300 MB): counted, not timed.
+
+tracemalloc counts the bytes the scan's results keep, and the peak while diagnose() correlates them, on the same
+kind of job at N and 4N ranks (every survivor naming the dead rank's address, as bench.sweep's trees); the bytes
+each added rank costs are (4N's - N's) / 3N, so start-up and the catalog cancel out. Measured on this code (Python
+3.11): 5.5 KB a rank kept, 8.8 KB at the peak; before texts and field dicts were shared across sources
+(scan/interned.py) and events lost their dicts, 7.6 and 11.2 KB.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from bench.generate import generate
+from catalog.loader import default_catalog
+from correlator.diagnose import diagnose
+from scan.engine import default_matcher, scan_sources
+from sources.files import expand
+
+SMALL = 256
+MAX_KEPT_PER_RANK = 6_500  # bytes of scan results each added rank keeps
+MAX_PEAK_PER_RANK = 10_000  # bytes each added rank adds to the peak of scan and correlation
+
+
+def _traced(root: Path, ranks: int) -> tuple[int, int, int | None]:
+    """Bytes the results of scanning a job of ``ranks`` keep, the peak while diagnosing them, the rank named."""
+    out = root / str(ranks)
+    generate(out, ranks, size=ranks * 1_400, seed=7, compact=True, survivors="all", quiet=True)
+    sources, matcher, catalog = expand([str(out / "logs")]), default_matcher("auto"), default_catalog()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        results = scan_sources(matcher, sources, 2026, jobs=1).results
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.reset_peak()
+        diagnosis = diagnose(results, catalog)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    return kept, peak, diagnosis.root_cause.rank if diagnosis.root_cause else None
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[int, int, int | None]]:
+    root = tmp_path_factory.mktemp("memory")
+    return {n: _traced(root, n) for n in (SMALL, 4 * SMALL)}
+
+
+def test_each_added_rank_keeps_a_bounded_number_of_bytes(traced: dict[int, tuple[int, int, int | None]]) -> None:
+    (small_kept, small_peak, small_rank), (large_kept, large_peak, large_rank) = traced[SMALL], traced[4 * SMALL]
+    assert small_rank is not None and large_rank is not None  # both diagnosed: the whole correlation ran
+    kept, peak = (large_kept - small_kept) / (3 * SMALL), (large_peak - small_peak) / (3 * SMALL)
+    assert kept <= MAX_KEPT_PER_RANK, f"scan results keep {kept:.0f} bytes a rank"
+    assert peak <= MAX_PEAK_PER_RANK, f"the peak of correlation grows by {peak:.0f} bytes a rank"
