@@ -34,6 +34,7 @@ from bench.timing import log
 OUT = Path(__file__).resolve().parent / "out"
 DEFAULT_RANKS = (512, 2048, 8192, 32768, 131072)
 STAGES = ("startup", "scan", "correlate", "render")
+PSS_TARGET_MB = 300  # issue 23: the whole process tree's peak PSS at every point, 131,072 ranks included
 
 
 def dataset(ranks: int, size: int, seed: int, failure: str, survivors: str) -> tuple[Path, dict[str, Any]]:
@@ -99,6 +100,25 @@ def fits(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     return out
 
 
+def memory(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The points over PSS_TARGET_MB, and the KB of PSS each rank adds between the smallest and the largest
+    point that finished (what start-up and the catalog cost cancels out)."""
+    done = [r for r in rows if not r["diagnose"].get("timed_out")]
+    over = [(r["ranks"], r["diagnose"]["tree_pss_mb"]) for r in rows if r["diagnose"]["tree_pss_mb"] > PSS_TARGET_MB]
+    per_rank = None
+    if len(done) >= 2 and done[-1]["ranks"] > done[0]["ranks"]:
+        grown = done[-1]["diagnose"]["tree_pss_mb"] - done[0]["diagnose"]["tree_pss_mb"]
+        per_rank = round(grown * 1000 / (done[-1]["ranks"] - done[0]["ranks"]), 2)
+    return {"target_mb": PSS_TARGET_MB, "over": over, "kb_per_rank": per_rank}
+
+
+def _memory_line(rows: list[dict[str, Any]]) -> str:
+    found = memory(rows)
+    over = ", ".join(f"{n:,} ranks ({mb:,.0f} MB)" for n, mb in found["over"]) or "none"
+    return (f"Memory target: tree PSS <= {found['target_mb']} MB at every point; over it: {over}. "
+            f"PSS each added rank costs: {found['kb_per_rank'] if found['kb_per_rank'] is not None else 'n/a'} KB")
+
+
 def report(rows: list[dict[str, Any]], exponents: dict[str, float | None], args: argparse.Namespace) -> str:
     head = ("| ranks | MB | files | start-up s | scan s | correlate s | render s | diagnose s | rg s | diagnose/rg "
             "| tree PSS MB | JSON KB | text lines | Slack KB | planted answer |")
@@ -119,7 +139,8 @@ def report(rows: list[dict[str, Any]], exponents: dict[str, float | None], args:
                      f"| {d['tree_pss_mb']:.0f} | {d['json_bytes'] / 1000:.0f} | {d['text_lines']} "
                      f"| {d['slack_bytes'] / 1000:.1f} | {ok} |")
     shown = ", ".join(f"{k} {v if v is not None else 'n/a'}" for k, v in exponents.items())
-    lines += ["", f"Fitted exponent (log-log slope of seconds, or MB, against ranks): {shown}", ""]
+    lines += ["", f"Fitted exponent (log-log slope of seconds, or MB, against ranks): {shown}", "", _memory_line(rows),
+              ""]
     return "\n".join(lines)
 
 
@@ -160,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"  {json.dumps(row)}")
         rows.append(row)
     exponents = fits(rows)
-    (OUT / "sweep.json").write_text(json.dumps({"args": vars(args), "rows": rows, "exponents": exponents},
+    (OUT / "sweep.json").write_text(json.dumps({"args": vars(args), "rows": rows, "exponents": exponents,
+                                                "memory": memory(rows)},
                                                indent=2, default=str) + "\n")
     sys.stdout.write(report(rows, exponents, args))
     return 0 if all(r["correct"] for r in rows) else 1

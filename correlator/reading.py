@@ -33,7 +33,7 @@ _latest_start = itemgetter(3)  # of an inert entry: see SourceScanner._inert
 _SRUN_PADDED = re.compile(r" +\d{1,5}: ")
 
 
-@dataclass
+@dataclass(slots=True)  # one a file, 163,840 files at 131,072 ranks: no dict each (issue 23)
 class SourceResult:
     source: str
     findings: list[Finding] = field(default_factory=list)
