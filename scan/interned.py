@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from correlator.kept import ContextRecord
+from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
 from correlator.reading import SourceResult
 from correlator.speakers import Who
 from schemas.findings import Finding
@@ -41,8 +41,11 @@ class Interner:
             return fields
 
     def record(self, rec: tuple[Any, ...]) -> ContextRecord:
-        """A context record (as a ContextRecord or its plain tuple) made of interned values."""
+        """A context record (as a ContextRecord or its plain tuple) made of interned values, without the text of a
+        kind whose text nothing reads (TEXT_UNREAD_KINDS)."""
         kind, fields, source, line_no, who, time, text, repeats = rec
+        if kind in TEXT_UNREAD_KINDS:
+            text = ""
         return _new_tuple(ContextRecord, (kind, self.fields(fields), self.text(source), line_no,
                                           self._whos.setdefault(who, who), time, self.text(text), repeats))
 
