@@ -99,8 +99,8 @@ def scan_sources(matcher: Matcher, sources: list[Source], year: int,
     """Scan every source, in one process or (``jobs``: see pool_size) in a pool; the results are the same."""
     if len(sources) == 1 and (split := split_workers(sources[0], jobs)) > 1:
         result = scan_split(matcher, sources[0], year, order_base(0), split, progress)
-        if result is not None:
-            return Scan([result], result.bytes)
+        if result is not None:  # shared and trimmed as one process's result is (scan/interned.py)
+            return Scan([Interner().result(result)], result.bytes)
     workers = pool_size(sources, jobs)
     if workers > 1:
         from scan.pool import scan_in_pool  # multiprocessing only when a pool runs: `diagnose` starts sooner
