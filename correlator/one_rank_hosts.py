@@ -58,25 +58,12 @@ def on_one_rank_hosts(findings: list[Finding], context: list[ContextRecord], hos
         where = host if host is not None else host_of_source.get(source)
         return where if where in hosts else None
 
-    changed = False
-    out_f = []
-    for f in findings:
-        s = f.speaker
-        where = placed(s.rank, s.host, s.local_rank, f.source)
-        if where is None:
-            out_f.append(f)
-            continue
-        changed = True
-        out_f.append(replace(f, speaker=replace(s, rank=hosts[where], host=where)))
-    out_c = []
-    for rec in context:
-        who = rec.who
-        where = placed(who.rank, who.host, who.local_rank, rec.source)
-        if where is None:
-            out_c.append(rec)
-            continue
-        changed = True
-        out_c.append(rec._replace(who=who._replace(rank=hosts[where], host=where)))
+    out_f = [f if (where := placed(f.speaker.rank, f.speaker.host, f.speaker.local_rank, f.source)) is None
+             else replace(f, speaker=replace(f.speaker, rank=hosts[where], host=where)) for f in findings]
+    out_c = [rec if (where := placed(rec.who.rank, rec.who.host, rec.who.local_rank, rec.source)) is None
+             else rec._replace(who=rec.who._replace(rank=hosts[where], host=where)) for rec in context]
+    changed = any(a is not b for a, b in zip(out_f, findings, strict=True)) or any(
+        a is not b for a, b in zip(out_c, context, strict=True))
     return (out_f, out_c) if changed else None
 
 
