@@ -2,7 +2,9 @@
 client could make the service hold gigabytes (POST /v1/shards checked its size only once it had all of it).
 
 Content-Length over the limit is refused at once; a body sent without one (chunked) is counted as it arrives
-and cut off at the limit. Either way: 413 with the limit, and the connection's remaining body is not read.
+and cut off at the limit. Either way: 413 with the limit. Before answering, the rest of a body up to DRAIN_BYTES is
+read and thrown away (nginx's lingering close): a server that closes a socket with unread bytes makes the kernel
+reset it, and a client still sending its body then sees "connection reset" instead of the 413 that says why.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from schemas.wire import MAX_SHARD_BYTES
 
 # the largest message (a 1 MiB shard) and its HTTP JSON envelope; no other route takes more than a few KB
 MAX_BODY_BYTES = MAX_SHARD_BYTES + 64 * 1024
+# how much of a refused body is read (and dropped) so the client gets its answer; past it, the reset is the answer
+DRAIN_BYTES = 16 * 1024 * 1024
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -57,6 +61,8 @@ class BodyLimit:
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             _count(scope)
+            if declared.isdigit() and int(declared) <= DRAIN_BYTES:
+                await _drain(receive, DRAIN_BYTES)
             await self._refuse(send)
             return
         seen = 0
@@ -81,6 +87,7 @@ class BodyLimit:
             await self.app(scope, counted, sending)
         except BodyTooLarge:
             if not started:
+                await _drain(receive, DRAIN_BYTES - seen)
                 await self._refuse(send)
 
     async def _refuse(self, send: Any) -> None:
@@ -89,3 +96,14 @@ class BodyLimit:
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _drain(receive: Any, budget: int) -> None:
+    """Read and drop the request's remaining body, at most `budget` bytes of it."""
+    while budget > 0:
+        message: Message = await receive()
+        if message["type"] != "http.request":
+            return  # the client went away
+        budget -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
