@@ -34,16 +34,29 @@ class Progress:
     ended_ranks: int  # distinct ranks among those
 
 
-def may_be_complete(job: JobEvent | None, progress: Progress) -> bool:
+@dataclass(frozen=True)
+class Expected:
+    """What of a job event the counts are held against: kept by the store beside the counts, so that checking
+    them after every shard does not read the event (whose rank_hosts may name thousands of ranks)."""
+    world_size: int | None
+    hosts: int  # distinct hosts the event names
+
+    @classmethod
+    def of(cls, job: JobEvent) -> Expected:
+        return cls(job.world_size, len(set(job.hosts)))
+
+
+def may_be_complete(job: JobEvent | Expected | None, progress: Progress) -> bool:
     """False when, by the counts alone, no rule of `readiness` about expected sources can hold yet: reading every
     shard to check would be wasted. True only permits that check (an ended source may still miss a seq)."""
     if job is None:
         return True
-    if job.world_size is not None and progress.ended_ranks >= job.world_size:
+    expected = job if isinstance(job, Expected) else Expected.of(job)
+    if expected.world_size is not None and progress.ended_ranks >= expected.world_size:
         return True
-    if job.hosts and 2 * progress.ended >= len(set(job.hosts)):  # a source names at most two hosts
+    if expected.hosts and 2 * progress.ended >= expected.hosts:  # a source names at most two hosts
         return True
-    return job.world_size is None and not job.hosts and 0 < progress.sources <= progress.ended
+    return expected.world_size is None and not expected.hosts and 0 < progress.sources <= progress.ended
 
 
 def readiness(job: JobEvent | None, failed_at: datetime | None, complete: Iterable[SourceKey],

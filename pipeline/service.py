@@ -64,7 +64,8 @@ class Pipeline:
             if late_evidence:
                 self._schedule(job_id, now + self.revise_wait, now)
             return
-        ready = self._readiness(self.store.job(job_id, scans=False), now)
+        found = self.store.job_progress(job_id)  # the sources themselves only when the counts allow completion
+        ready = readiness(found.event, found.failed_at, found.complete, found.seen, now, self.group_wait)
         if ready.due is not None:
             self._schedule(job_id, ready.due, now)
 
@@ -83,6 +84,8 @@ class Pipeline:
             # this run is the pending one (or a spare): clear it, so a reschedule below is really enqueued even
             # when a countdown fired a little before its due time
             self.store.unschedule(job_id)
+            if self._nothing_new(job_id):
+                return None
             view = self.store.job(job_id)
             event = view.event
             if event is None:
@@ -98,12 +101,19 @@ class Pipeline:
                                  ended_at=event.ended_at)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
                 saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
-                                                 self.on_saved)
+                                                 self.on_saved, read=view.changes)
             if saved is not None:
                 _observe(saved, view.failed_at)
                 log.info("incident %s (job %s, revision %d): %s, rank %s on %s", saved.id, job_id, saved.revision,
                          saved.signature or saved.diagnosis.verdict, saved.rank, saved.host)
             return saved
+
+    def _nothing_new(self, job_id: str) -> bool:
+        """The job has an incident and no shard or event arrived since the correlation that last committed read
+        it (a spare timer, say group_wait's after completion had correlated, or a redelivered task): the same
+        diagnosis again would change nothing. A correlation that died before committing noted nothing."""
+        found = self.store.job_progress(job_id)
+        return found.correlated >= found.changes and self.store.incident_for_job(job_id) is not None
 
     def _build(self, event: JobEvent, diagnosis: Diagnosis, current: Incident | None,
                now: datetime) -> Incident | None:

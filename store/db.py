@@ -26,6 +26,11 @@ def normalize_url(url: str) -> str:
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")  # readers (the CLI, the API) never block the pipeline's writer
+    # WAL's NORMAL: a commit no longer waits for fsync (the WAL is synced at checkpoints). A crash of the process
+    # loses nothing committed; a power cut may lose the last commits, never corrupts. The embedded mode's queue
+    # is in memory anyway, so a power cut loses its queued shards whatever the database does; at one commit a
+    # shard, FULL's fsync was 0.7 ms of each.
+    cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()

@@ -16,11 +16,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from correlator.jobs import Progress
+from correlator.jobs import Expected, Progress, may_be_complete
 from correlator.shards import SourceKey, StoredShard
 from schemas.errors import TransportError
 from schemas.incident import Incident
 from schemas.wire import JobEvent
+from store import progress
 from store.db import make_engine, migrate
 from store.notify_sql import SqlNotifyTx, not_storable
 from store.ports import OnSaved as OnSaved  # re-exported: the pipeline and runtime name the hook by this module
@@ -42,6 +43,19 @@ class JobView:
     failed_at: datetime | None
     correlate_at: datetime | None
     shards: list[StoredShard]
+    changes: int = 0  # the job's change counter when read (JobRow.changes)
+    correlated: int = -1  # the counter the last correlation read
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    event: JobEvent | None
+    failed_at: datetime | None
+    counts: Progress
+    seen: set[SourceKey]  # filled only when the counts say the job may be complete
+    complete: set[SourceKey]
+    changes: int  # JobRow.changes: every shard and event stored adds one
+    correlated: int  # the changes the last committed correlation read
 
 
 class Store:
@@ -96,6 +110,8 @@ class Store:
             row.attempt, row.state = event.attempt, event.state
             row.event = event.model_dump(mode="json")
             row.cluster, row.team, row.updated_at = event.cluster, event.team, now
+            row.changes += 1  # a new event can change the diagnosis (exit codes, end time)
+            progress.recount(s, row, event)  # its shards may have come first
             s.add(row)
 
     def job_event(self, job_id: str) -> JobEvent | None:
@@ -118,32 +134,46 @@ class Store:
                 event=JobEvent.model_validate(row.event) if row else None,
                 failed_at=_aware(row.failed_at) if row else None,
                 correlate_at=_aware(row.correlate_at) if row else None,
+                changes=row.changes if row else 0, correlated=row.correlated if row else -1,
                 shards=[StoredShard(SourceKey(r[0], r[1], r[2], r[3]), r[4], r[5], r[6] if scans else {})
                         for r in rows],
             )
 
     def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
                      now: datetime) -> Recorded:
-        """Store one scanned shard (not fresh when it was stored already: a redelivery) and read, in the same
-        transaction, what deciding whether it matters needs: for a shard before its source's end, whether the
-        source is still incomplete while a correlation is pending (settled); else the pending correlation's
-        counts (see Recorded). One commit per shard."""
-        row = _shard_row(job_id, key, seq, eof, scanned, now)
+        """Store one scanned shard (not fresh when it was stored already: a redelivery), count it in its source
+        and its job (store/progress.py), and say, from those counts, what deciding whether it matters needs: for
+        a shard of a source still incomplete while a correlation is pending, settled; else the pending
+        correlation's counts (see Recorded). One commit per shard, no read of the job's other shards."""
         try:
-            with self.session() as s:
+            with self.engine.begin() as conn:
                 # The job's row is locked first: two workers storing a job's last two shards at once would each
                 # count the other's as missing (neither committed yet) and neither would correlate. Locked, the
                 # second waits for the first's commit and counts both.
-                job = s.get(JobRow, job_id, with_for_update=True)
-                s.add(row)
-                s.flush()  # a redelivered shard fails here, before anything is read
-                if job is None or job.correlate_at is None:  # no correlation pending: nothing is settled
-                    return Recorded(True)
-                if not eof and _incomplete(s, job_id, key):
-                    return Recorded(True, settled=True)
-                return Recorded(True, pending=_pending_progress(s, job, now))
+                counted = progress.record(conn, _shard_values(job_id, key, seq, eof, scanned, now), key)
         except sa.exc.IntegrityError:
             return Recorded(False)
+        except sa.exc.OperationalError as exc:  # unreachable, locked, failed over: try again later
+            raise TransportError(f"database: {exc.orig}") from exc
+        if counted.job is None or counted.job[0] is None:  # no correlation pending: nothing is settled
+            return Recorded(True)
+        if not counted.complete:
+            return Recorded(True, settled=True)
+        pending, expected, counts = counted.job
+        stale = _aware(pending) < now - STALE  # type: ignore[operator]  # taken as lost: the caller looks again
+        return Recorded(True, pending=None if stale else (expected, counts))
+
+    def job_progress(self, job_id: str) -> JobProgress:
+        """The job's event and its sources' counts, and, only when those counts say it may be complete
+        (correlator.jobs.may_be_complete), every source seen and the complete ones: one row a source, never
+        the shards. Without them, readiness finds no rule about expected sources met, as it would."""
+        with self.session() as s:
+            row = s.get(JobRow, job_id)
+            if row is None:
+                return JobProgress(None, None, Progress(0, 0, 0), set(), set(), 0, -1)
+            event, counts = JobEvent.model_validate(row.event), progress.progress(row)
+            seen, complete = progress.sources(s, job_id) if may_be_complete(event, counts) else (set(), set())
+            return JobProgress(event, _aware(row.failed_at), counts, seen, complete, row.changes, row.correlated)
 
     def schedule(self, job_id: str, due: datetime, now: datetime) -> bool:
         """Note a correlation due at `due`; False when one at or before it is already pending (don't enqueue).
@@ -191,11 +221,16 @@ class Store:
 
     # -- incidents ----------------------------------------------------------------------------------------------
     def save_incident(self, job_id: str, build: Callable[[Incident | None], Incident | None],
-                      on_saved: OnSaved | None = None) -> Incident | None:
+                      on_saved: OnSaved | None = None, read: int | None = None) -> Incident | None:
         """Lock the job, give `build` the current incident, write what it returns (None: leave it) and call
-        `on_saved` in the same transaction. Concurrent correlations of one job serialize on the job row."""
+        `on_saved` in the same transaction. Concurrent correlations of one job serialize on the job row. `read`
+        is the job's change counter the diagnosis was made from (JobView.changes): noted, whatever `build`
+        returns, so that a later correlation with nothing newer to read can be skipped."""
         with self.session() as s:
-            s.get(JobRow, job_id, with_for_update=True)
+            job = s.get(JobRow, job_id, with_for_update=True)
+            if job is not None and read is not None and read > job.correlated:
+                job.correlated = read
+                s.add(job)
             current_row = s.exec(select(IncidentRow).where(IncidentRow.job_id == job_id)
                                  .order_by(col(IncidentRow.attempt).desc())).first()
             current = _incident(current_row) if current_row else None
@@ -292,39 +327,13 @@ class Recorded:
 
     fresh: bool
     settled: bool = False  # a correlation is pending and the shard's source is still incomplete
-    pending: tuple[JobEvent | None, Progress] | None = None  # see _pending_progress
+    pending: tuple[Expected, Progress] | None = None  # the job's expectation and counts, while one is pending
 
 
-def _shard_row(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any], now: datetime) -> ShardRow:
-    return ShardRow(job_id=job_id, source_token=key.token, stream=key.stream, rank=key.rank, host=key.host,
-                    name=key.name, seq=seq, eof=eof, lines=int(scanned["lines"]), bytes=int(scanned["bytes"]),
-                    scanned=scanned, received_at=now)
+def _shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+                  now: datetime) -> dict[str, Any]:
+    return {"job_id": job_id, "source_token": key.token, "stream": key.stream, "rank": key.rank, "host": key.host,
+            "name": key.name, "seq": seq, "eof": eof, "lines": int(scanned["lines"]),
+            "bytes": int(scanned["bytes"]), "scanned": scanned, "received_at": now}
 
 
-def _incomplete(s: Session, job_id: str, key: SourceKey) -> bool:
-    """The source `key` is still incomplete: while a correlation is pending, a shard of that source decides
-    nothing new, so the caller may skip re-reading the whole job."""
-    table = ShardRow.__table__.c  # type: ignore[attr-defined]
-    seqs = s.execute(sa.select(table.seq, table.eof).where(table.job_id == job_id,
-                                                           table.source_token == key.token)).all()
-    last = [seq for seq, eof in seqs if eof]
-    return not (last and len({seq for seq, _ in seqs}) == last[0] + 1)
-
-
-def _pending_progress(s: Session, row: JobRow, now: datetime) -> tuple[JobEvent | None, Progress] | None:
-    """None when the job's pending correlation is overdue past STALE (it is taken as lost); else the job's event
-    and what its shards add up to, counted by the database in one query (from an index)."""
-    pending = _aware(row.correlate_at)
-    if pending is None or pending < now - STALE:
-        return None
-    table = ShardRow.__table__.c  # type: ignore[attr-defined]
-    mine, ended = table.job_id == row.job_id, table.eof == sa.true()
-
-    def keys(*where: Any) -> Any:  # a source is (source_token, host): the token holds stream, rank and name
-        return sa.select(sa.func.count()).select_from(
-            sa.select(table.source_token, table.host).where(*where).distinct().subquery()).scalar_subquery()
-
-    ranks = sa.select(sa.func.count(sa.distinct(table.rank))).where(mine, ended).scalar_subquery()
-    sources, ended_sources, ended_ranks = s.execute(sa.select(keys(mine), keys(mine, ended), ranks)).one()
-    event = JobEvent.model_validate(row.event) if row.event else None
-    return event, Progress(int(sources), int(ended_sources), int(ended_ranks))

@@ -18,6 +18,10 @@ def _json_list() -> Any:
     return Field(default_factory=list, sa_column=sa.Column(sa.JSON, nullable=False))
 
 
+def _count() -> Any:
+    return Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
+
+
 class JobRow(SQLModel, table=True):
     __tablename__ = "jobs"
 
@@ -31,16 +35,22 @@ class JobRow(SQLModel, table=True):
     correlate_at: datetime | None = None  # the earliest correlation already scheduled
     created_at: datetime
     updated_at: datetime
+    # what the job's sources add up to (store/progress.py keeps them as each shard is stored): deciding whether
+    # a job may be complete reads these, not its shards
+    world_size: int | None = None  # the event's, and its distinct hosts: what the counts are held against
+    expected_hosts: int = _count()
+    sources: int = _count()
+    ended_sources: int = _count()
+    ended_ranks: int = _count()
+    # every stored shard and event adds one; a correlation notes the value it read, so a correlation with
+    # nothing new to read (a spare timer, a redelivery) is skipped
+    changes: int = _count()
+    correlated: int = Field(default=-1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="-1"))
 
 
 class ShardRow(SQLModel, table=True):
     __tablename__ = "shards"
-    __table_args__ = (
-        sa.UniqueConstraint("job_id", "source_token", "seq", name="uq_shard"),
-        # what Store.record_shard counts after every shard, read from the index alone: the rows themselves hold
-        # the scanned findings, and reading them each time made a 1,024-rank job quadratic
-        sa.Index("ix_shards_progress", "job_id", "eof", "source_token", "host", "rank"),
-    )
+    __table_args__ = (sa.UniqueConstraint("job_id", "source_token", "seq", name="uq_shard"),)
 
     id: int | None = Field(default=None, primary_key=True)
     job_id: str = Field(index=True, max_length=256)
@@ -55,6 +65,27 @@ class ShardRow(SQLModel, table=True):
     bytes: int = 0
     scanned: dict[str, Any] = _json()  # findings and context records of this shard alone
     received_at: datetime
+
+
+class SourceRow(SQLModel, table=True):
+    """One source of a job and what of it arrived: a row a source, updated as each of its shards is stored, so
+    that whether the source (and the job) is complete is read without counting or reading shards."""
+
+    __tablename__ = "job_sources"
+    __table_args__ = (sa.Index("ix_job_sources_ended_rank", "job_id", "ended", "rank"),)
+
+    job_id: str = Field(primary_key=True, max_length=256)
+    source_token: str = Field(primary_key=True, max_length=1024)
+    host_key: str = Field(primary_key=True)  # the host, "" for none (a key column is not null)
+    stream: str
+    rank: int | None = None
+    host: str | None = None
+    name: str = Field(max_length=1024)
+    shards: int = 0  # distinct seqs stored (a shard's row is unique on its seq)
+    max_seq: int = 0
+    last_seq: int | None = None  # the eof shard's seq
+    ended: bool = False
+    complete: bool = False  # ended, and every seq 0..last_seq stored
 
 
 class IncidentRow(SQLModel, table=True):

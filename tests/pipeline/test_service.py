@@ -147,3 +147,27 @@ def test_a_gap_filled_last_makes_the_job_ready_when_it_arrives(parts) -> None:  
     assert scheduler.calls[-1] == ("j", clock.now + pipe.group_wait)  # one rank still has a hole
     pipe.accept_shard(middle)
     assert scheduler.calls[-1] == ("j", clock.now)
+
+
+def test_a_spare_correlation_with_nothing_new_reads_no_shard(parts, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """group_wait's timer still fires after completion correlated the job: with no shard or event since, it must
+    not read and diagnose the whole job again (a second full correlation per job); a later shard still revises."""
+    pipe, clock, _ = parts
+    shards = shards_of("j", EXAMPLE)
+    dmesg = [s for s in shards if s.stream == "dmesg"]
+    pipe.accept_job(failed_job("j"))
+    for shard in shards:
+        if shard.stream != "dmesg":
+            pipe.accept_shard(shard)
+    first = pipe.correlate("j")
+    assert first is not None
+    reads: list[str] = []
+    original = pipe.store.job
+    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True: reads.append(job_id) or original(job_id, scans))
+    clock.advance(30)
+    assert pipe.correlate("j") is None and reads == []  # group_wait's timer: nothing new since
+    for shard in dmesg:
+        pipe.accept_shard(shard)
+    clock.advance(10)
+    second = pipe.correlate("j")
+    assert reads == ["j"] and second is not None and second.revision == 2

@@ -88,7 +88,7 @@ def test_two_workers_storing_a_job_s_last_shards_at_once_one_sees_them_all(fresh
     import threading
     import time
 
-    import store.incidents as incidents
+    import store.progress as progress
     from correlator.shards import source_key
 
     store = Store.open(fresh_pg_url)
@@ -99,16 +99,16 @@ def test_two_workers_storing_a_job_s_last_shards_at_once_one_sees_them_all(fresh
         scanned = {"lines": 1, "bytes": 1, "findings": [], "context": []}
         for rank in range(14):
             store.record_shard("race", source_key("stdout", rank, None, None), 0, True, scanned, now)
-        inside, original = threading.Event(), incidents._pending_progress
+        inside, original = threading.Event(), progress.record
 
-        def held(s: object, row: object, when: datetime) -> object:
-            counted = original(s, row, when)  # type: ignore[arg-type]
+        def held(conn: object, shard: object, key: object) -> object:
+            counted = original(conn, shard, key)  # type: ignore[arg-type]
             if threading.current_thread().name == "A":
                 inside.set()
                 time.sleep(1.0)  # counted, not committed yet: B runs meanwhile
             return counted
 
-        monkeypatch.setattr(incidents, "_pending_progress", held)
+        monkeypatch.setattr(progress, "record", held)
         counts: dict[str, int] = {}
 
         def store_rank(rank: int) -> None:
