@@ -1,6 +1,8 @@
 """The embedded mode's queue and timer: the Dispatcher and Scheduler of one process, no Kafka, no Redis.
 
-One worker thread runs every task in arrival order (SQLite has one writer anyway); a timer thread releases
+One worker thread runs every task in arrival order (SQLite has one writer anyway), the shards waiting in a row
+together (Pipeline.accept_shards: one transaction and one completion check a job, not one a shard); a timer
+thread releases
 correlations when they fall due by the injected clock (the Pipeline's), so a test's manual clock decides when.
 The queue is bounded: when it is full, submit waits, then raises RetryableError, so the HTTP ingest answers 503
 and the shipper backs off instead of memory growing.
@@ -16,7 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline import metrics
 from pipeline.service import Pipeline
@@ -29,6 +31,15 @@ log = logging.getLogger("firstfault.embedded")
 Task = Callable[[], object]
 Letter = tuple[str, str, dict[str, Any]]  # what a dead letter keeps of a task: kind, where, payload
 MAX_ATTEMPTS = 5
+BATCH = 64  # shards taken off the queue at once: enough to amortize a commit, little to redo when one fails
+
+
+class Item(NamedTuple):
+    task: Task
+    attempt: int
+    letter: Letter
+    shard: tuple[LogShard, Mapping[str, str]] | None = None  # a shard's first attempt, which may go in a batch
+
 TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
 
 
@@ -36,7 +47,7 @@ class EmbeddedRunner:
     def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0,
                  clock: Clock = system_clock) -> None:
         self._clock = clock
-        self._queue: queue.Queue[tuple[Task, int, Letter] | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Item | None] = queue.Queue(maxsize=queue_size)
         self._put_timeout = put_timeout
         self._timers: list[tuple[datetime, int, Task, int, Letter]] = []
         self._timer_seq = itertools.count()
@@ -52,12 +63,12 @@ class EmbeddedRunner:
 
     # -- Dispatcher ---------------------------------------------------------------------------------------------
     def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
-        self._put(lambda: self._bound().accept_job(event, headers), 0,
-                  ("job", "record_job", event.model_dump(mode="json")))
+        self._put(Item(lambda: self._bound().accept_job(event, headers), 0,
+                       ("job", "record_job", event.model_dump(mode="json"))))
 
     def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
-        self._put(lambda: self._bound().accept_shard(shard, headers), 0,
-                  ("shard", "match_shard", shard.model_dump(mode="json")))
+        self._put(Item(lambda: self._bound().accept_shard(shard, headers), 0,
+                       ("shard", "match_shard", shard.model_dump(mode="json")), (shard, headers)))
 
     # -- Scheduler ----------------------------------------------------------------------------------------------
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
@@ -89,9 +100,9 @@ class EmbeddedRunner:
             raise RuntimeError("EmbeddedRunner.bind(pipeline) was not called")
         return self.pipeline
 
-    def _put(self, task: Task, attempt: int, letter: Letter) -> None:
+    def _put(self, item: Item) -> None:
         try:
-            self._queue.put((task, attempt, letter), timeout=self._put_timeout)
+            self._queue.put(item, timeout=self._put_timeout)
         except queue.Full as exc:
             raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0) from exc
 
@@ -104,14 +115,44 @@ class EmbeddedRunner:
             self._wake.notify_all()
 
     def _work(self) -> None:
+        carried: Item | None = None  # taken off the queue while gathering a batch, not a shard: runs next
         while True:
-            item = self._queue.get()
-            try:
-                if item is None:
-                    return
-                self._run(*item)
-            finally:
+            item = carried or self._queue.get()
+            carried = None
+            if item is None:
                 self._queue.task_done()
+                return
+            batch = [item]
+            while item.shard is not None and len(batch) < BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None or more.shard is None:
+                    carried = more
+                    if more is None:
+                        self._queue.put(None)  # the stop marker was taken: leave one for after the carried
+                        self._queue.task_done()
+                    break
+                batch.append(more)
+            try:
+                self._run_batch(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _run_batch(self, batch: list[Item]) -> None:
+        shards = [item.shard for item in batch if item.shard is not None]
+        if len(batch) == 1 or len(shards) != len(batch):
+            for item in batch:
+                self._run(item.task, item.attempt, item.letter)
+            return
+        try:
+            self._bound().accept_shards([shard for shard, _ in shards], [headers for _, headers in shards])
+        except Exception:  # each alone then, with its own retries and dead letter (storing is idempotent)
+            log.info("a batch of %d shards failed; taking them one by one", len(batch), exc_info=True)
+            for item in batch:
+                self._run(item.task, item.attempt, item.letter)
 
     def _run(self, task: Task, attempt: int, letter: Letter) -> None:
         try:
@@ -152,6 +193,6 @@ class EmbeddedRunner:
                     continue
                 heapq.heappop(self._timers)
             try:
-                self._queue.put((task, attempt, letter), timeout=60)
+                self._queue.put(Item(task, attempt, letter), timeout=60)
             except queue.Full:
                 self._later(1.0, task, attempt, letter)

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from catalog.matcher import Matcher
 from correlator.diagnose import diagnose
-from correlator.jobs import Readiness, changes, may_be_complete, readiness
+from correlator.jobs import Readiness, changes, readiness
 from correlator.reading import SourceScanner
-from correlator.shards import base_who, complete_sources, merge, result_to_json, source_key
+from correlator.shards import SourceKey, base_who, complete_sources, merge, result_to_json, source_key
 from pipeline import metrics, tracing
 from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data
-from store.incidents import JobView, OnSaved, Recorded, Store
+from store.incidents import JobView, OnSaved, Store
 
 log = logging.getLogger("firstfault.pipeline")
 
@@ -46,17 +47,45 @@ class Pipeline:
         with (tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp,
               metrics.SCAN_SECONDS.time()):
             now = self.clock()
-            key = source_key(shard.stream, shard.rank, shard.host, shard.source)
-            scanner = SourceScanner(self.matcher, key.name, base_who(key), now.year, fold_context=True)
-            scanner.feed(decode_shard_data(shard))
-            result = scanner.finish()
-            sp.set_attribute("firstfault.findings", len(result.findings))
-            recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, result_to_json(result), now)
-            # Even a redelivery re-evaluates: the worker that stored it may have died before scheduling.
-            if not (recorded.fresh and _decides_nothing(recorded)):
+            key, scanned = self._scan(shard, now.year)
+            sp.set_attribute("firstfault.findings", len(scanned["findings"]))
+            recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, scanned, now)
+            if recorded.decides:
                 self._consider(shard.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
             return recorded.fresh
+
+    def accept_shards(self, shards: Sequence[LogShard],
+                      headers: Sequence[Mapping[str, str]] | None = None) -> list[bool]:
+        """accept_shard for several shards (what a queue holds at once): each scanned, then each job's stored in
+        one transaction and its completion decided once, from its counts after the last of them. The same
+        outcome as one by one (a decision reads only the store's state, which the last shard leaves)."""
+        now = self.clock()
+        by_job: dict[str, list[int]] = defaultdict(list)
+        items: list[tuple[SourceKey, int, bool, dict[str, Any]]] = []
+        for index, shard in enumerate(shards):
+            with (tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
+                               seq=shard.seq),
+                  metrics.SCAN_SECONDS.time()):
+                key, scanned = self._scan(shard, now.year)
+            items.append((key, shard.seq, shard.eof, scanned))
+            by_job[shard.job_id].append(index)
+        fresh = [False] * len(shards)
+        with tracing.span("firstfault.store_shards", None, shards=len(shards)):
+            for job_id, indexes in by_job.items():
+                stored, decides = self.store.record_shards(job_id, [items[i] for i in indexes], now)
+                if decides:
+                    self._consider(job_id, late_evidence=any(stored))
+                for index, kept in zip(indexes, stored, strict=True):
+                    fresh[index] = kept
+                    metrics.SHARDS_SCANNED.labels("stored" if kept else "redelivery").inc()
+        return fresh
+
+    def _scan(self, shard: LogShard, year: int) -> tuple[SourceKey, dict[str, Any]]:
+        key = source_key(shard.stream, shard.rank, shard.host, shard.source)
+        scanner = SourceScanner(self.matcher, key.name, base_who(key), year, fold_context=True)
+        scanner.feed(decode_shard_data(shard))
+        return key, result_to_json(scanner.finish())
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
         now = self.clock()
@@ -164,10 +193,3 @@ def _observe(saved: Incident, failed_at: datetime | None) -> None:
     metrics.INCIDENTS_SAVED.labels("created" if first else "revised").inc()
     if first and failed_at is not None:
         metrics.FAILURE_TO_INCIDENT.observe(max(0.0, (saved.created_at - failed_at).total_seconds()))
-
-
-def _decides_nothing(recorded: Recorded) -> bool:
-    """While a correlation is pending, a shard decides nothing unless it may complete the job: not one of a source
-    that stays incomplete, nor any while too few sources have ended (counted, not read). Skipping the job-wide
-    check then keeps a 1,024-rank job linear in its shards."""
-    return recorded.settled or (recorded.pending is not None and not may_be_complete(*recorded.pending))

@@ -155,13 +155,23 @@ class Store:
             return Recorded(False)
         except sa.exc.OperationalError as exc:  # unreachable, locked, failed over: try again later
             raise TransportError(f"database: {exc.orig}") from exc
-        if counted.job is None or counted.job[0] is None:  # no correlation pending: nothing is settled
-            return Recorded(True)
-        if not counted.complete:
-            return Recorded(True, settled=True)
-        pending, expected, counts = counted.job
-        stale = _aware(pending) < now - STALE  # type: ignore[operator]  # taken as lost: the caller looks again
-        return Recorded(True, pending=None if stale else (expected, counts))
+        return _recorded(counted, now)
+
+    def record_shards(self, job_id: str, shards: list[tuple[SourceKey, int, bool, dict[str, Any]]],
+                      now: datetime) -> tuple[list[bool], bool]:
+        """record_shard for several scanned shards of one job (key, seq, eof, scanned), in one transaction:
+        (fresh per shard, whether they may decide anything: False only when a correlation is pending and, by the
+        counts, none of them can have completed the job). Redeliveries among them: stored one by one."""
+        values = [_shard_values(job_id, key, seq, eof, scanned, now) for key, seq, eof, scanned in shards]
+        try:
+            with self.engine.begin() as conn:
+                counted = progress.record_batch(conn, job_id, values, [key for key, *_ in shards])
+        except sa.exc.IntegrityError:
+            each = [self.record_shard(job_id, key, seq, eof, scanned, now) for key, seq, eof, scanned in shards]
+            return [r.fresh for r in each], any(r.decides for r in each)
+        except sa.exc.OperationalError as exc:
+            raise TransportError(f"database: {exc.orig}") from exc
+        return [True] * len(shards), _recorded(counted, now).decides
 
     def job_progress(self, job_id: str) -> JobProgress:
         """The job's event and its sources' counts, and, only when those counts say it may be complete
@@ -328,6 +338,26 @@ class Recorded:
     fresh: bool
     settled: bool = False  # a correlation is pending and the shard's source is still incomplete
     pending: tuple[Expected, Progress] | None = None  # the job's expectation and counts, while one is pending
+
+    @property
+    def decides(self) -> bool:
+        """Whether the shard may decide anything: a redelivery always re-evaluates (the worker that stored it may
+        have died before scheduling); a fresh one not while a correlation is pending and it cannot complete the
+        job: not one of a source that stays incomplete, nor any while too few sources have ended (counted, not
+        read). Skipping the job-wide check then keeps a 1,024-rank job linear in its shards."""
+        if not self.fresh:
+            return True
+        return not (self.settled or (self.pending is not None and not may_be_complete(*self.pending)))
+
+
+def _recorded(counted: progress.Counted, now: datetime) -> Recorded:
+    if counted.job is None or counted.job[0] is None:  # no correlation pending: nothing is settled
+        return Recorded(True)
+    if not counted.complete:
+        return Recorded(True, settled=True)
+    pending, expected, counts = counted.job
+    stale = _aware(pending) < now - STALE  # type: ignore[operator]  # taken as lost: the caller looks again
+    return Recorded(True, pending=None if stale else (expected, counts))
 
 
 def _shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],

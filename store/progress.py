@@ -37,7 +37,7 @@ _RANK_ENDED = (sa.select(_c.source_token).where(_c.job_id == sa.bindparam("k_job
                                                 _c.rank == sa.bindparam("k_rank")).limit(1))
 _JOB_COUNTS = (JobRow.__table__.update().where(JOBS.job_id == sa.bindparam("k_job"))  # type: ignore[attr-defined]
                .values(sources=sa.bindparam("n_sources"), ended_sources=sa.bindparam("n_ended"),
-                       ended_ranks=sa.bindparam("n_ranks"), changes=JOBS.changes + 1))
+                       ended_ranks=sa.bindparam("n_ranks"), changes=JOBS.changes + sa.bindparam("n_changes")))
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,84 @@ def record(conn: Connection, shard: dict[str, Any], key: SourceKey) -> Counted:
         return Counted(now["complete"], None)
     counts = Progress(job.sources + (was is None), job.ended_sources + first_end, job.ended_ranks + new_rank)
     conn.execute(_JOB_COUNTS, {"k_job": job_id, "n_sources": counts.sources, "n_ended": counts.ended,
-                               "n_ranks": counts.ended_ranks})
+                               "n_ranks": counts.ended_ranks, "n_changes": 1})
     return Counted(now["complete"], (job.correlate_at, Expected(job.world_size, job.expected_hosts), counts))
+
+
+@dataclass
+class _Source:
+    """A source's row as a batch of its shards leaves it."""
+
+    key: SourceKey
+    shards: int = 0
+    max_seq: int = 0
+    last_seq: int | None = None
+    ended: bool = False
+    stored: bool = False  # its row exists already
+    first_end: bool = False  # its eof arrived in this batch
+
+
+def record_batch(conn: Connection, job_id: str, shards: list[dict[str, Any]], keys: list[SourceKey]) -> Counted:
+    """`record` for several shards of one job at once: the job's row locked once, the shards inserted in one
+    statement (IntegrityError when any is a redelivery: the caller stores them one by one instead), their
+    sources read in one query and written in one statement each way, the job's counters once. The state is the
+    one after the last shard; `complete` says whether any of the batch's sources is complete."""
+    job = conn.execute(_JOB, {"k_job": job_id}).first()
+    conn.execute(SHARDS.insert(), shards)
+    sources = _stored_sources(conn, job_id, keys)
+    for shard, key in zip(shards, keys, strict=True):
+        src = sources.setdefault((key.token, key.host or ""), _Source(key, max_seq=shard["seq"]))
+        src.shards, src.max_seq = src.shards + 1, max(src.max_seq, shard["seq"])
+        if shard["eof"]:
+            src.first_end = src.first_end or not src.ended
+            src.ended, src.last_seq = True, shard["seq"]
+    touched = list(sources.values())
+    done = {id(src): _complete(conn, job_id, src.key, src.shards, src.max_seq, src.last_seq) for src in touched}
+    ended_ranks = {src.key.rank for src in touched if src.first_end and src.key.rank is not None}
+    if ended_ranks and job is not None:
+        ended_ranks -= set(conn.execute(sa.select(_c.rank).where(_c.job_id == job_id, _c.ended == sa.true(),
+                                                                  _c.rank.in_(ended_ranks))).scalars())
+    _write_sources(conn, job_id, touched, done)
+    complete = any(done.values())
+    if job is None:
+        return Counted(complete, None)
+    counts = Progress(job.sources + sum(not src.stored for src in touched),
+                      job.ended_sources + sum(src.first_end for src in touched), job.ended_ranks + len(ended_ranks))
+    conn.execute(_JOB_COUNTS, {"k_job": job_id, "n_sources": counts.sources, "n_ended": counts.ended,
+                               "n_ranks": counts.ended_ranks, "n_changes": len(shards)})
+    return Counted(complete, (job.correlate_at, Expected(job.world_size, job.expected_hosts), counts))
+
+
+def _stored_sources(conn: Connection, job_id: str, keys: list[SourceKey]) -> dict[tuple[str, str], _Source]:
+    """The rows of the batch's sources that exist already (their counts so far, shards=0 meaning none yet)."""
+    wanted = {(key.token, key.host or ""): key for key in keys}
+    found: dict[tuple[str, str], _Source] = {}
+    tokens = sorted({token for token, _ in wanted})
+    for start in range(0, len(tokens), 500):  # bounded IN lists
+        rows = conn.execute(sa.select(_c.source_token, _c.host_key, _c.shards, _c.max_seq, _c.last_seq, _c.ended)
+                            .where(_c.job_id == job_id, _c.source_token.in_(tokens[start:start + 500]))
+                            .with_for_update())
+        for token, host_key, shards, max_seq, last_seq, ended in rows:
+            if (token, host_key) in wanted:
+                found[(token, host_key)] = _Source(wanted[(token, host_key)], shards, max_seq, last_seq,
+                                                   bool(ended), stored=True)
+    return found
+
+
+def _write_sources(conn: Connection, job_id: str, touched: list[_Source], done: dict[int, bool]) -> None:
+    def values(src: _Source) -> dict[str, Any]:
+        return {"shards": src.shards, "max_seq": src.max_seq, "last_seq": src.last_seq, "ended": src.ended,
+                "complete": done[id(src)]}
+
+    new = [{"job_id": job_id, "source_token": s.key.token, "host_key": s.key.host or "", "stream": s.key.stream,
+            "rank": s.key.rank, "host": s.key.host, "name": s.key.name, **values(s)}
+           for s in touched if not s.stored]
+    old = [{"k_job": job_id, "k_token": s.key.token, "k_host": s.key.host or "", **values(s)}
+           for s in touched if s.stored]
+    if new:
+        conn.execute(SOURCES.insert(), new)
+    if old:
+        conn.execute(_SOURCE_UPDATE, old)
 
 
 def _complete(conn: Connection, job_id: str, key: SourceKey, shards: int, max_seq: int, last: int | None) -> bool:

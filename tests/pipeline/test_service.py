@@ -171,3 +171,22 @@ def test_a_spare_correlation_with_nothing_new_reads_no_shard(parts, monkeypatch)
     clock.advance(10)
     second = pipe.correlate("j")
     assert reads == ["j"] and second is not None and second.revision == 2
+
+
+def test_shards_taken_together_decide_as_one_by_one(parts) -> None:  # type: ignore[no-untyped-def]
+    """The embedded queue hands its waiting shards over together: the job is found complete at the batch that
+    completes it (not at group_wait), the incident is the one-by-one one, and a redelivered batch is not fresh."""
+    pipe, clock, scheduler = parts
+    shards = shards_of("j", EXAMPLE)
+    pipe.accept_job(failed_job("j"))
+    assert pipe.accept_shards(shards[:-3]) == [True] * (len(shards) - 3)
+    assert scheduler.calls[-1] == ("j", clock.now + pipe.group_wait)  # not complete yet
+    assert pipe.accept_shards([*shards[-3:], shards[0]]) == [True, True, True, False]
+    assert scheduler.calls[-1] == ("j", clock.now)
+    batched = pipe.correlate("j")
+    pipe.accept_job(failed_job("k"))
+    for shard in shards_of("k", EXAMPLE):
+        pipe.accept_shard(shard)
+    single = pipe.correlate("k")
+    assert batched is not None and single is not None
+    assert batched.diagnosis.model_dump(mode="json") == single.diagnosis.model_dump(mode="json")

@@ -163,3 +163,37 @@ def test_recording_a_shard_says_in_the_same_transaction_what_deciding_needs(stor
     event, progress = ended.pending
     assert event is not None and (progress.sources, progress.ended, progress.ended_ranks) == (1, 1, 1)
     assert len(store.job("j").shards) == 3  # every fresh shard was kept, the redelivery once
+
+
+def _counts(store: Store, job_id: str) -> tuple[object, ...]:
+    found = store.job_progress(job_id)
+    return found.counts, found.seen, found.complete, found.changes
+
+
+def test_a_batch_of_shards_counts_as_the_same_shards_one_by_one(store: Store) -> None:
+    """accept_shards stores a queue's shards in one transaction: the job's counters and sources must come out
+    as storing them one at a time leaves them, batch boundaries anywhere (two sources of one rank, a gap filled
+    in a later batch, a source without a rank), and a redelivery among them is kept once."""
+    import random
+
+    keys = [SourceKey(stream, rank, f"node{rank // 4}", f"node{rank // 4}/rank{rank}.{stream}")
+            for rank in range(8) for stream in ("stdout", "stderr")] + [SourceKey("dmesg", None, "node0", "dmesg")]
+    shards = [(key, seq, seq == 2, SCANNED) for key in keys for seq in range(3)]
+    random.Random(7).shuffle(shards)
+    for job_id in ("one", "batched"):
+        store.record_job(failed_job(job_id, world_size=8), T0)
+        store.schedule(job_id, T0 + timedelta(seconds=30), T0)
+    held = [s for s in shards if s[0].rank == 5 and s[1] == 1]  # rank 5's middle shards, in the last batch
+    rest = [s for s in shards if s not in held]
+    for key, seq, eof, scanned in rest + held:
+        store.record_shard("one", key, seq, eof, scanned, T0)
+    fresh, _ = store.record_shards("batched", rest[:20], T0)
+    assert fresh == [True] * 20
+    store.record_shards("batched", rest[20:], T0)
+    waiting = store.job_progress("batched")
+    assert waiting.counts.ended_ranks == 8 and len(waiting.seen) == len(keys)  # the counts allow the check
+    assert {k.rank for k in waiting.seen - waiting.complete} == {5}  # rank 5 ended, its middle shards missing
+    fresh, decides = store.record_shards("batched", [*held, rest[0]], T0)  # rest[0] again: a redelivery
+    assert fresh == [True, True, False] and decides
+    assert _counts(store, "batched") == _counts(store, "one")
+    assert len(store.job("batched").shards) == len(shards)
