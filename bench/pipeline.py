@@ -13,9 +13,9 @@ One job per mode warms up first and is not counted (a consumer group's first joi
 Latency is from the moment the last shard is handed over (embedded) or acknowledged by the broker (distributed)
 to the moment the incident row is visible (embedded: the bench is woken by the save hook, then looks for the
 commit every millisecond, so that it does not share the worker thread's GIL with a poll every 5 ms; distributed:
-polled every 5 ms from this process, the worker is another). The baseline, measured in the same run on the same files, is
-`firstfault diagnose` of the whole directory in one warm process: the floor a pipeline that scans as shards
-arrive should approach. Shards/s through one worker is taken from the shards' own received_at stamps.
+polled every 5 ms from this process, the worker is another). The baseline, measured in the same run on the same
+files, is `firstfault diagnose` of the whole directory in one warm process: the floor a pipeline that scans as
+shards arrive should approach. Shards/s through one worker is taken from the shards' own received_at stamps.
 """
 
 from __future__ import annotations

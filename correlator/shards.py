@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -72,10 +72,12 @@ def _context_json(record: ContextRecord) -> dict[str, Any]:
             "repeats": record.repeats}
 
 
-def _context_from(row: Mapping[str, Any]) -> ContextRecord:
+def _context_from(row: Mapping[str, Any], source: str, offset: int) -> ContextRecord:
+    """A stored context record, in the merged source and its line numbers."""
     data = dict(row)
     data["who"] = Who(**data["who"])
     data["time"] = datetime.fromisoformat(data["time"]) if data.get("time") else None
+    data["source"], data["line_no"] = source, data["line_no"] + offset
     return ContextRecord(**data)
 
 
@@ -107,15 +109,16 @@ def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int
         joined = _joined_event(merged.findings, scanned, offset)
         for row in scanned["findings"]:
             order += 1
-            finding = finding_from_json(row)
-            event = finding.event + offset
-            if joined is not None and finding.event == joined[0]:
+            event = row.get("event", 0)
+            if joined is not None and event == joined[0]:
                 event = joined[1]
-            merged.findings.append(replace(finding, source=key.name, line_no=finding.line_no + offset, event=event,
-                                           order=order))
+            else:
+                event += offset
+            # shifted as JSON, then validated once (not a Finding made, then copied with dataclasses.replace)
+            merged.findings.append(finding_from_json({**row, "source": key.name, "line_no": row["line_no"] + offset,
+                                                      "event": event, "order": order}))
         for row in scanned["context"]:
-            record = _context_from(row)
-            merged.context.append(record._replace(source=key.name, line_no=record.line_no + offset))
+            merged.context.append(_context_from(row, key.name, offset))
         offset += int(scanned["lines"])
         merged.bytes += int(scanned["bytes"])
     merged.lines = offset

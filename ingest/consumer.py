@@ -13,10 +13,10 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from ingest.dispatch import Dispatcher
+from ingest.dispatch import BatchDispatcher, Dispatcher
 from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Kind, Topics
@@ -26,6 +26,8 @@ from schemas.errors import InvalidMessage, PermanentError, RetryableError, Trans
 from schemas.wire import JobEvent, LogShard
 
 log = logging.getLogger(__name__)
+GROUP_SHARDS = 64  # shards of a poll in a row handed on together (to a BatchDispatcher) ...
+GROUP_BYTES = 4 << 20  # ... up to this much of their data: one broker message
 
 
 class Source(Protocol):
@@ -110,10 +112,16 @@ class IngestLoop:
             return progress
         next_offsets: dict[tuple[str, int], int] = {}
         failure: RetryableError | None = None
+        group = _Group()  # valid shards waiting to go together; handed on before anything after them
         for record in batch:
             if stop.is_set():
                 break
             try:
+                if self._group(record, group):
+                    if group.full():
+                        self._flush(group, next_offsets, progress)
+                    continue
+                self._flush(group, next_offsets, progress)
                 if self._handle(record):
                     progress.handed_on += 1
                 else:
@@ -122,6 +130,12 @@ class IngestLoop:
                 failure = exc
                 break
             next_offsets[(record.topic, record.partition)] = record.offset + 1
+        if failure is None and not stop.is_set():
+            try:
+                self._flush(group, next_offsets, progress)
+            except RetryableError as exc:
+                failure = exc
+                record = group.records[0]
         self._commit(next_offsets)
         self._rewind(batch, next_offsets)
         if failure is not None:
@@ -131,6 +145,34 @@ class IngestLoop:
         else:
             self._backoff.reset()
         return progress
+
+    def _group(self, record: Record, group: _Group) -> bool:
+        """Add a valid shard to the group when the dispatcher takes groups; False for anything else (an event,
+        a message to dead-letter: handled alone, after the group, so offsets are committed in order)."""
+        if not isinstance(self._dispatcher, BatchDispatcher) or self._topics.kind(record.topic) != "shard":
+            return False
+        try:
+            model = _validated("shard", record)
+        except InvalidMessage:
+            return False  # _handle validates it again and dead-letters it
+        if not isinstance(model, LogShard):
+            return False
+        with tracing.span("firstfault.consume", record.headers, topic=record.topic, offset=record.offset,
+                          job_id=model.job_id):
+            group.add(record, model, {**record.headers, **tracing.headers()})
+        return True
+
+    def _flush(self, group: _Group, next_offsets: dict[tuple[str, int], int], progress: Progress) -> None:
+        """Hand the group on (RetryableError: none of it was, the loop rewinds to its first record)."""
+        if not group.records:
+            return
+        assert isinstance(self._dispatcher, BatchDispatcher)
+        self._dispatcher.submit_shards(group.shards, group.headers)
+        for record, shard in zip(group.records, group.shards, strict=True):
+            next_offsets[(record.topic, record.partition)] = record.offset + 1
+            metrics.accepted("shard", "kafka", len(shard.data))
+        progress.handed_on += len(group.records)
+        group.clear()
 
     def _handle(self, record: Record) -> bool:
         """True when handed on, False when dead-lettered. RetryableError when neither was possible."""
@@ -194,6 +236,26 @@ def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAUL
         source.close()
         raise
     return IngestLoop(source, dispatcher, dead_letters, topics, poll_timeout_s, backoff)
+
+
+@dataclass
+class _Group:
+    records: list[Record] = field(default_factory=list)
+    shards: list[LogShard] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, record: Record, shard: LogShard, headers: dict[str, str]) -> None:
+        self.records.append(record)
+        self.shards.append(shard)
+        self.headers.append(headers)
+        self.size += len(shard.data)
+
+    def full(self) -> bool:
+        return len(self.records) >= GROUP_SHARDS or self.size >= GROUP_BYTES
+
+    def clear(self) -> None:
+        self.records, self.shards, self.headers, self.size = [], [], [], 0
 
 
 def _validated(kind: Kind, record: Record) -> JobEvent | LogShard:

@@ -7,8 +7,8 @@ cannot hand on, it raises RetryableError and the consumer retries the same messa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 from schemas.wire import JobEvent, LogShard
 
@@ -17,3 +17,12 @@ class Dispatcher(Protocol):
     def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None: ...
 
     def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None: ...
+
+
+@runtime_checkable
+class BatchDispatcher(Dispatcher, Protocol):
+    """A dispatcher that hands several shards on as one unit of work (one Celery task): the consumer gives it the
+    shards of a poll in a row, so that a worker stores each job's in one transaction and decides its completion
+    once. Returns once all are handed on; raises RetryableError when none is (the consumer retries them all)."""
+
+    def submit_shards(self, shards: Sequence[LogShard], headers: Sequence[Mapping[str, str]]) -> None: ...

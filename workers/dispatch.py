@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,15 @@ class CeleryDispatcher:
 
     def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
         _send(self.app, "firstfault.match_shard", (shard.model_dump(mode="json"),), headers)
+
+    def submit_shards(self, shards: Sequence[LogShard], headers: Sequence[Mapping[str, str]]) -> None:
+        """One task for the consumer's shards in a row: the worker stores each job's in one transaction
+        (Pipeline.accept_shards). Each shard's trace context travels beside it in the arguments."""
+        if len(shards) == 1:
+            self.submit_shard(shards[0], headers[0])
+            return
+        traces = [dict(h) for h in headers]
+        _send(self.app, "firstfault.match_shards", ([s.model_dump(mode="json") for s in shards], traces), headers[0])
 
 
 class StoringDispatcher(CeleryDispatcher):

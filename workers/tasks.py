@@ -62,8 +62,13 @@ class DeadLettering(Task):  # type: ignore[misc]
     def on_failure(self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                    einfo: object) -> None:
         first = args[0] if args else kwargs.get("event") or kwargs.get("shard") or kwargs.get("job_id")
+        reason = f"{type(exc).__name__}: {exc}"
+        if isinstance(first, list):  # match_shards: a letter a shard, each replayable as the one-shard task
+            for shard in first:
+                _dead_letter("shard", "firstfault.match_shard", dict(shard), reason)
+            return
         payload = dict(first) if isinstance(first, Mapping) else {"job_id": first}
-        _dead_letter(KINDS.get(self.name, "task"), self.name, payload, f"{type(exc).__name__}: {exc}")
+        _dead_letter(KINDS.get(self.name, "task"), self.name, payload, reason)
 
 
 @shared_task(name="firstfault.sweep")
@@ -111,6 +116,25 @@ def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
         pipeline().accept_shard(LogShard.model_validate(shard), _trace(self))
     except (PermanentError, ValidationError) as exc:
         _dead_letter("shard", self.name, dict(shard), str(exc))
+
+
+@shared_task(name="firstfault.match_shards", bind=True, base=DeadLettering, **RETRY)
+def match_shards(self: Task, shards: list[Mapping[str, Any]], traces: list[Mapping[str, str]]) -> None:
+    """The consumer's shards in a row (CeleryDispatcher.submit_shards): a shard that does not validate is dead-
+    lettered alone; the rest are stored together. A retry redoes them all (storing is idempotent)."""
+    valid: list[LogShard] = []
+    headers: list[Mapping[str, str]] = []
+    for shard, trace in zip(shards, traces, strict=True):
+        try:
+            valid.append(LogShard.model_validate(shard))
+            headers.append({k: v for k, v in trace.items() if k == "traceparent"})
+        except ValidationError as exc:
+            _dead_letter("shard", "firstfault.match_shard", dict(shard), str(exc))
+    try:
+        pipeline().accept_shards(valid, headers)
+    except PermanentError as exc:  # as match_shard does for one: each kept with why, replayable alone
+        for kept in valid:
+            _dead_letter("shard", "firstfault.match_shard", kept.model_dump(mode="json"), str(exc))
 
 
 @shared_task(name="firstfault.correlate_job", bind=True, base=DeadLettering, **RETRY)

@@ -112,6 +112,33 @@ def test_a_failed_job_becomes_one_incident(env: dict[str, str], store: Store, tm
     assert (incident.signature, incident.rank, incident.host) == ("host.oom_killer", 37, "node004")
 
 
+def test_shards_handed_on_in_groups_are_stored_together_and_a_bad_one_alone(env: dict[str, str], store: Store,
+                                                                           tmp_path: Path) -> None:
+    """The consumer's groups (CeleryDispatcher.submit_shards, one match_shards task each): every shard stored
+    once, the same incident; a shard that does not validate in the worker is a dead letter of its own, replayable
+    as the one-shard task, and does not cost the others."""
+    from store.dead_letters import listed
+
+    dispatcher = _dispatcher(env)
+    dispatcher.submit_job(failed_job("job-g"), {})
+    shards = shards_of("job-g", EXAMPLE, chunk=16 * 1024)
+    bad = {**shards[0].model_dump(mode="json"), "seq": -1}  # past the producer's check: the worker's
+    dispatcher.app.send_task("firstfault.match_shards", ([bad, shards[0].model_dump(mode="json")], [{}, {}]))
+    for start in range(0, len(shards), 7):
+        group = shards[start:start + 7]
+        dispatcher.submit_shards(group, [{}] * len(group))
+    worker = Worker(env, tmp_path / "worker.log")
+    try:
+        incident = wait_for(lambda: _named_cause(store, "job-g"), 90, "the incident naming the OOM kill")
+        wait_for(lambda: listed(store), 30, "the bad shard's dead letter")
+    finally:
+        worker.stop()
+    assert (incident.rank, incident.host) == (37, "node004")
+    assert _counts(store)[0] == len(shards)
+    [letter] = listed(store)
+    assert (letter.kind, letter.where) == ("shard", "firstfault.match_shard") and letter.payload["seq"] == -1
+
+
 def test_a_worker_killed_mid_task_leaves_exactly_one_incident(env: dict[str, str], store: Store,
                                                               tmp_path: Path) -> None:
     log = tmp_path / "worker.log"

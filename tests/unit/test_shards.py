@@ -72,4 +72,5 @@ def test_a_stored_context_record_keeps_every_field_and_reads_back_equal() -> Non
     row = _context_json(rec)
     expected = {**rec._asdict(), "who": rec.who._asdict(), "time": "2026-11-29T10:00:01.500000+00:00"}
     assert row == expected  # a new field is not dropped
-    assert _context_from(row) == rec
+    assert _context_from(row, rec.source, 0) == rec
+    assert _context_from(row, "merged.log", 100) == rec._replace(source="merged.log", line_no=141)
