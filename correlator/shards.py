@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -86,7 +86,9 @@ class StoredShard:
     key: SourceKey
     seq: int
     eof: bool
-    scanned: Mapping[str, Any]  # result_to_json of this shard alone
+    # result_to_json of this shard alone, or the SourceResult it was made from (a scan this process kept: the
+    # same values without the JSON read back; merge then shares its records and findings, setting their order)
+    scanned: Mapping[str, Any] | SourceResult
 
 
 def merge(shards: Iterable[StoredShard]) -> list[SourceResult]:
@@ -106,7 +108,13 @@ def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int
     order = order_base
     for shard in shards:
         scanned = shard.scanned
-        joined = _joined_event(merged.findings, scanned, offset)
+        if isinstance(scanned, SourceResult):
+            order = _merge_kept(merged, key.name, scanned, offset, order)
+            offset += scanned.lines
+            merged.bytes += scanned.bytes
+            continue
+        first = finding_from_json(scanned["findings"][0]) if scanned["findings"] else None
+        joined = _joined_event(merged.findings, first, offset)
         for row in scanned["findings"]:
             order += 1
             event = row.get("event", 0)
@@ -125,13 +133,33 @@ def _merge_source(key: SourceKey, shards: Sequence[StoredShard], order_base: int
     return merged
 
 
-def _joined_event(before: Sequence[Finding], scanned: Mapping[str, Any], offset: int) -> tuple[int, int] | None:
+def _merge_kept(merged: SourceResult, name: str, part: SourceResult, offset: int, order: int) -> int:
+    """One kept scan into `merged`, as its JSON would go: a finding or record already in place (the source's
+    first shard, scanned under the source's name) is shared, its order set (the scan's own objects, which nothing
+    else holds); others are shifted copies."""
+    joined = _joined_event(merged.findings, part.findings[0] if part.findings else None, offset)
+    for finding in part.findings:
+        order += 1
+        event = joined[1] if joined is not None and finding.event == joined[0] else finding.event + offset
+        if offset == 0 and finding.source == name and event == finding.event:
+            finding.order = order
+            merged.findings.append(finding)
+        else:
+            merged.findings.append(replace(finding, source=name, line_no=finding.line_no + offset, event=event,
+                                           order=order))
+    if offset == 0 and all(rec.source == name for rec in part.context):
+        merged.context.extend(part.context)
+    else:
+        merged.context.extend(rec._replace(source=name, line_no=rec.line_no + offset) for rec in part.context)
+    return order
+
+
+def _joined_event(before: Sequence[Finding], first: Finding | None, offset: int) -> tuple[int, int] | None:
     """A traceback cut by a shard boundary is one event, as it is in one pass over the file: when the shard's
     first finding is near its start and the last finding before it is by the same speaker near the boundary,
     the shard's first event continues that one. Returns (local event id, merged event id)."""
-    if not before or not scanned["findings"]:
+    if not before or first is None:
         return None
-    first = finding_from_json(scanned["findings"][0])
     last = before[-1]
     near = (offset - last.line_no) + first.line_no <= MAX_EVENT_GAP
     if near and first.event == first.line_no and first.speaker == last.speaker:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from catalog.matcher import Matcher
 from correlator.diagnose import diagnose
 from correlator.jobs import Readiness, changes, readiness
-from correlator.reading import SourceScanner
+from correlator.reading import SourceResult, SourceScanner
 from correlator.shards import SourceKey, base_who, complete_sources, merge, result_to_json, source_key
 from pipeline import metrics, tracing
+from pipeline.recent import RecentScans
 from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
@@ -36,6 +38,7 @@ class Pipeline:
                  on_saved: OnSaved | None = None) -> None:
         self.store, self.matcher, self.scheduler, self.clock = store, matcher, scheduler, clock
         self.group_wait, self.revise_wait, self.on_saved = group_wait, revise_wait, on_saved
+        self.recent = RecentScans()
 
     def accept_job(self, event: JobEvent, headers: Mapping[str, str] | None = None) -> None:
         with tracing.span("firstfault.record_job", headers, job_id=event.job_id, state=event.state):
@@ -47,9 +50,11 @@ class Pipeline:
         with (tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp,
               metrics.SCAN_SECONDS.time()):
             now = self.clock()
-            key, scanned = self._scan(shard, now.year)
+            key, result, scanned = self._scan(shard, now.year)
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
             recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, scanned, now)
+            if recorded.fresh:
+                self.recent.add(shard.job_id, key, shard.seq, result)
             if recorded.decides:
                 self._consider(shard.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
@@ -63,12 +68,14 @@ class Pipeline:
         now = self.clock()
         by_job: dict[str, list[int]] = defaultdict(list)
         items: list[tuple[SourceKey, int, bool, dict[str, Any]]] = []
+        results: list[SourceResult] = []
         for index, shard in enumerate(shards):
             with (tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
                                seq=shard.seq),
                   metrics.SCAN_SECONDS.time()):
-                key, scanned = self._scan(shard, now.year)
+                key, result, scanned = self._scan(shard, now.year)
             items.append((key, shard.seq, shard.eof, scanned))
+            results.append(result)
             by_job[shard.job_id].append(index)
         fresh = [False] * len(shards)
         with tracing.span("firstfault.store_shards", None, shards=len(shards)):
@@ -78,14 +85,17 @@ class Pipeline:
                     self._consider(job_id, late_evidence=any(stored))
                 for index, kept in zip(indexes, stored, strict=True):
                     fresh[index] = kept
+                    if kept:
+                        self.recent.add(job_id, items[index][0], items[index][1], results[index])
                     metrics.SHARDS_SCANNED.labels("stored" if kept else "redelivery").inc()
         return fresh
 
-    def _scan(self, shard: LogShard, year: int) -> tuple[SourceKey, dict[str, Any]]:
+    def _scan(self, shard: LogShard, year: int) -> tuple[SourceKey, SourceResult, dict[str, Any]]:
         key = source_key(shard.stream, shard.rank, shard.host, shard.source)
         scanner = SourceScanner(self.matcher, key.name, base_who(key), year, fold_context=True)
         scanner.feed(decode_shard_data(shard))
-        return key, result_to_json(scanner.finish())
+        result = scanner.finish()
+        return key, result, result_to_json(result)
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
         now = self.clock()
@@ -115,7 +125,7 @@ class Pipeline:
             self.store.unschedule(job_id)
             if self._nothing_new(job_id):
                 return None
-            view = self.store.job(job_id)
+            view = self._view(job_id)
             event = view.event
             if event is None:
                 return None
@@ -136,6 +146,12 @@ class Pipeline:
                 log.info("incident %s (job %s, revision %d): %s, rank %s on %s", saved.id, job_id, saved.revision,
                          saved.signature or saved.diagnosis.verdict, saved.rank, saved.host)
             return saved
+
+    def _view(self, job_id: str) -> JobView:
+        """The job and its shards' scans: those this process kept when it holds them all, else read back."""
+        listed = self.store.job(job_id, scans=False)
+        kept = self.recent.shards(job_id, listed.shards)
+        return self.store.job(job_id) if kept is None else replace(listed, shards=kept)
 
     def _nothing_new(self, job_id: str) -> bool:
         """The job has an incident and no shard or event arrived since the correlation that last committed read

@@ -190,3 +190,31 @@ def test_shards_taken_together_decide_as_one_by_one(parts) -> None:  # type: ign
     single = pipe.correlate("k")
     assert batched is not None and single is not None
     assert batched.diagnosis.model_dump(mode="json") == single.diagnosis.model_dump(mode="json")
+
+
+def test_the_scans_kept_in_process_merge_as_the_stored_ones_read_back(parts) -> None:  # type: ignore[no-untyped-def]
+    """A correlation in the process that stored every shard merges the scans it kept instead of reading their
+    JSON back: the merged sources (line numbers shifted, tracebacks joined across cuts, read order) and so the
+    diagnosis must be the same as from the store, and a process that kept only some reads them all back."""
+    from correlator.diagnose import diagnose
+    from correlator.reading import SourceResult
+    from correlator.shards import merge
+
+    pipe, _, _ = parts
+    shards = shards_of("j", EXAMPLE, chunk=8 * 1024)  # sources cut in several shards
+    pipe.accept_job(failed_job("j"))
+    pipe.accept_shards(shards[:40])
+    for shard in shards[40:]:
+        pipe.accept_shard(shard)
+    kept = pipe._view("j")
+    assert all(isinstance(s.scanned, SourceResult) for s in kept.shards)
+    read_back = merge(pipe.store.job("j").shards)
+    for _ in range(2):  # merging the kept scans again (a revision) gives the same again
+        assert merge(kept.shards) == read_back
+    catalog = pipe.matcher.catalog
+    assert diagnose(merge(kept.shards), catalog).model_dump(mode="json") == \
+        diagnose(read_back, catalog).model_dump(mode="json")
+    pipe.recent = type(pipe.recent)(max_shards=len(shards) - 1)  # the oldest dropped: read back instead
+    pipe.accept_shard(shards[0])  # a redelivery is not kept
+    assert pipe.recent.shards("j", pipe.store.job("j", scans=False).shards) is None
+    assert all(not isinstance(s.scanned, SourceResult) for s in pipe._view("j").shards)
