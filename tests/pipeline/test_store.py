@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -197,3 +198,43 @@ def test_a_batch_of_shards_counts_as_the_same_shards_one_by_one(store: Store) ->
     assert fresh == [True, True, False] and decides
     assert _counts(store, "batched") == _counts(store, "one")
     assert len(store.job("batched").shards) == len(shards)
+
+
+def test_the_shards_stored_before_the_sources_table_are_counted_by_its_migration(db_url: str) -> None:
+    """Migration 0008 fills job_sources and the jobs' counters from the shards already stored: a job in flight
+    during the upgrade is decided as if it had been counted all along."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from store.db import MIGRATIONS, make_engine
+
+    engine = make_engine(db_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+        command.downgrade(cfg, "0007")  # (its downgrade works too)
+    event = failed_job("j", world_size=2).model_dump(mode="json")
+    rows = [(KEY, 0, False), (KEY, 1, True), (SourceKey("stdout", 5, "node002", "node002/rank5.log"), 1, True)]
+    with engine.begin() as conn:
+        conn.execute(sa.text("insert into jobs (job_id, attempt, state, event, created_at, updated_at) values "
+                             "('j', 0, 'failed', :event, :t, :t)"), {"event": json.dumps(event), "t": T0})
+        for key, seq, eof in rows:
+            conn.execute(sa.text(
+                "insert into shards (job_id, source_token, stream, rank, host, name, seq, eof, lines, bytes, "
+                "scanned, received_at) values ('j', :token, :stream, :rank, :host, :name, :seq, :eof, 1, 1, '{}', :t)"),
+                {"token": key.token, "stream": key.stream, "rank": key.rank, "host": key.host, "name": key.name,
+                 "seq": seq, "eof": eof, "t": T0})
+    engine.dispose()
+    store = Store.open(db_url)
+    try:
+        found = store.job_progress("j")
+        assert (found.counts.sources, found.counts.ended, found.counts.ended_ranks) == (2, 2, 2)
+        assert found.complete == {KEY} and len(found.seen) == 2  # rank 5 ended with seq 0 missing
+        assert found.changes == 3
+        store.record_shard("j", rows[2][0], 0, False, SCANNED, T0)
+        assert store.job_progress("j").complete == found.seen  # and goes on counting from there
+    finally:
+        store.close()
