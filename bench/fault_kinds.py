@@ -33,22 +33,24 @@ def table_locked(stack: Stack, table: str) -> Iterator[None]:
             conn.rollback()
 
 
-def _held(workers: list[Service], task: str) -> Service | None:
-    """A worker stuck inside `task`: its newest task line is that task's "received", unchanged for HOLD_S."""
+def _held(workers: list[Service], tasks: tuple[str, ...]) -> Service | None:
+    """A worker stuck inside one of `tasks`: its newest task line is that task's "received", unchanged for
+    HOLD_S."""
     before = {w.name: w.last_task_line() for w in workers}
-    candidates = [w for w in workers if f"Task {task}[" in before[w.name] and before[w.name].endswith("received")]
+    candidates = [w for w in workers if any(f"Task {task}[" in before[w.name] for task in tasks)
+                  and before[w.name].endswith("received")]
     if not candidates:
         return None
     time.sleep(HOLD_S)
     return next((w for w in candidates if w.last_task_line() == before[w.name]), None)
 
 
-def kill_inside(stack: Stack, task: str, table: str) -> str:
+def kill_inside(stack: Stack, tasks: tuple[str, ...], table: str) -> str:
     with table_locked(stack, table):
         deadline = time.monotonic() + AIM_LIMIT_S
-        while (victim := _held(stack.workers, task)) is None:
+        while (victim := _held(stack.workers, tasks)) is None:
             if time.monotonic() > deadline:
-                return f"no worker was seen inside {task} in {AIM_LIMIT_S:g} s: nothing killed"
+                return f"no worker was seen inside {' or '.join(tasks)} in {AIM_LIMIT_S:g} s: nothing killed"
             time.sleep(0.05)
         victim.kill()
         line = victim.last_task_line().split("] ", 1)[-1][:90]
@@ -56,11 +58,12 @@ def kill_inside(stack: Stack, task: str, table: str) -> str:
 
 
 def worker_mid_match(stack: Stack) -> str:
-    return kill_inside(stack, "firstfault.match_shard", "shards")
+    # the consumer's shards in a row go as one match_shards task, a lone shard as match_shard
+    return kill_inside(stack, ("firstfault.match_shards", "firstfault.match_shard"), "shards")
 
 
 def worker_mid_correlate(stack: Stack) -> str:
-    return kill_inside(stack, "firstfault.correlate_job", "incidents")
+    return kill_inside(stack, ("firstfault.correlate_job",), "incidents")
 
 
 def worker_after_slack(stack: Stack) -> str:
