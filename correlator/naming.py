@@ -98,6 +98,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         fill_exits(ids, local)
         fill_hosts(ids, local)
     fill_one_rank_exits(ids, single)
+    ids.sole_rank = {host: rank for rank, host in single.values()}
     return Named(findings, context, of_kind, ids, local)
 
 
