@@ -112,7 +112,7 @@ def _ship(args: argparse.Namespace, items: list[Item], event: JobEvent | None) -
     except (OutOfTime, FirstfaultError) as exc:
         sys.stderr.write(f"firstfault: error: collect {args.collector} failed: {exc}\n")
         return 1
-    sys.stderr.write(f"collected {sent.sources} source(s) as {sent.shards} shard(s) for job {args.job}"
+    sys.stderr.write(f"collected {sent.streams} source(s) as {sent.shards} shard(s) for job {args.job}"
                      + (f", job event {event.state}" if event else "") + "\n")
     return 0
 

@@ -222,11 +222,9 @@ class Store:
         written, nothing sent again), or None for an unknown id. The revision stays: resolving is not a new
         diagnosis, and the outbox keys deliveries by revision *and* state."""
         with self.session() as s:
-            found = s.get(IncidentRow, incident_id)
+            found = _locked_incident(s, incident_id)
             if found is None:
                 return None
-            s.get(JobRow, found.job_id, with_for_update=True)  # serialize with the job's correlations
-            s.refresh(found, with_for_update=True)
             current = _incident(found)
             if current.state == "resolved":
                 return current, False
@@ -261,6 +259,17 @@ class Store:
             rows = s.exec(select(RevisionRow).where(RevisionRow.incident_id == incident_id)
                           .order_by(col(RevisionRow.revision))).all()
             return [(r.revision, _aware(r.created_at) or r.created_at, list(r.changes)) for r in rows]
+
+
+def _locked_incident(s: Session, incident_id: str) -> IncidentRow | None:
+    """The incident's row, read again under lock after its job's row is locked (None for an unknown id): a
+    change to an incident serializes with the job's correlations, which lock the job row first too."""
+    found = s.get(IncidentRow, incident_id)
+    if found is None:
+        return None
+    s.get(JobRow, found.job_id, with_for_update=True)
+    s.refresh(found, with_for_update=True)
+    return found
 
 
 def _fill(row: IncidentRow, inc: Incident) -> None:
