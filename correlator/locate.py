@@ -161,6 +161,8 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
     if scope is Scope.RANK and (count := job_wide(root, failures, job_size(failures, ids, logged), offsets)):
         notes.append(f"{count} processes, the whole job as far as these logs show, fail the same way: no single "
                      "rank is the cause")
+        if len(hosts) == 1 and None not in hosts:  # all on one host: what they share may be the host's
+            return None, next(iter(hosts)), notes
         return None, None, notes
     # (a victim's line says nothing about who started it: no default for it)
     if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1

@@ -2,7 +2,8 @@
 before every line (mpirun(1): "Tag each line of output to stdout, stderr, and stddiag with [jobid, MCW_rank]
 <stdxxx>"), and mpirun reports the first rank to die on a signal ("mpirun noticed that process rank %d with PID
 %d on node %s exited on signal %d (%s)."). TensorFlow's allocator says OOM in its own words
-(ResourceExhaustedError: "OOM when allocating tensor with shape[...] and type T on <device> by allocator A")."""
+(ResourceExhaustedError: "OOM when allocating tensor with shape[...] and type T on <device> by allocator A").
+With --timestamp-output the tag follows the time (asctime: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:")."""
 
 from __future__ import annotations
 
@@ -55,3 +56,20 @@ def test_mpiruns_signal_report_names_the_rank_and_node_whose_traceback_is_untagg
         "(Segmentation fault).", "-" * 74]) + "\n")
     rc = _diagnose(log, capsys)
     assert (rc["rank"], rc["host"]) == (5, "gpu07"), rc["explanation"]
+
+
+def test_every_rank_failing_alike_on_one_host_names_the_host(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Both ranks the log shows, on tomte401, fail NCCL's connection set-up with the same CUDA error (NVIDIA/nccl
+    src/transport.cc via CUDACHECK: "Cuda failure '%s'"): no rank is the cause, but the host they share is where
+    to look (its driver, its container), not "the whole job"."""
+    lines = []
+    for rank, pid in ((0, 1850301), (1, 1850304)):
+        lines += [f"Fri Aug 11 12:31:45 2023[1,{rank}]<stdout>:tomte401:{pid}:{pid + 31040} [{rank}] transport.cc:154 "
+                  "NCCL WARN Cuda failure 'invalid argument'",
+                  f"Fri Aug 11 12:31:45 2023[1,{rank}]<stdout>:tomte401:{pid}:{pid + 31057} [{rank}] proxy.cc:1519 "
+                  f"NCCL WARN [Proxy Service {rank}] Failed to execute operation Connect from rank {rank}, retcode 3"]
+    log = tmp_path / "nccl-tests.out"
+    log.write_text("\n".join(lines) + "\n")
+    rc = _diagnose(log, capsys)
+    assert (rc["rank"], rc["host"]) == (None, "tomte401"), rc["explanation"]
