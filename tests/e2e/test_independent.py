@@ -22,7 +22,7 @@ JOBS = 60
 # (score.py's rule: 36 of 43 ranks, 7 of 10 hosts). Raise them, never lower them. The one answer at >= 0.9 that
 # score.py counts wrong is an NCCL release mismatch between two hosts, read as the job's (two hosts, one release
 # each: nothing says which is the odd one) where the label names one of them.
-MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 56, 43, 1
+MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 57, 43, 0
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")
 
