@@ -11,6 +11,9 @@ calibration.Features) to whether the named initiator was right. It is written to
 as constants. Its data, and only this, is:
 - the labelled real corpus's **tuning half** (bench/corpus.py; never the checking half): right is the initiating
   rank or host as the corpus's score.py counts it, or, where the label names neither, the class;
+- the **field set's tuning half** (bench/field: real logs from issue threads, collected by someone who read none
+  of firstfault; its labels' own split), judged the same way with its class map additions; its checking half is
+  only ever tabled (``--table --field``);
 - with ``--independent SEED ...``, **independently generated jobs** (bench/independent, written from upstream
   formats by someone who read none of firstfault's code), judged as score.py judges them; seed
   INDEPENDENT_TABLE_SEED is never fitted: its table is the held-out check;
@@ -40,7 +43,7 @@ from types import ModuleType
 from typing import Any
 
 from bench.accuracy import correct, hostile_knobs, knobs_for, plan
-from bench.corpus import HALVES, corpus_dir, labels
+from bench.corpus import FIELD, HALVES, corpus_dir, field_rows, labels
 from bench.logistic import Row, fit, log_loss
 from correlator import calibration
 from correlator.diagnose import diagnose
@@ -74,6 +77,9 @@ FIT_SEED, TABLE_SEED = 2026, 7
 # (41 at >= 0.7, none wrong) and made the simulator's more timid (210 at >= 0.7 against 244, as many wrong), so the
 # model committed is fitted without them.
 INDEPENDENT_TABLE_SEED, INDEPENDENT_JOBS = 3, 60
+# A field log counts for a quarter of a corpus log: as real, but cut to the excerpt a thread quoted and labelled
+# mostly with low confidence by its collector (bench/field/README.md).
+FIELD_WEIGHT = CORPUS_WEIGHT / 4
 # An independent job counts for this many simulated ones: written by another hand, it says more about unseen logs
 # than the simulator does, less than a real log.
 INDEPENDENT_WEIGHT = 2.0
@@ -130,6 +136,23 @@ def corpus_cases(half: str) -> list[Case]:
         else:
             right, initiating = bool(score.class_ok(lab["failure_class"], rc, class_map)), False
         out.append(Case(f"corpus:{half}", str(lab["id"]), rc.get("confidence"), d._features, right, initiating))
+    return out
+
+
+def field_cases(half: str) -> list[Case]:
+    """bench/field's logs of one half (its labels' split), judged as score.py judges them."""
+    corpus = corpus_dir()
+    if corpus is None:
+        raise SystemExit("bench.calibrate: ../shared/corpus (score.py, class_map.json) is not on this machine")
+    score = _score_py(corpus)
+    class_map = json.loads((corpus / "class_map.json").read_text())
+    class_map.update(json.loads((FIELD / "class_map_additions.json").read_text()))
+    out = []
+    for lab in field_rows(half):
+        d = _diagnose([str(lab["path"])])
+        right, initiating = judged(lab, d, score.class_ok, class_map)
+        conf = d.root_cause.confidence if d.root_cause else None
+        out.append(Case(f"corpus:field-{half}", str(lab["id"]), conf, d._features, right, initiating))
     return out
 
 
@@ -215,6 +238,8 @@ def simulator_cases(per_kind: int, seed: int, degraded: bool = True, hostile: bo
 
 def rows(cases: Iterable[Case], wrong_weight: float = WRONG_WEIGHT) -> list[Row]:
     def weight(c: Case) -> float:
+        if c.source.startswith("corpus:field"):
+            return FIELD_WEIGHT
         kind = c.source.split(":")[0]
         return {"corpus": CORPUS_WEIGHT, "independent": INDEPENDENT_WEIGHT}.get(kind, 1.0)
     return [(c.features, c.right, weight(c) * (1.0 if c.right else wrong_weight))
@@ -236,16 +261,18 @@ def do_fit(per_kind: int, wrong_weight: float = WRONG_WEIGHT, independent: tuple
            ) -> tuple[float, dict[str, float], list[Case]]:
     if INDEPENDENT_TABLE_SEED in independent:
         raise SystemExit(f"bench.calibrate: seed {INDEPENDENT_TABLE_SEED} is the held-out table's, never fitted")
-    cases = corpus_cases("tuning") + simulator_cases(per_kind, FIT_SEED)  # never the checking half
+    cases = corpus_cases("tuning") + field_cases("tuning") + simulator_cases(per_kind, FIT_SEED)  # no checking half
     cases += [c for seed in independent for c in independent_cases(seed)]
     data = rows(cases, wrong_weight)
     intercept, coef = fit(data, NAMES, NONNEGATIVE, NONPOSITIVE, L2)
     loss = log_loss(data, {i: calibration.fitted(f, coef, intercept) for i, (f, _, _) in enumerate(data)})
-    about = {"rows": len(data), "corpus_tuning": sum(c.source.startswith("corpus") for c in cases),
+    about = {"rows": len(data), "corpus_tuning": sum(c.source == "corpus:tuning" for c in cases),
              "simulated": sum(c.source == "simulator" for c in cases), "per_kind": per_kind, "seed": FIT_SEED,
              "independent": sum(c.source.startswith("independent") for c in cases),
              "independent_seeds": list(independent), "independent_weight": INDEPENDENT_WEIGHT,
-             "l2": L2, "corpus_weight": CORPUS_WEIGHT, "wrong_weight": wrong_weight, "log_loss": round(loss, 4),
+             "l2": L2, "corpus_weight": CORPUS_WEIGHT, "field_weight": FIELD_WEIGHT,
+             "field_tuning": sum(c.source.startswith("corpus:field") for c in cases), "wrong_weight": wrong_weight,
+             "log_loss": round(loss, 4),
              "date": datetime.now(UTC).strftime("%Y-%m-%d")}
     write_model(intercept, coef, about)
     return intercept, coef, cases
@@ -317,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--whole", action="store_true", help="simulated jobs as written, not degraded")
     p.add_argument("--wrong-weight", type=float, default=WRONG_WEIGHT, help="a wrong answer's weight in the fit")
     p.add_argument("--no-hostile", action="store_true", help="simulated jobs without issue 22's hostile knobs")
+    p.add_argument("--field", action="store_true", help="--table: also bench/field's half (--half)")
     p.add_argument("--independent", type=int, nargs="*", default=None, metavar="SEED",
                    help=f"--table: also bench/independent jobs of these seeds (none given: {INDEPENDENT_TABLE_SEED}, "
                         "never fitted); --fit: fit on these seeds' jobs too (e.g. 1 4 5 6)")
@@ -334,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
                             "label names no initiator)"))
         print(table([c for c in corpus if c.initiating], f"corpus, {a.half} half, the logs whose label names an "
                                                          "initiator (as score.py's calibration line counts)"))
+    if a.field:
+        field = field_cases(a.half)
+        print(table([c for c in field if c.initiating], f"bench/field, {a.half} half, the {len(field)} logs' ones "
+                                                         "whose label names an initiator"))
     if not a.no_sim:
         sim = simulator_cases(a.per_kind, TABLE_SEED, not a.whole, not a.no_hostile)
         how = "as written" if a.whole else "degraded as in the fit"

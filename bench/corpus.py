@@ -3,11 +3,17 @@
     .venv/bin/python -m bench.corpus --half tuning -v      # the half we read and tune on
     .venv/bin/python -m bench.corpus --half checking       # measured last, never read while tuning
     .venv/bin/python -m bench.corpus --half all --diagnoser baseline
+    .venv/bin/python -m bench.corpus --set field --half checking   # bench/field: 37 more real logs (its README)
 
 The split is by the repository a log came from (its label's `source`), never by log, so that two logs of the
 same project (the same launcher, the same cluster's naming) never sit on both sides: a log's half is bit 0 of
 the SHA-1 of `owner/name`. The rule was fixed before any log was read; it gives 34 tuning and 36 checking logs.
 Scoring is the corpus's own score.py, run on a labels file of one half (each label pointing at its log).
+
+`--set field` scores bench/field instead, a second set of real logs collected from issue threads by someone who
+read none of firstfault: its halves are its labels' own `split` (by repository, fixed when it was collected), and
+its new failure classes are scored with the words of its class_map_additions.json besides the corpus's map (a
+copy of score.py runs beside the merged map; ../shared is never written).
 """
 
 from __future__ import annotations
@@ -52,8 +58,26 @@ def labels(corpus: Path, half: str = "all") -> list[dict[str, object]]:
     return [row for row in rows if half == "all" or half_of(row) == half]
 
 
+FIELD = Path(__file__).resolve().parent / "field"
+
+
+def field_rows(half: str) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in (FIELD / "labels.jsonl").read_text().splitlines() if line.strip()]
+    return [{**row, "path": str(FIELD / str(row["path"]))} for row in rows if half in ("all", row.get("split"))]
+
+
+def _field_scorer(corpus: Path, tmp: Path) -> Path:
+    """score.py beside a class map that knows the field set's classes too."""
+    merged = json.loads((corpus / "class_map.json").read_text())
+    merged.update(json.loads((FIELD / "class_map_additions.json").read_text()))
+    (tmp / "class_map.json").write_text(json.dumps(merged))
+    shutil.copy(corpus / "score.py", tmp / "score.py")
+    return tmp / "score.py"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.corpus")
+    ap.add_argument("--set", dest="which", choices=("corpus", "field"), default="corpus")
     ap.add_argument("--half", choices=(*HALVES, "all"), default="tuning")
     ap.add_argument("--diagnoser", default="firstfault")
     ap.add_argument("--exe", default=shutil.which("firstfault") or str(Path(sys.executable).with_name("firstfault")))
@@ -65,12 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{a.half}.jsonl"
-        with path.open("w") as out:
-            for row in labels(corpus, a.half):
-                row = {**row, "path": str(corpus / "real" / f"{row['id']}.log")}
-                out.write(json.dumps(row) + "\n")
-        cmd = [sys.executable, str(corpus / "score.py"), str(path), "--diagnoser", a.diagnoser, "--exe", a.exe]
-        print(f"half {a.half}: {len(labels(corpus, a.half))} logs", flush=True)
+        if a.which == "field":
+            rows, scorer = field_rows(a.half), _field_scorer(corpus, Path(tmp))
+        else:
+            rows = [{**row, "path": str(corpus / "real" / f"{row['id']}.log")} for row in labels(corpus, a.half)]
+            scorer = corpus / "score.py"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        cmd = [sys.executable, str(scorer), str(path), "--diagnoser", a.diagnoser, "--exe", a.exe]
+        print(f"{a.which} half {a.half}: {len(rows)} logs", flush=True)
         return subprocess.run(cmd + (["-v"] if a.v else [])).returncode
 
 

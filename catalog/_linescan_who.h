@@ -200,6 +200,9 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     char c = s[i];
     if (c == '(') return -1;
     if (c == '[') {
+        /* mpirun --tag-output: ^\[\d+,(?P<rank>\d+)\]<stdxxx>: is read by speakers.py */
+        Py_ssize_t comma = digits_from(s, i + 1, n);
+        if (comma > i + 1 && comma < n && s[comma] == ',') return -1;
         /* torchrun: ^\[(?:rank(?P<rank>\d+)|(?:default|trainer|worker)(?P<local_rank>\d+))\]:\s? */
         static const char *words[] = {"rank", "default", "trainer", "worker"};
         for (int k = 0; k < 4; k++) {
@@ -235,6 +238,10 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
         return 1;
     }
     if (is_alpha(c)) {
+        /* mpirun --timestamp-output: an asctime date right before the [jobid,rank] tag, read by speakers.py */
+        if (n - i >= 25 && s[i + 3] == ' ' && s[i + 7] == ' ' && s[i + 10] == ' ' && s[i + 13] == ':' &&
+            s[i + 16] == ':' && s[i + 19] == ' ' && s[i + 24] == '[')
+            return -1;
         /* pdsh: ^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S), a host by _looks_like_host */
         Py_ssize_t e = i + 1;
         while (e < n && (is_word(s[e]) || s[e] == '.' || s[e] == '-')) e++;

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.chunking import RAW_CHUNK, Note, StreamKey, envelopes, line_pieces, numbered
-from ingest.ship import Transport
+from ingest.ship import Shipped, Transport
 from schemas.errors import FirstfaultError, UsageError
 from schemas.wire import Compression, LogShard
 from sources.files import Source, chunks
@@ -28,13 +28,6 @@ class Item:
 
 class OutOfTime(FirstfaultError):
     pass
-
-
-@dataclass
-class Sent:
-    shards: int = 0
-    sources: int = 0
-    skipped: list[str] = field(default_factory=list)  # why a source was not sent
 
 
 def _blocks(item: Item) -> Iterable[bytes]:
@@ -58,20 +51,20 @@ def shards_of(job_id: str, item: Item, compression: Compression, note: Note) -> 
 
 
 def send_all(transport: Transport, job_id: str, items: Iterable[Item], note: Note, deadline: float | None = None,
-             compression: Compression = "zstd") -> Sent:
+             compression: Compression = "zstd") -> Shipped:
     """Send every item (a source that cannot be read or cut is skipped and noted); OutOfTime past `deadline`
     (time.monotonic()), checked between shards, so a slow service costs at most one shard's send past it."""
-    sent = Sent()
+    sent = Shipped()
     for item in items:
         try:
             for shard in shards_of(job_id, item, compression, note):
                 if deadline is not None and time.monotonic() > deadline:
-                    raise OutOfTime(f"out of time after {sent.shards} shard(s) of {sent.sources + 1} source(s)")
+                    raise OutOfTime(f"out of time after {sent.shards} shard(s) of {sent.streams + 1} source(s)")
                 transport.send_shard(shard)
                 sent.shards += 1
         except (OSError, ValueError, UsageError) as exc:  # this source only: a transport failure goes up
             sent.skipped.append(f"{item.name}: {exc}")
             note(f"skipped {item.name}: {exc}")
             continue
-        sent.sources += 1
+        sent.streams += 1
     return sent

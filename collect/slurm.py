@@ -4,7 +4,8 @@ Upstream formats (SchedMD/slurm):
 - `scontrol show job <id>`: slurm_sprint_job_info (src/api/job_info.c) prints StdErr=, StdIn= and StdOut= each
   alone on its own line ("\\n   StdOut=<path>", "line 30-32"), the path from slurm_get_job_stdout with its
   %j/%u/%x patterns already filled in, so the value is the rest of the line (a path may hold spaces); BatchHost=
-  names the node that ran the batch script, where that output was written.
+  names the node that ran the batch script, where that output was written; StartTime= is local time
+  (2026-12-03T10:00:00, "Unknown" before the job starts).
 - `sacct -j <id> -o JobID,State,ExitCode,NodeList -P`: a header, then one `|`-separated row for the job and each
   step (4242, 4242.batch, 4242.extern, 4242.0); ExitCode is `<exit status>:<signal>` (sacct's man page), State
   may read "CANCELLED by 1000"; NodeList is a hostlist expression (gpu[001-003,007]).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from collect.send import Item
@@ -30,6 +32,7 @@ STATES = {"COMPLETED": "succeeded", "FAILED": "failed", "NODE_FAIL": "failed", "
 _PATH_LINE = re.compile(r"^\s*(StdOut|StdErr)=(.*?)\s*$", re.M)
 _BATCH_HOST = re.compile(r"\bBatchHost=(\S+)")
 _NODE_LIST = re.compile(r"(?:^|\s)NodeList=(\S+)")
+_START_TIME = re.compile(r"\bStartTime=(\S+)")
 _MAX_NODES = 1 << 17  # schemas.wire.MAX_HOSTS: a hostlist claiming more is not expanded
 
 
@@ -39,6 +42,7 @@ class SlurmJob:
     stdout: str | None = None
     stderr: str | None = None
     batch_host: str | None = None
+    start: datetime | None = None  # local time, as scontrol prints it
     hosts: list[str] = field(default_factory=list)
     state: str | None = None  # a JobEvent state, when sacct has the end
     exit_codes: dict[str, int] = field(default_factory=dict)  # host -> code (negative: the killing signal)
@@ -90,8 +94,17 @@ def parse_show_job(text: str, job: SlurmJob) -> None:
         setattr(job, key.lower(), value or None)
     if m := _BATCH_HOST.search(text):
         job.batch_host = m.group(1)
+    if m := _START_TIME.search(text):
+        job.start = _local_time(m.group(1))
     if (m := _NODE_LIST.search(text)) and m.group(1) != "(null)":
         job.hosts = expand_hostlist(m.group(1))
+
+
+def _local_time(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None  # Unknown, None
 
 
 def parse_sacct(text: str, job: SlurmJob) -> None:

@@ -103,6 +103,8 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
                          and (e.host == host or host is None)), None)
     if rank is None and pid is None and local_rank is None and not isinstance(fields.get("host"), str):
         rank = _rank_of(f, ids)
+    if rank is None and host is not None and host in ids.sole_rank:
+        rank = ids.sole_rank[host]  # every process of the job on that host is its one rank's
     if rank is None and isinstance(fields.get("pci"), str):
         rank = ids.rank_of_pci(host, str(fields["pci"]))
         if rank is not None:

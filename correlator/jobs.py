@@ -4,6 +4,12 @@ argument.
 A job is correlated once its failure event has arrived and either every expected source is complete (eof and no
 gap in seq) or group_wait has passed since the failure event — Alertmanager's group_wait, for the same reason:
 the shard that names the cause is often the last to arrive. Evidence that arrives later revises the incident.
+
+When the event names the job's hosts, each host's kernel or system log is expected too: an OOM kill or an Xid is
+printed there, not by the rank it ended, and a job correlated on its ranks alone posts the consequence first. The
+epilog that ships a node's dmesg runs as the job ends, so an unset `node_logs` waits NODE_WAIT past the failure
+event for them (a collector that never ships any costs a job that much, once); `node_logs: true` waits up to
+group_wait, `false` not at all.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from schemas.diagnosis import Diagnosis
 from schemas.wire import JobEvent
 
 FAILED_STATES = frozenset({"failed", "timeout"})
+NODE_STREAMS = frozenset({"dmesg", "syslog"})
+NODE_WAIT = timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,13 @@ def readiness(job: JobEvent | None, failed_at: datetime | None, complete: Iterab
         return Readiness(False, None, "no failure event yet")
     complete_set, seen_set = set(complete), set(seen)
     if _expected_complete(job, complete_set, seen_set):
-        return Readiness(True, now, "every expected source is complete")
+        missing = _node_logs_missing(job, complete_set)
+        if not missing:
+            return Readiness(True, now, "every expected source is complete")
+        node_deadline = failed_at + (group_wait if job.node_logs else min(NODE_WAIT, group_wait))
+        if now >= node_deadline:
+            return Readiness(True, now, f"every rank is complete; no node log from {_hosts(missing)} in time")
+        return Readiness(False, node_deadline, f"waiting for the node logs of {_hosts(missing)}")
     deadline = failed_at + group_wait
     if now >= deadline:
         return Readiness(True, now, f"group_wait of {group_wait.total_seconds():g}s passed")
@@ -86,6 +100,19 @@ def _expected_complete(job: JobEvent, complete: set[SourceKey], seen: set[Source
     if job.world_size is None and not job.hosts:
         return bool(seen) and seen <= complete
     return False
+
+
+def _node_logs_missing(job: JobEvent, complete: set[SourceKey]) -> set[str]:
+    """The named hosts whose kernel or system log has not ended yet; none when the producer says none will come."""
+    if job.node_logs is False or not job.hosts:
+        return set()
+    have = {k.host for k in complete if k.rank is None and k.stream in NODE_STREAMS}
+    return set(job.hosts) - have
+
+
+def _hosts(hosts: set[str]) -> str:
+    named = sorted(hosts)
+    return ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
 
 
 def _who(rank: int | None, host: str | None) -> str:

@@ -102,20 +102,15 @@ def _fill_blocks(out: LocalRanks, nproc: int) -> None:
     _assign_worker_ranks): the rest of the block, a worker that printed nothing with its rank on it."""
     if out.single_node or nproc < 2:
         return
-    bases: dict[Node, set[int]] = defaultdict(set)
-    known: dict[Node, int] = defaultdict(int)
-    for (node, local), rank in out.by_node.items():
-        if node[0] == "host":
-            bases[node].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
-            known[node] += 1
-    for node, base in bases.items():
+    for host, said in _bases(out).items():
+        base = set(said)
         if len(base) != 1 or (b := next(iter(base))) == AMBIGUOUS or b < 0:
             continue
         # one known worker gives the base too, where it falls on a block boundary of nodes alike (a node's
         # block starts at a multiple of the node's size when every node runs as many workers)
-        if known[node] >= 2 or b % nproc == 0:
+        if len(said) >= 2 or b % nproc == 0:
             for local in range(nproc):
-                out.by_node.setdefault((node, local), b + local)
+                out.by_node.setdefault((("host", host), local), b + local)
 
 
 def _world_from_blocks(out: LocalRanks, nproc: int) -> int | None:
@@ -123,16 +118,23 @@ def _world_from_blocks(out: LocalRanks, nproc: int) -> int | None:
     block (rank 0's, often: its node was lost first) is missing, and the job ends with the highest block."""
     if out.single_node or nproc < 2:
         return None
-    bases: dict[str, set[int]] = defaultdict(set)
-    for (node, local), rank in out.by_node.items():
-        if node[0] == "host":
-            bases[node[1]].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
+    bases = {host: set(said) for host, said in _bases(out).items()}
     known = [next(iter(b)) for b in bases.values() if len(b) == 1]
     if not known or len(known) != len(bases) or len(set(known)) != len(known) or any(b % nproc for b in known):
         return None
     top = max(known)
     hole = set(range(0, top, nproc)) - set(known)
     return top + nproc if len(hole) == 1 else None
+
+
+def _bases(out: LocalRanks) -> dict[str, list[int]]:
+    """Each host's block base (global rank - local rank) as each of its known local ranks gives it, AMBIGUOUS
+    for one seen with two global ranks; hosts in the order ``by_node`` first names them."""
+    bases: dict[str, list[int]] = defaultdict(list)
+    for (node, local), rank in out.by_node.items():
+        if node[0] == "host":
+            bases[node[1]].append(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
+    return bases
 
 
 def _with_a_silent_node(workers_seen: set[str], every_host: set[str], world: int | None, nproc: int) -> set[str]:
@@ -152,10 +154,7 @@ def _last_block(out: LocalRanks, hosts: set[str], world: int | None, nproc: int)
     that node has the block left over."""
     if out.single_node or not world or nproc < 1 or world % nproc or len(hosts) != world // nproc:
         return
-    bases: dict[str, set[int]] = defaultdict(set)
-    for (node, local), rank in out.by_node.items():
-        if node[0] == "host" and node[1] in hosts:
-            bases[node[1]].add(rank - local if rank != AMBIGUOUS else AMBIGUOUS)
+    bases = {host: set(said) for host, said in _bases(out).items() if host in hosts}
     unknown = [h for h in hosts if h not in bases]
     known = [next(iter(b)) for b in bases.values() if len(b) == 1]
     if len(unknown) != 1 or len(known) != len(hosts) - 1 or len(set(known)) != len(known):

@@ -101,6 +101,19 @@ def _spread(root: Event, failures: Sequence[Event]) -> tuple[set[Target], set[st
     return {ev.reporter for ev in same}, {ev.reporter.host for ev in same}
 
 
+STORE_TAGS = frozenset({"store", "tcpstore"})
+
+
+def _store_lost_by_others(host: str, failures: Sequence[Event], ids: IdentityMap) -> bool:
+    """`host` ran rank 0 and ranks or agents of other hosts failed a store operation: torchrun's agent of group
+    rank 0 hosts the c10d rendezvous and sets MASTER_ADDR to its own host (elastic/agent/server/api.py,
+    _set_master_addr_port), where env:// serves the TCPStore from rank 0."""
+    if ids.host_of_rank.get(0) != host:
+        return False
+    # a line placed nowhere counts: the host that served the store is gone, its agent cannot have printed it
+    return any(ev.reporter.host != host and STORE_TAGS & set(ev.signature.tags) for ev in failures)
+
+
 def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: IdentityMap,
            results: Sequence[SourceResult], offsets: Mapping[str | None, timedelta],
            logged: set[int]) -> tuple[int | None, str | None, list[str]]:
@@ -115,6 +128,10 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
     all_hosts = {ev.reporter.host for ev in failures}
     if root not in cand.own_events and (host is not None or rank is not None):
         notes.append(f"{cand.target.label} printed no cause of its own here: the others' lines point at it")
+        if rank is None and host is not None and _store_lost_by_others(host, failures, ids):
+            notes.append(f"{host} ran rank 0, whose host serves the job's store (torchrun's rendezvous, env:// "
+                         "TCPStore), and the others lost that store: rank 0's loss is the first they felt")
+            rank = 0
         return rank, host, notes
     if scope is Scope.JOB and not cand.own_events and host is not None:
         notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
@@ -144,6 +161,8 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
     if scope is Scope.RANK and (count := job_wide(root, failures, job_size(failures, ids, logged), offsets)):
         notes.append(f"{count} processes, the whole job as far as these logs show, fail the same way: no single "
                      "rank is the cause")
+        if len(hosts) == 1 and None not in hosts:  # all on one host: what they share may be the host's
+            return None, next(iter(hosts)), notes
         return None, None, notes
     # (a victim's line says nothing about who started it: no default for it)
     if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1

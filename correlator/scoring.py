@@ -199,17 +199,23 @@ def _fold_hosts_into_ranks(board: Board) -> None:
 def _fold_job_into_located(board: Board) -> None:
     """A line that names no rank or host (slurmstepd's "Detected 1 oom_kill event in StepId=...") and a cause on
     one rank or host that its catalog entry relates to it, of the same category (the kernel's "Out of memory:
-    Killed process"), are one event seen from two sides: the one that says where is the suspect."""
+    Killed process"), are one event seen from two sides: the one that says where is the suspect. So is the same
+    fault printed once without a prefix and once by one rank (a traceback's `CUDA error: X` and that rank's
+    watchdog carrying X): the process that printed both is that rank."""
     job = board.by_key.get(("host", None))
     if job is None or job.target.rank is not None or (said := job.best_event()) is None:
         return
     sig = said.signature
-    located = []
+    located, same = [], []
     for cand in board.by_key.values():
         ev = cand.best_event() if cand is not job and cand.own_fault else None
         if ev is not None and ev.signature.category == sig.category and (
                 sig.id in ev.signature.related or ev.signature.id in sig.related):
             located.append(cand)
+        elif ev is not None and ev.signature.id == sig.id and cand.target.rank is not None:
+            same.append(cand)
+    if not located and len(same) == 1:
+        located = same  # more than one rank printing it: the unprefixed copy is any of theirs
     hosts = {c.target.host for c in located}
     if not located or len(hosts) != 1:
         return  # two places with the same kind of fault: the job's line does not say which

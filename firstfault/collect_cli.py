@@ -53,10 +53,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     _common(s)
     s.add_argument("--job-id", dest="job_id", help="the Slurm job id (default: $SLURM_JOB_ID)")
     s.add_argument("--what", choices=["all", "logs", "event"], default="all",
-                   help="logs: the batch host's output files only (node epilog); event: the end state only")
+                   help="logs: this node's share (node epilog): the batch host's output files, every node's kernel "
+                        "log; event: the end state only")
     s.add_argument("--exit-status", type=int, metavar="N",
                    help="the job's wait(2) status ($SLURM_JOB_EXIT_CODE), when sacct has no end state yet")
     s.add_argument("--host", help="this node's name (default: the short hostname)")
+    s.add_argument("--no-kernel", dest="kernel", action="store_false",
+                   help="with --what logs: do not ship this node's kernel log since the job started")
     s.set_defaults(timeout=60.0)
 
     k = csub.add_parser("k8s-events", help="pod events and pod status (kubectl ... -o json) into the job event")
@@ -109,7 +112,7 @@ def _ship(args: argparse.Namespace, items: list[Item], event: JobEvent | None) -
     except (OutOfTime, FirstfaultError) as exc:
         sys.stderr.write(f"firstfault: error: collect {args.collector} failed: {exc}\n")
         return 1
-    sys.stderr.write(f"collected {sent.sources} source(s) as {sent.shards} shard(s) for job {args.job}"
+    sys.stderr.write(f"collected {sent.streams} source(s) as {sent.shards} shard(s) for job {args.job}"
                      + (f", job event {event.state}" if event else "") + "\n")
     return 0
 
@@ -171,6 +174,12 @@ def _slurm_bounded(args: argparse.Namespace) -> int:
     items = []
     if args.what in ("all", "logs") and (args.what == "all" or job.batch_host in (None, here)):
         items = output_items(job)
+    if args.what == "logs" and args.kernel:  # a node's own epilog: its kernel saw what no rank printed
+        from collect.kernel import kernel_item
+        from collect.slurm import run
+
+        kernel = kernel_item(here, job.start, run, max(1.0, min(10.0, args.timeout / 4)), job.reasons)
+        items += [kernel] if kernel is not None else []
     event = None
     if args.what in ("all", "event"):
         state = job.state
@@ -209,6 +218,7 @@ def _k8s(args: argparse.Namespace) -> int:
     if state is None:
         _note("no pod failed and no Job event says the job ended: job event not sent (give --state)")
     else:
+        # its hosts are pods, which have no kernel log of their own to wait for
         event = job_event(args, state, scheduler="k8s", hosts=job.hosts, exit_codes=job.exit_codes,
-                          attempt=args.attempt)
+                          attempt=args.attempt, node_logs=False)
     return _ship(args, items(job), event)

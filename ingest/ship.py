@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import httpx
@@ -71,10 +71,13 @@ def stream_shards(job_id: str, key: StreamKey, sources: list[Source], compressio
 
 @dataclass
 class Shipped:
+    """What was sent: `firstfault ship`'s streams, a collector's sources (collect/send.py)."""
+
     shards: int = 0
-    streams: int = 0
+    streams: int = 0  # shard sequences: ship's (stream, rank/host) of files; a collector's sources, one each
     file_bytes: int = 0
     sent_bytes: int = 0
+    skipped: list[str] = field(default_factory=list)  # a collector's source not sent, and why
 
     def summary(self, job_id: str) -> str:
         return (f"shipped {self.shards} shard(s) in {self.streams} stream(s) for job {job_id}: "

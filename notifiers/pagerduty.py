@@ -72,6 +72,7 @@ def build_event(incident: Incident, routing_key: str, url: str) -> dict[str, Any
         "suspects": [{"rank": x.rank, "host": x.host, "signature": x.signature, "confidence": x.confidence}
                      for x in incident.diagnosis.suspects],
         "labels": incident.labels,
+        "regression_of": incident.regression_of,  # the resolved incident whose fix did not hold
     }
     event: dict[str, Any] = {
         "routing_key": routing_key, "event_action": "trigger", "dedup_key": key,

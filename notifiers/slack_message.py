@@ -125,6 +125,9 @@ def _fields(incident: Incident) -> Block:
         pairs.append(("Cost", escape(incident.diagnosis.impact.summary())))
     if incident.repeats:
         pairs.append(("Repeats", f"{incident.repeats} earlier attempt(s) of this job failed the same way"))
+    if incident.regression_of:
+        pairs.append(("Regression", f"the same failure on this host as `{incident.regression_of}`, which was "
+                                    "resolved: the fix did not hold"))
     fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k in ('Initiating', 'Suspects') else v}",
                                               FIELD_CHARS)}
               for k, v in pairs[:10]]

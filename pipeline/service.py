@@ -139,7 +139,8 @@ class Pipeline:
             diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts, exit_codes=event.exit_codes,
                                  ended_at=event.ended_at)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
-                saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now),
+                fixed = self._fixed_before(diagnosis, event)
+                saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now, fixed),
                                                  self.on_saved, read=view.changes)
             if saved is not None:
                 _observe(saved, view.failed_at)
@@ -160,26 +161,42 @@ class Pipeline:
         found = self.store.job_progress(job_id)
         return found.correlated >= found.changes and self.store.incident_for_job(job_id) is not None
 
+    def _fixed_before(self, diagnosis: Diagnosis, event: JobEvent) -> Incident | None:
+        """The resolved incident this diagnosis repeats on the same host, if any: the fix did not hold."""
+        rc = diagnosis.root_cause
+        if rc is None or rc.signature is None or rc.host is None:
+            return None
+        return self.store.fixed_before(rc.signature, rc.host, event.job_id, event.attempt)
+
     def _build(self, event: JobEvent, diagnosis: Diagnosis, current: Incident | None,
-               now: datetime) -> Incident | None:
+               now: datetime, fixed: Incident | None = None) -> Incident | None:
         new_id = incident_id(event.job_id, event.attempt)
         if current is not None and current.id == new_id:
             # compare as stored: the JSON keeps times to the millisecond
             if current.diagnosis.model_dump(mode="json") == diagnosis.model_dump(mode="json"):
                 return None
             what = changes(current.diagnosis, diagnosis)
+            regression = fixed.id if fixed is not None else None
             return current.model_copy(update={
-                "diagnosis": diagnosis, "updated_at": now, "severity": self._severity(diagnosis, current.repeats),
+                "diagnosis": diagnosis, "updated_at": now, "regression_of": regression,
+                "severity": self._severity(diagnosis, current.repeats, regression is not None),
                 # a revision is what a follow-up post announces; quieter changes update the row in place
                 "revision": current.revision + 1 if what else current.revision,
                 "changes": what or current.changes,
             })
         repeats = _repeats(current, diagnosis)
         return Incident(id=new_id, job_id=event.job_id, attempt=event.attempt, cluster=event.cluster,
-                        team=event.team, labels=event.labels, severity=self._severity(diagnosis, repeats),
-                        created_at=now, updated_at=now, diagnosis=diagnosis, repeats=repeats)
+                        team=event.team, labels=event.labels,
+                        severity=self._severity(diagnosis, repeats, fixed is not None),
+                        created_at=now, updated_at=now, diagnosis=diagnosis, repeats=repeats,
+                        regression_of=fixed.id if fixed is not None else None)
 
-    def _severity(self, diagnosis: Diagnosis, repeats: int = 0) -> Severity:
+    def _severity(self, diagnosis: Diagnosis, repeats: int = 0, regression: bool = False) -> Severity:
+        level = self._entry_severity(diagnosis, repeats)
+        # the same fault on the same host after it was resolved: the fix did not hold, one level up
+        return _RAISED[level] if regression else level
+
+    def _entry_severity(self, diagnosis: Diagnosis, repeats: int) -> Severity:
         rc = diagnosis.root_cause
         sig = self.matcher.catalog.get(rc.signature) if rc and rc.signature else None
         if diagnosis.impact is not None and diagnosis.impact.level == "severe":
@@ -193,6 +210,8 @@ class Pipeline:
 
 
 REPEATS_CRITICAL = 2  # the third attempt of a job to fail the same way is critical
+_RAISED: dict[Severity, Severity] = {"info": "warning", "warning": "error", "error": "critical",
+                                     "critical": "critical"}
 
 
 def _repeats(previous: Incident | None, diagnosis: Diagnosis) -> int:

@@ -39,6 +39,9 @@ class Incident(BaseModel):
     changes: list[str] = Field(default_factory=list, description="what this revision changed, for a follow-up")
     verification: Verification | None = Field(None, description="the latest verification of the fix")
     repeats: int = Field(0, ge=0, description="earlier attempts of this job that failed the same way, in a row")
+    regression_of: str | None = Field(None, description=(
+        "a resolved incident of another job or attempt with the same signature on the same host: this one is "
+        "its regression (the fix did not hold, or the node came back unfixed)"))
 
     @property
     def signature(self) -> str | None:

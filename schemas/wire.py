@@ -71,6 +71,9 @@ class JobEvent(BaseModel):
     team: Name | None = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS)
     attempt: int = Field(default=0, ge=0, le=MAX_ATTEMPT)
+    node_logs: bool | None = Field(default=None, description=(
+        "whether a kernel or system log (stream dmesg/syslog) will come from each host in `hosts`: true waits for "
+        "them up to group_wait, false not at all, unset a short node wait"))
 
 
 class LogShard(BaseModel):

@@ -267,11 +267,9 @@ class Store:
         written, nothing sent again), or None for an unknown id. The revision stays: resolving is not a new
         diagnosis, and the outbox keys deliveries by revision *and* state."""
         with self.session() as s:
-            found = s.get(IncidentRow, incident_id)
+            found = _locked_incident(s, incident_id)
             if found is None:
                 return None
-            s.get(JobRow, found.job_id, with_for_update=True)  # serialize with the job's correlations
-            s.refresh(found, with_for_update=True)
             current = _incident(found)
             if current.state == "resolved":
                 return current, False
@@ -295,6 +293,16 @@ class Store:
                          .order_by(col(IncidentRow.attempt).desc())).first()
             return _incident(row) if row else None
 
+    def fixed_before(self, signature: str, host: str, job_id: str, attempt: int) -> Incident | None:
+        """The latest resolved incident, of another job or another attempt of this one, whose root cause is
+        ``signature`` on ``host``: a new one like it is a regression."""
+        with self.session() as s:
+            rows = s.exec(select(IncidentRow).where(IncidentRow.signature == signature, IncidentRow.host == host,
+                                                    IncidentRow.state == "resolved")
+                          .order_by(col(IncidentRow.updated_at).desc()).limit(8)).all()
+            row = next((r for r in rows if (r.job_id, r.attempt) != (job_id, attempt)), None)
+            return _incident(row) if row else None
+
     def incidents(self, limit: int = 50, offset: int = 0) -> list[Incident]:
         with self.session() as s:
             rows = s.exec(select(IncidentRow).order_by(col(IncidentRow.created_at).desc(), col(IncidentRow.id))
@@ -308,6 +316,17 @@ class Store:
             return [(r.revision, _aware(r.created_at) or r.created_at, list(r.changes)) for r in rows]
 
 
+def _locked_incident(s: Session, incident_id: str) -> IncidentRow | None:
+    """The incident's row, read again under lock after its job's row is locked (None for an unknown id): a
+    change to an incident serializes with the job's correlations, which lock the job row first too."""
+    found = s.get(IncidentRow, incident_id)
+    if found is None:
+        return None
+    s.get(JobRow, found.job_id, with_for_update=True)
+    s.refresh(found, with_for_update=True)
+    return found
+
+
 def _fill(row: IncidentRow, inc: Incident) -> None:
     rc = inc.diagnosis.root_cause
     row.attempt, row.cluster, row.team, row.state = inc.attempt, inc.cluster, inc.team, inc.state
@@ -318,7 +337,7 @@ def _fill(row: IncidentRow, inc: Incident) -> None:
     row.labels, row.changes = dict(inc.labels), list(inc.changes)
     row.diagnosis = inc.diagnosis.model_dump(mode="json")
     row.verification = inc.verification.model_dump(mode="json") if inc.verification else None
-    row.repeats = inc.repeats
+    row.repeats, row.regression_of = inc.repeats, inc.regression_of
     row.updated_at = inc.updated_at
 
 
@@ -328,6 +347,7 @@ def _incident(row: IncidentRow) -> Incident:
         "labels": row.labels, "state": row.state, "revision": row.revision, "severity": row.severity,
         "created_at": _aware(row.created_at), "updated_at": _aware(row.updated_at), "diagnosis": row.diagnosis,
         "changes": row.changes, "verification": row.verification, "repeats": row.repeats or 0,
+        "regression_of": row.regression_of,
     })
 
 

@@ -12,9 +12,9 @@ from datetime import datetime
 
 from schemas.incident import Incident
 from schemas.verification import Verification
-from store.incidents import OnSaved, Store, _fill, _incident
+from store.incidents import OnSaved, Store, _fill, _incident, _locked_incident
 from store.notify_sql import SqlNotifyTx
-from store.tables import IncidentRow, JobRow, RevisionRow
+from store.tables import RevisionRow
 
 
 def change_line(v: Verification, was: str) -> str:
@@ -30,11 +30,9 @@ def record_verification(store: Store, incident_id: str, verification: Verificati
                         on_saved: OnSaved | None = None) -> Incident | None:
     """Store the verification as the incident's new revision; None for an unknown id."""
     with store.session() as s:
-        found = s.get(IncidentRow, incident_id)
+        found = _locked_incident(s, incident_id)
         if found is None:
             return None
-        s.get(JobRow, found.job_id, with_for_update=True)  # serialize with the job's correlations
-        s.refresh(found, with_for_update=True)
         current = _incident(found)
         state = "resolved" if verification.status == "passed" else "open"
         new = current.model_copy(update={

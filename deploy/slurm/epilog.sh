@@ -4,7 +4,8 @@
 #                EpilogSlurmctld=/etc/slurm/firstfault-epilog.sh   (controller)
 # Set FIRSTFAULT_URL=http://firstfault:8080 (+ FIRSTFAULT_API_TOKEN), or FIRSTFAULT_KAFKA_BOOTSTRAP=host:port.
 # `firstfault collect slurm` reads StdOut/StdErr from `scontrol show job` and the end state, exit codes and nodes
-# from `sacct`; extra per-node logs under $FIRSTFAULT_LOG_ROOT/<job id>/<host>/ are shipped too when present.
+# from `sacct`; each node ships its kernel log since the job started (journalctl -k, else dmesg), and extra
+# per-node logs under $FIRSTFAULT_LOG_ROOT/<job id>/<host>/ when present.
 # Never delays or fails the epilog (Slurm drains a node whose epilog fails or hangs): every call is killed after
 # FIRSTFAULT_EPILOG_TIMEOUT seconds (default 60; firstfault itself gives up 5 s sooner and says why), the
 # script always exits 0, and what could not be done goes to syslog (logger -t firstfault-epilog).

@@ -4,26 +4,18 @@ shipped, and readiness names the dependency that is down."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import httpx
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.app import create_app
-from config.settings import Settings, load_settings
-from firstfault.serve import build_embedded
-from notifiers.loop import DeliveryLoop
-from notifiers.wiring import Deliverer
+from config.settings import Settings
 from pipeline.embedded import EmbeddedRunner
 from runtime.health import DISTRIBUTED
-from schemas.subscription import Match, Subscription, Target
 from store.incidents import Store
 from tests.api.server import serving
-from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import wait_for
-from tests.notifiers.conftest import SLACK_TOKEN
+from tests.notifiers.helpers import embedded_service
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 
 TOKEN = "s3cret-test-token"
@@ -48,50 +40,28 @@ def drained(samples: Samples) -> Samples | None:
     return samples if not waiting else None
 
 
-@pytest.fixture
-def slack_server() -> Iterator[FakeSlack]:
-    server = FakeSlack(tokens={SLACK_TOKEN}).start()
-    yield server
-    server.stop()
-
-
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])  # nothing listens once it is closed
 
 
-def test_a_shipped_job_moves_the_counters_an_operator_alerts_on(sqlite_url: str, slack_server: FakeSlack) -> None:
-    settings = load_settings(environ={
-        "FIRSTFAULT_DATABASE_URL": sqlite_url, "FIRSTFAULT_API_TOKEN": TOKEN, "FIRSTFAULT_GROUP_WAIT_S": "1",
-        "FIRSTFAULT_REVISE_WAIT_S": "0.5", "FIRSTFAULT_SLACK_TOKEN": SLACK_TOKEN,
-        "FIRSTFAULT_SLACK_BASE_URL": slack_server.url}, path="/dev/null")
-    service = build_embedded(settings)
-    with service.store.notify() as tx:
-        tx.add_subscription(Subscription(id="s", team="llm", match=Match(categories=["memory"]),
-                                         targets=[Target(kind="slack", address="#ml-oncall")]), datetime.now(UTC))
-    service.runner.start()
-    delivery = DeliveryLoop(Deliverer.from_settings(settings, service.store), interval=0.2).start()
+def test_a_shipped_job_moves_the_counters_an_operator_alerts_on(sqlite_url: str) -> None:
     shards = list(shards_of("m1", EXAMPLE, chunk=32 * 1024))
-    try:
-        with serving(service.app) as url, httpx.Client(base_url=url, timeout=30,
-                                                       headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-            before = scrape(http)
-            http.post("/v1/jobs", json=failed_job("m1").model_dump(mode="json")).raise_for_status()
-            for shard in shards:
-                http.post("/v1/shards", json=shard.model_dump(mode="json")).raise_for_status()
-            assert http.post("/v1/shards", content=b"{not json").status_code == 400
-            assert httpx.post(f"{url}/v1/shards", json=shards[0].model_dump(mode="json")).status_code == 401
-            assert http.post("/v1/shards", content=b"x" * (2 << 20)).status_code == 413
-            wait_for(lambda: slack_server.posts("#ml-oncall"), 60, "the Slack post")
-            wait_for(service.runner.idle, 30, "the pipeline to settle")
-            # a revision's follow-up may wait on Slack's pacing (1/s per channel): the depth gauge drains to 0
-            after = wait_for(lambda: drained(scrape(http)), 30, "the outbox to drain")
-            ready = http.get("/readyz")
-    finally:
-        delivery.stop()
-        service.runner.stop()
-        service.store.close()
+    with embedded_service(sqlite_url, FIRSTFAULT_API_TOKEN=TOKEN) as running, httpx.Client(
+            base_url=running.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        before = scrape(http)
+        http.post("/v1/jobs", json=failed_job("m1").model_dump(mode="json")).raise_for_status()
+        for shard in shards:
+            http.post("/v1/shards", json=shard.model_dump(mode="json")).raise_for_status()
+        assert http.post("/v1/shards", content=b"{not json").status_code == 400
+        assert httpx.post(f"{running.url}/v1/shards", json=shards[0].model_dump(mode="json")).status_code == 401
+        assert http.post("/v1/shards", content=b"x" * (2 << 20)).status_code == 413
+        wait_for(lambda: running.slack.posts("#ml-oncall"), 60, "the Slack post")
+        wait_for(running.service.runner.idle, 30, "the pipeline to settle")
+        # a revision's follow-up may wait on Slack's pacing (1/s per channel): the depth gauge drains to 0
+        after = wait_for(lambda: drained(scrape(http)), 30, "the outbox to drain")
+        ready = http.get("/readyz")
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

@@ -3,29 +3,14 @@ entry), every example output a test, and judging the way `firstfault verify` doe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from catalog.expect import Expectation, judge
 from catalog.loader import build_catalog, default_catalog
 from schemas.errors import CatalogError
+from tests.catalog.helpers import THING, catalog_files, one_entry
 
-ENTRY = """
-version: 1
-signatures:
-  - id: test.thing.broke
-    title: A thing broke
-    category: other
-    severity: error
-    role: initiating
-    fingerprints: [{regex: 'thing broke'}]
-    meaning: The thing broke in a way we understand.
-    fix: Mend the thing.
-    verification: "thing --check | grep -c broke  # expect 0"
-    expect: EXPECT
-    examples: {positive: ["thing broke"]}
-"""
+ENTRY = one_entry(verification="thing --check | grep -c broke  # expect 0", more="    expect: EXPECT\n")
 CATALOG = default_catalog()
 WITH_EXPECT = [s for s in CATALOG.signatures if s.expect is not None]
 PASSING = [(s.id, out) for s in WITH_EXPECT for out in s.expect.examples.passing]  # type: ignore[union-attr]
@@ -33,8 +18,8 @@ FAILING = [(s.id, out) for s in WITH_EXPECT for out in s.expect.examples.failing
 
 
 def _load(expect: str) -> Expectation | None:
-    cat = build_catalog([(Path("mine.yaml"), ENTRY.replace("EXPECT", expect))])
-    sig = cat.get("test.thing.broke")
+    cat = build_catalog(catalog_files(ENTRY.replace("EXPECT", expect), "mine.yaml"))
+    sig = cat.get(THING)
     assert sig is not None
     return sig.expect
 

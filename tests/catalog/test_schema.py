@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from catalog.model import catalog_json_schema
+from tests.catalog.helpers import one_entry
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "catalog" / "schema.json"
@@ -44,20 +45,7 @@ def test_every_bundled_file_is_valid_under_the_schema(path: Path) -> None:
     (("    fix: Mend the thing.\n", ""), "fix"),
 ])
 def test_the_schema_flags_what_the_loader_rejects(change: tuple[str, str], complaint: str) -> None:
-    good = """
-version: 1
-signatures:
-  - id: my.thing.broke
-    title: A thing broke
-    category: other
-    severity: error
-    role: initiating
-    fingerprints: [{regex: 'thing broke'}]
-    meaning: The thing broke in a way we understand.
-    fix: Mend the thing.
-    verification: "thing --check  # expect ok"
-    examples: {positive: ["thing broke"]}
-"""
+    good = one_entry(sig_id="my.thing.broke")
     schema = json.loads(COMMITTED.read_text())
     jsonschema.validate(yaml.safe_load(good), schema)
     with pytest.raises(jsonschema.ValidationError, match=complaint):

@@ -62,6 +62,7 @@ def test_pod_deaths_and_the_job_s_end_become_the_job_event_and_scheduler_lines(
     assert main(["collect", "k8s-events", "--job", "llama-1", "--url", ingest.base, "--from", str(source)]) == 0
     [job] = ingest.jobs
     assert (job.state, job.scheduler, job.hosts) == ("failed", "k8s", [PODS[2], PODS[0], PODS[1], PODS[3]])
+    assert job.node_logs is False  # pods have no kernel log to wait for
     assert job.exit_codes == {PODS[0]: 143, PODS[1]: 143, PODS[2]: 137, PODS[3]: 143}
     got = ingest.sources()
     rank, host, stream, data = got[f"{PODS[2]}/k8s-events.log"]

@@ -28,6 +28,8 @@ def show_job(out: Path, err: Path) -> str:
    JobState=COMPLETING Reason=NonZeroExitCode Dependency=(null)
    Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=1:0
    Partition=gpu AllocNode:Sid=login1:41233
+   SubmitTime=2026-12-03T09:59:40 EligibleTime=2026-12-03T09:59:40
+   StartTime=2026-12-03T10:00:00 EndTime=2026-12-03T10:14:06 Deadline=N/A
    ReqNodeList=(null) ExcNodeList=(null)
    NodeList=gpu[001-002]
    BatchHost=gpu001
@@ -50,10 +52,19 @@ SACCT = """JobID|State|ExitCode|NodeList
 """
 
 
-def _bin(tmp_path: Path, scontrol: str, sacct: str) -> Path:
+# the kernel log as `journalctl -k -o short-iso` prints it on gpu002, and as `dmesg --time-format iso` does
+KERNEL = ("2026-12-03T10:14:01+0000 gpu002 kernel: NVRM: Xid (PCI:0000:07:00): 79, pid=4711, name=python, "
+          "GPU has fallen off the bus.\n")
+RING = ("2026-12-03T08:02:11,000000+00:00 e1000e: eth0 NIC Link is Up\n"
+        "2026-12-03T10:14:01,123456+00:00 NVRM: Xid (PCI:0000:07:00): 79, pid=4711, name=python, GPU has fallen "
+        "off the bus.\n")
+UNREADABLE = "echo 'Failed to read: Operation not permitted' >&2; exit 1"
+
+
+def _bin(tmp_path: Path, scontrol: str, sacct: str, journalctl: str = UNREADABLE, dmesg: str = UNREADABLE) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in {"scontrol": scontrol, "sacct": sacct,
+    for name, body in {"scontrol": scontrol, "sacct": sacct, "journalctl": journalctl, "dmesg": dmesg,
                        "logger": f'cat >> {tmp_path / "syslog"}'}.items():
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / name).chmod(0o755)
@@ -96,15 +107,39 @@ def test_the_controller_epilog_ships_the_output_files_and_the_end_state(tmp_path
     assert event.exit_codes == {"gpu001": 1, "gpu002": 137}
 
 
-def test_a_compute_node_that_is_not_the_batch_host_ships_nothing(tmp_path: Path, ingest: FakeIngest) -> None:
+def _compute_node(tmp_path: Path, **fakes: str) -> Path:
     out, err = _job_files(tmp_path)
     (tmp_path / "show").write_text(show_job(out, err))
-    bin_dir = _bin(tmp_path, f'cat {tmp_path / "show"}', "echo 'JobID|State|ExitCode|NodeList'")
+    bin_dir = _bin(tmp_path, f'cat {tmp_path / "show"}', "echo 'JobID|State|ExitCode|NodeList'", **fakes)
     fake_hostname = bin_dir / "hostname"
     fake_hostname.write_text("#!/bin/sh\necho gpu002\n")
     fake_hostname.chmod(0o755)
+    return bin_dir
+
+
+def test_a_compute_node_that_is_not_the_batch_host_ships_only_its_kernel_log(tmp_path: Path,
+                                                                              ingest: FakeIngest) -> None:
+    """The Xid that ended the job is in gpu002's kernel log, which no rank prints: each node's epilog ships it,
+    read from the journal since the job's StartTime (less a margin for clocks)."""
+    journal = f'[ "$*" = "-k -q -o short-iso --no-pager --since 2026-12-03 09:58:00" ] && printf "{KERNEL}"'
+    assert _epilog(tmp_path, _compute_node(tmp_path, journalctl=journal), ingest.base, "epilog")[0] == 0
+    assert ingest.sources() == {"kernel.log": (None, "gpu002", "dmesg", KERNEL.encode())}
+    assert ingest.jobs == []  # the controller's epilog sends the end state
+
+
+def test_without_the_journal_the_ring_buffer_is_read_from_the_jobs_start(tmp_path: Path,
+                                                                         ingest: FakeIngest) -> None:
+    bin_dir = _compute_node(tmp_path, dmesg=f'[ "$*" = "--time-format iso" ] && printf "{RING}"')
     assert _epilog(tmp_path, bin_dir, ingest.base, "epilog")[0] == 0
+    [(name, (_, host, stream, data))] = ingest.sources().items()
+    assert (name, host, stream) == ("kernel.log", "gpu002", "dmesg")
+    assert data.decode() == RING.splitlines(keepends=True)[1]  # the link-up line at 08:02 is another job's
+
+
+def test_an_unreadable_kernel_log_ships_nothing_and_says_why(tmp_path: Path, ingest: FakeIngest) -> None:
+    assert _epilog(tmp_path, _compute_node(tmp_path), ingest.base, "epilog")[0] == 0
     assert ingest.shards == [] and ingest.jobs == []
+    assert "kernel log not read" in (tmp_path / "syslog").read_text()
 
 
 @pytest.mark.parametrize("trouble", ["down", "hung scontrol", "no sacct"])

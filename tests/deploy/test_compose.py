@@ -62,3 +62,20 @@ def test_compose_waits_for_what_it_needs_and_keeps_its_data(path: Path) -> None:
             assert source.startswith((".", "/")) or source in volumes, f"{name}: volume {source} not declared"
         if name in ("kafka", "redis", "db") or "--embedded" in service.get("command", []):
             assert service.get("volumes"), f"{name} keeps its data in the container: a restart loses it"
+
+
+# what a deployment must be able to hand `serve` from outside the repo: without them its posts go nowhere and the
+# posts' buttons (POST /slack/actions) are refused
+SERVE_SECRETS = ("FIRSTFAULT_API_TOKEN", "FIRSTFAULT_SLACK_TOKEN", "FIRSTFAULT_SLACK_SIGNING_SECRET")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_serve_can_be_given_its_tokens_and_slack_signing_secret(path: Path) -> None:
+    services = yaml.safe_load(path.read_text())["services"]
+    serving = [s for s in services.values() if "build" in s and "serve" in s["command"]]
+    assert serving, f"{path.name} runs no serve"
+    for service in serving:
+        env = service.get("environment") or {}
+        missing = [name for name in SERVE_SECRETS if name not in env]
+        assert not missing, f"{path.name}: serve cannot be given {missing}"
+        assert all(str(env[name]).startswith("${") for name in SERVE_SECRETS), "secrets come from the environment"

@@ -133,3 +133,13 @@ def test_the_overlays_change_what_they_say() -> None:
     assert worker["env"][0]["name"] == "PROMETHEUS_MULTIPROC_DIR"  # the patch kept the base's env
     config = named(prod, "ConfigMap")["firstfault-config"]["data"]
     assert config["FIRSTFAULT_KAFKA_BOOTSTRAP"].count(",") == 2 and "FIRSTFAULT_BROKER_URL" in config
+
+
+def test_serve_reads_its_tokens_and_slack_signing_secret_from_the_secret(docs: list[Doc]) -> None:
+    """Without the signing secret the Slack posts' buttons are refused; without the tokens nothing posts."""
+    serve = next(d for d in docs if d["kind"] == "Deployment" and "serve" in d["metadata"]["name"])
+    spec = pod_spec(serve)
+    assert spec is not None
+    _, keys = _refs(spec)
+    read = {key for _, key, _ in keys}
+    assert {"FIRSTFAULT_API_TOKEN", "FIRSTFAULT_SLACK_TOKEN", "FIRSTFAULT_SLACK_SIGNING_SECRET"} <= read

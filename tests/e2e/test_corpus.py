@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.corpus import corpus_dir, half_of
-from scan.engine import default_matcher, diagnose_sources
-from sources.files import expand
+from scan.engine import default_matcher
+from tests.e2e.scoring import class_ok, initiating_ok, root_cause
 
 CORPUS = corpus_dir()
 # Counts measured 2026-12-03 (docs/accuracy.md): class of 34 and 36 logs, initiating of the 19 and 26 whose label
@@ -27,24 +27,6 @@ MAX_WRONG_AT_0_9 = 0
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="labelled corpus not present on this machine")
 
 
-def _class_ok(label: str, rc: dict[str, object], cmap: dict[str, list[str]]) -> bool:
-    hay = " ".join([str(rc.get("signature") or ""), str(rc.get("title") or ""),
-                    " ".join(rc.get("tags") or [])]).lower()  # type: ignore[arg-type]
-    alts = cmap.get(label)
-    if alts:
-        return any(a.lower() in hay for a in alts)
-    return all(w in hay for w in label.lower().split("_") if len(w) > 2)
-
-
-def _initiating_ok(want: dict[str, object], rc: dict[str, object]) -> bool | None:
-    if want.get("rank") is not None:
-        return rc.get("rank") == want["rank"]
-    if want.get("host"):
-        got, host = str(rc.get("host") or ""), str(want["host"])
-        return bool(got) and (got in host or host in got)
-    return None
-
-
 def test_corpus_accuracy_does_not_regress() -> None:
     assert CORPUS is not None
     cmap = json.loads((CORPUS / "class_map.json").read_text())
@@ -53,12 +35,10 @@ def test_corpus_accuracy_does_not_regress() -> None:
     misses, wrong_at_0_9 = [], []
     matcher = default_matcher()
     for lab in labels:
-        log = Path(CORPUS) / "real" / (lab["id"] + ".log")
-        d = json.loads(diagnose_sources(matcher, expand([str(log)]), 2026).model_dump_json())
-        rc = d["root_cause"] or {}
+        rc = root_cause(matcher, Path(CORPUS) / "real" / (lab["id"] + ".log"))
         half = tally[half_of(lab)]
-        ok = _class_ok(lab["failure_class"], rc, cmap)
-        hit = _initiating_ok(lab.get("initiating") or {}, rc)
+        ok = class_ok(lab["failure_class"], rc, cmap)
+        hit = initiating_ok(lab.get("initiating") or {}, rc)
         half["class"] += ok
         half["ini"] += bool(hit)
         if hit is False and float(rc.get("confidence") or 0) >= 0.9:

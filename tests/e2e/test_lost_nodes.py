@@ -102,3 +102,38 @@ def test_a_lost_node_without_rank_0_is_named_as_a_node(tmp_path: Path, capsys: p
     files["slurm-88.out"] = ["srun: error: Node failure on node-b"]
     rc = _root(_diagnose(F.write(tmp_path, files), capsys))
     assert (rc["rank"], rc["host"]) == (None, "node-b"), rc["explanation"]
+
+
+def _vanished_store_host(with_store_lines: bool) -> dict[str, list[str]]:
+    """node-a (ranks 0-3, torchrun's group rank 0) stops mid-step with nothing more printed; node-b's and node-c's
+    ranks lose their sockets to it, and their agents fail the rendezvous keep-alive (torch/distributed/elastic/
+    rendezvous/dynamic_rendezvous.py _keep_alive: "The node '%s' has failed to send a keep-alive heartbeat to the
+    rendezvous '%s' due to an error of type %s.")."""
+    job = F.Job(hosts=("node-a", "node-b", "node-c"), per_host=4)
+    files = {f"{job.host(r)}/rank{r}.log": F.nccl_init(job, r) + F.steps(r, F.T0) for r in range(4)}
+    for r in range(4, 12):
+        t = F.T0 + timedelta(seconds=3, milliseconds=20 * r)
+        files[f"{job.host(r)}/rank{r}.log"] = [*F.nccl_init(job, r), F.conn_closed(job, r, "node-a"),
+                                               *F.teardown(r, t)]
+    if with_store_lines:
+        for node, pid in (("node-b", 54795), ("node-c", 87916)):
+            files[f"{node}/agent.log"] = [
+                "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node "
+                f"'{node}_{pid}_0' has failed to send a keep-alive heartbeat to the rendezvous 'j7' due to an error "
+                "of type RendezvousConnectionError."]
+    return files
+
+
+def test_a_vanished_host_whose_store_the_others_lost_is_rank_0s(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """No line says node-a failed: the others' sockets to it closed and their agents lost the store that group rank
+    0's host serves. The loss is rank 0's (its process served the store), on node-a."""
+    rc = _root(_diagnose(F.write(tmp_path, _vanished_store_host(with_store_lines=True)), capsys))
+    assert (rc["rank"], rc["host"]) == (0, "node-a"), rc["explanation"]
+
+
+def test_a_vanished_host_without_a_lost_store_is_named_as_a_host(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The same vanished node with no store lost: which of its four ranks went first, nothing says."""
+    rc = _root(_diagnose(F.write(tmp_path, _vanished_store_host(with_store_lines=False)), capsys))
+    assert (rc["rank"], rc["host"]) == (None, "node-a"), rc["explanation"]

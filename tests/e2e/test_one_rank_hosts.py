@@ -135,3 +135,39 @@ def test_a_kernel_oom_kill_no_line_ties_to_a_rank_names_its_node_not_a_rank_ever
     assert rc["signature"] == "host.oom_killer"
     assert (rc["rank"], rc["host"]) == (None, job.host(3)), rc["explanation"]
     assert "slurm.oom_kill_event" not in {a["signature"] for a in d["alternatives"]}  # type: ignore[attr-defined]
+
+
+def _scheduled_pods(nodes: list[str], segfault_on: str) -> dict[str, list[str]]:
+    """Eight one-rank pods sft-worker-0..7 (NCCL 2.18: no localRanks line; as many hosts as ranks), each pod's
+    `kubectl describe` naming the node it ran on (`Node:  <node>/<ip>`); one node's kernel prints a segfault of a
+    pid no log names (arch/x86/mm/fault.c show_signal_msg: `%s[%d]: segfault at %lx ip %px sp %px error %lx`)."""
+    job = F.Job(hosts=tuple(f"sft-worker-{i}" for i in range(8)), per_host=1)
+    files = {}
+    for r in range(job.world):
+        pod = job.host(r)
+        files[f"pods/{pod}.log"] = F.nccl_init(job, r) + ([] if nodes[r] == segfault_on else F.steps(r, F.T0))
+        files[f"describe/{pod}.txt"] = [line.replace(f"gke-pool-{pod}", nodes[r])
+                                        for line in _describe(pod, "Error", 139 if nodes[r] == segfault_on else 1)]
+    stamp = f"[{F.T0 + timedelta(seconds=5):%a %b %d %H:%M:%S %Y}]"
+    files[f"nodes/{segfault_on}.dmesg"] = [
+        f"{stamp} python3[5425]: segfault at 0 ip 00007f154c03d6 sp 00007ffd23b541cb error 4 in "
+        "libfused_ops.so[7f3a2b400000+1c5000] likely on CPU 23 (core 9, socket 0)"]
+    return files
+
+
+def test_a_node_that_ran_one_pod_speaks_for_that_pods_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The kernel names the node, the pod's describe ties the pod to it: the segfault and the pod's exit 139 are
+    one suspect, rank 5, named with confidence."""
+    nodes = [f"gke-a3-pool-{i:03d}" for i in range(8)]
+    rc = _root(_diagnose(F.write(tmp_path, _scheduled_pods(nodes, nodes[5])), capsys))
+    assert (rc["rank"], rc["host"], rc["signature"]) == (5, "sft-worker-5", "host.segfault"), rc["explanation"]
+    assert isinstance(rc["confidence"], float) and rc["confidence"] >= 0.7, rc["explanation"]
+
+
+def test_a_node_that_ran_two_pods_names_no_rank_of_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pods 4 and 5 shared a node: its kernel's segfault is one of theirs, the logs do not say which."""
+    nodes = [f"gke-a3-pool-{i:03d}" for i in (0, 1, 2, 3, 4, 4, 6, 7)]
+    rc = _root(_diagnose(F.write(tmp_path, _scheduled_pods(nodes, nodes[4])), capsys))
+    assert rc["rank"] not in (4, 5) or rc["confidence"] < 0.7, rc["explanation"]

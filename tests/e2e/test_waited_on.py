@@ -47,3 +47,20 @@ def test_a_main_process_with_its_own_failure_is_blamed_for_it(tmp_path: Path) ->
     assert d.root_cause is not None
     assert d.root_cause.rank == 0
     assert d.root_cause.signature is not None and "oom" in d.root_cause.signature
+
+
+def test_ranks_that_cannot_get_the_nccl_unique_id_point_at_rank_0(tmp_path: Path) -> None:
+    """ProcessGroupNCCL's broadcastUniqueNCCLID: rank 0 sets the unique id in the store, the others get it. Their
+    gets time out ("[N] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value
+    store by key '0', but store->get('0') got error: wait timeout after 600000ms"); rank 0 printed nothing."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.log").write_text("[rank0]: loading shards 7/8\n")
+    for r in range(1, 4):
+        (job / f"rank{r}.log").write_text(
+            f"[rank{r}]: torch.distributed.DistBackendError: [{r}] is setting up NCCL communicator and retrieving "
+            f"ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait timeout "
+            "after 600000ms, keys: /default_pg/0//cuda//0\n")
+    d = diagnose_sources(default_matcher(), expand([str(job)]), 2026)
+    assert d.root_cause is not None and d.root_cause.rank == 0, d.root_cause
+    assert {r for g in d.collateral for r in g.ranks} == {1, 2, 3}

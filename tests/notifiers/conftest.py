@@ -87,12 +87,14 @@ def settings_for(slack: FakeSlack | None = None, pagerduty: FakePagerDuty | None
         webhook_secret=SecretStr(secret), webhook_allow_http_loopback=True, timeout_s=5)
 
 
-def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty) -> tuple[Any, Any, dict[str, Any]]:
+def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty, slack_actions: bool = False
+                   ) -> tuple[Any, Any, dict[str, Any]]:
     """A Pipeline on `store` whose incident changes write the outbox, a manual clock, and real notifiers aimed at
-    the fake Slack and PagerDuty. Callers close the notifiers and the store."""
+    the fake Slack and PagerDuty (with `slack_actions`, posts that carry the buttons and what people did).
+    Callers close the notifiers and the store."""
     from notifiers.pagerduty import PagerDutyNotifier
     from notifiers.slack import SlackNotifier
-    from notifiers.wiring import outbox_hook
+    from notifiers.wiring import outbox_hook, slack_status
     from pipeline.service import Pipeline
     from scan.engine import default_matcher
     from schemas.clock import ManualClock
@@ -101,5 +103,6 @@ def wired_pipeline(store: Any, slack: FakeSlack, pagerduty: FakePagerDuty) -> tu
     clock = ManualClock()
     matcher = default_matcher()
     pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
-    settings = settings_for(slack, pagerduty)
-    return pipe, clock, {"slack": SlackNotifier(settings), "pagerduty": PagerDutyNotifier(settings)}
+    settings = settings_for(slack, pagerduty).model_copy(update={"slack_actions": slack_actions})
+    status = slack_status(store) if slack_actions else None
+    return pipe, clock, {"slack": SlackNotifier(settings, status=status), "pagerduty": PagerDutyNotifier(settings)}

@@ -12,24 +12,17 @@ import httpx
 import pytest
 from sqlmodel import col, select
 
-from api.app import create_app
-from config.settings import Settings
 from firstfault.cli import main
-from notifiers.base import Notifier
 from notifiers.outbox import deliver_due, enqueue
-from pipeline.embedded import EmbeddedRunner
-from pipeline.service import Pipeline
-from schemas.clock import ManualClock
 from schemas.incident import Incident
 from schemas.subscription import Match, Subscription, Target
-from store.incidents import Store
 from store.notify_tables import OutboxRow
 from store.ports import NotifyTx
-from tests.api.server import serving
 from tests.fakes.pagerduty_api import Alert, FakePagerDuty
 from tests.fakes.slack_api import FakeSlack, Message
-from tests.notifiers.conftest import ROUTING_KEY, wired_pipeline
-from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
+from tests.notifiers.conftest import ROUTING_KEY
+from tests.notifiers.helpers import Served, served
+from tests.pipeline.helpers import EXAMPLE, shards_of
 
 TOKEN = "resolve-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -37,18 +30,7 @@ JOB = "j-88123"
 
 
 @dataclass
-class World:
-    store: Store
-    pipe: Pipeline
-    clock: ManualClock
-    notifiers: dict[str, Notifier]
-    http: httpx.Client
-    slack: FakeSlack
-    pagerduty: FakePagerDuty
-
-    def deliver(self) -> None:
-        deliver_due(self.store, self.notifiers, self.clock.now)
-
+class World(Served):
     def post(self) -> Message:
         [root] = self.slack.posts("#ml-oncall")
         return root
@@ -66,31 +48,11 @@ class World:
 
 @pytest.fixture
 def world(db_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty) -> Iterator[World]:
-    store = Store.open(db_url)
-    pipe, clock, notifiers = wired_pipeline(store, slack_server, pagerduty_server)
-    with store.notify() as tx:
-        tx.add_subscription(Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl", "straggler"]),
-                                         targets=[Target(kind="slack", address="#ml-oncall"),
-                                                  Target(kind="pagerduty", address=ROUTING_KEY)]), clock.now)
-    app = create_app(Settings(database_url=db_url, api_token=TOKEN), EmbeddedRunner(), store)
-    app.state.clock = clock
-    with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        yield World(store, pipe, clock, notifiers, http, slack_server, pagerduty_server)
-    for n in notifiers.values():
-        n.close()
-    store.close()
-
-
-def _fail(w: World, with_dmesg: bool = True) -> Incident:
-    w.pipe.accept_job(failed_job(JOB))
-    for shard in shards_of(JOB, EXAMPLE):
-        if with_dmesg or shard.stream != "dmesg":
-            w.pipe.accept_shard(shard)
-    w.clock.advance(31)
-    incident = w.pipe.correlate(JOB)
-    assert incident is not None
-    w.deliver()
-    return incident
+    oncall = Subscription(id="oncall", team="llm", match=Match(tags=["memory", "nccl", "straggler"]),
+                          targets=[Target(kind="slack", address="#ml-oncall"),
+                                   Target(kind="pagerduty", address=ROUTING_KEY)])
+    with served(db_url, slack_server, pagerduty_server, oncall, api_token=TOKEN) as it:
+        yield World(**vars(it))
 
 
 def _resolve_events(alert: Alert) -> int:
@@ -99,7 +61,7 @@ def _resolve_events(alert: Alert) -> int:
 
 def test_resolve_posts_one_thread_reply_edits_the_root_and_resolves_the_page_once(
         world: World, capsys: pytest.CaptureFixture[str], db_url: str) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     assert incident.signature == "host.oom_killer" and world.alert().pages == 1 and world.replies() == []
 
     world.clock.advance(600)
@@ -132,7 +94,7 @@ def test_resolve_posts_one_thread_reply_edits_the_root_and_resolves_the_page_onc
 
 def test_the_cli_resolves_and_the_service_delivers(world: World, capsys: pytest.CaptureFixture[str],
                                                    db_url: str) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     assert main(["incidents", "resolve", incident.id, "--db", db_url]) == 0
     assert f"resolved {incident.id}" in capsys.readouterr().out
     deliver_due(world.store, world.notifiers, datetime.now(UTC))  # the CLI queued it on the wall clock
@@ -147,7 +109,7 @@ def test_late_evidence_after_resolution_revises_without_reopening_or_paging(worl
     out in: pytorch.c10d.desync_not_joined, a straggler): posted and paged; on-call resolves it; then the dmesg of
     node004 arrives and finds why, the OOM kill. The incident stays resolved (the job attempt is over and a person
     closed it): the thread says what changed, and the resolved page is neither reopened nor sent again."""
-    first = _fail(world, with_dmesg=False)
+    first = world.fail(JOB, with_dmesg=False)
     assert first.signature == "pytorch.c10d.desync_not_joined" and "rank 37 on node004" in str(world.post().blocks)
     assert world.alert().pages == 1
     assert world.resolve(first.id, "restarted").json()["resolved_now"] is True
@@ -173,7 +135,7 @@ def test_late_evidence_after_resolution_revises_without_reopening_or_paging(worl
 
 
 def test_resolve_needs_the_token_and_a_known_incident(world: World) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     for headers in ({}, {"Authorization": "Bearer nope"}):
         denied = world.http.post(f"/v1/incidents/{incident.id}/resolve", headers=headers)
         assert denied.status_code == 401
@@ -188,7 +150,7 @@ def test_resolve_needs_the_token_and_a_known_incident(world: World) -> None:
 def test_resolution_and_its_notifications_commit_together(world: World) -> None:
     """A failure while writing the outbox leaves the incident open: a resolution nobody is told about never
     exists."""
-    incident = _fail(world)
+    incident = world.fail(JOB)
 
     def enqueue_then_fail(tx: NotifyTx, inc: Incident, previous: Incident | None) -> None:
         enqueue(tx, inc, world.clock.now)

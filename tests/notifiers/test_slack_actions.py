@@ -9,32 +9,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
-from api.app import create_app
-from config.settings import Settings
-from notifiers.base import Notifier
-from notifiers.outbox import deliver_due
-from notifiers.pagerduty import PagerDutyNotifier
-from notifiers.slack import SlackNotifier
 from notifiers.slack_actions import action_blocks
-from notifiers.wiring import outbox_hook, slack_status
-from pipeline.embedded import EmbeddedRunner
-from pipeline.service import Pipeline
-from scan.engine import default_matcher
-from schemas.clock import ManualClock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident
 from schemas.subscription import Match, Subscription, Target
 from store.actions import ActionStore
-from store.incidents import Store
-from tests.api.server import serving
 from tests.fakes.pagerduty_api import FakePagerDuty
 from tests.fakes.slack_api import FakeSlack, Message
 from tests.fakes.slack_interactivity import SlackUser
-from tests.notifiers.conftest import SLACK_TOKEN, make_incident, settings_for
-from tests.pipeline.helpers import EXAMPLE, RecordingScheduler, failed_job, shards_of
+from tests.notifiers.conftest import SLACK_TOKEN, make_incident
+from tests.notifiers.helpers import Served, served
+from tests.pipeline.helpers import EXAMPLE, shards_of
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # a made-up signing secret, for these tests only
 TOKEN, READ = "write-token", "read-token"
@@ -43,32 +30,15 @@ JOB = "j-slack-1"
 
 
 @dataclass
-class World:
-    store: Store
-    pipe: Pipeline
-    clock: ManualClock
-    notifiers: dict[str, Notifier]
-    http: httpx.Client
-    slack: FakeSlack
+class World(Served):
     alice: SlackUser
 
     @property
     def ts(self) -> int:
         return int(self.clock.now.timestamp())
 
-    def fail(self, job: str = JOB, cluster: str = "c1", with_dmesg: bool = True) -> Incident:
-        self.pipe.accept_job(failed_job(job, cluster=cluster))
-        for shard in shards_of(job, EXAMPLE):
-            if with_dmesg or shard.stream != "dmesg":
-                self.pipe.accept_shard(shard)
-        self.clock.advance(31)
-        incident = self.pipe.correlate(job)
-        assert incident is not None
-        self.deliver()
-        return incident
-
-    def deliver(self) -> None:
-        deliver_due(self.store, self.notifiers, self.clock.now)
+    def fail(self, job: str = JOB, with_dmesg: bool = True, cluster: str = "c1") -> Incident:
+        return super().fail(job, with_dmesg, cluster)
 
     def post(self) -> Message:
         return self.slack.posts("#ml-oncall")[-1]
@@ -79,23 +49,12 @@ class World:
 
 @pytest.fixture
 def world(db_url: str, slack_server: FakeSlack, pagerduty_server: FakePagerDuty) -> Iterator[World]:
-    store = Store.open(db_url)
-    clock = ManualClock()
-    matcher = default_matcher()
-    pipe = Pipeline(store, matcher, RecordingScheduler(), clock, on_saved=outbox_hook(matcher.catalog, clock))
-    ns = settings_for(slack_server, pagerduty_server).model_copy(update={"slack_actions": True})
-    notifiers: dict[str, Notifier] = {"slack": SlackNotifier(ns, status=slack_status(store)),
-                                      "pagerduty": PagerDutyNotifier(ns)}
-    with store.notify() as tx:
-        tx.add_subscription(Subscription(id="oncall", team="llm", match=Match(tags=["memory", "straggler"]),
-                                         targets=[Target(kind="slack", address="#ml-oncall")]), clock.now)
-    settings = Settings(database_url=db_url, api_token=TOKEN, api_read_token=READ, slack_token=SLACK_TOKEN,
-                        slack_base_url=slack_server.url, slack_signing_secret=SECRET)
-    app = create_app(settings, EmbeddedRunner(), store)
-    app.state.clock = clock
-    with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        yield World(store, pipe, clock, notifiers, http, slack_server, SlackUser(slack_server, http, SECRET))
-    store.close()
+    oncall = Subscription(id="oncall", team="llm", match=Match(tags=["memory", "straggler"]),
+                          targets=[Target(kind="slack", address="#ml-oncall")])
+    with served(db_url, slack_server, pagerduty_server, oncall, slack_actions=True, api_token=TOKEN,
+                api_read_token=READ, slack_token=SLACK_TOKEN, slack_base_url=slack_server.url,
+                slack_signing_secret=SECRET) as it:
+        yield World(**vars(it), alice=SlackUser(slack_server, it.http, SECRET))
 
 
 def _actions(w: World, incident: Incident) -> list[dict[str, Any]]:

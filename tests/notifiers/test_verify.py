@@ -13,7 +13,7 @@ import pytest
 from firstfault.cli import main
 from notifiers.outbox import deliver_due
 from tests.notifiers import test_resolve
-from tests.notifiers.test_resolve import AUTH, World, _fail
+from tests.notifiers.test_resolve import AUTH, JOB, World
 
 world = test_resolve.world  # the same fixture: the pipeline, the served app, Slack and PagerDuty stand-ins
 
@@ -27,7 +27,7 @@ def _verify(w: World, incident_id: str, **body: object) -> dict[str, object]:
 
 
 def test_a_reported_pass_verifies_the_incident_edits_the_slack_post_and_resolves_the_page(world: World) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     fields = [f["text"] for b in world.post().blocks for f in b.get("fields", [])]
     assert any(f.startswith("*Cost*\n≈10.7 GPU-hours lost (64 GPUs") for f in fields)  # what the failure cost
     world.clock.advance(3600)
@@ -58,7 +58,7 @@ def test_a_reported_pass_verifies_the_incident_edits_the_slack_post_and_resolves
 
 def test_a_failed_run_reopens_a_resolved_incident_and_says_so(world: World, db_url: str,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     assert world.resolve(incident.id, "drained node004").status_code == 200
     world.deliver()
     code = main(["verify", incident.id, "--db", db_url, "--by", "bob", "--",
@@ -80,7 +80,7 @@ def test_a_failed_run_reopens_a_resolved_incident_and_says_so(world: World, db_u
 def test_an_entry_without_expect_falls_back_to_exit_status_zero_and_says_so(world: World, db_url: str,
                                                                               capsys: pytest.CaptureFixture[str],
                                                                               tmp_path: Path) -> None:
-    incident = _fail(world, with_dmesg=False)  # pytorch.c10d.desync_not_joined: its entry has no `expect`
+    incident = world.fail(JOB, with_dmesg=False)  # pytorch.c10d.desync_not_joined: its entry has no `expect`
     output = tmp_path / "out.txt"
     output.write_text("all ranks joined\n")
     code = main(["verify", incident.id, "--db", db_url, "--by", "ci", "--exit-code", "0", "--output-file",
@@ -94,7 +94,7 @@ def test_an_entry_without_expect_falls_back_to_exit_status_zero_and_says_so(worl
 
 def test_a_command_past_its_timeout_is_killed_and_fails(world: World, db_url: str,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     code = main(["verify", incident.id, "--db", db_url, "--by", "carol", "--timeout", "0.5", "--",
                  sys.executable, "-c", "import time; print(0, flush=True); time.sleep(60)"])
     assert code == 1 and "timed out after 0.5 s" in capsys.readouterr().out
@@ -103,7 +103,7 @@ def test_a_command_past_its_timeout_is_killed_and_fails(world: World, db_url: st
 
 
 def test_no_shell_unless_asked(world: World, db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     assert main(["verify", incident.id, "--db", db_url, "--", "echo 0 | cat"]) == 2
     assert "add --shell" in capsys.readouterr().err
     assert main(["verify", incident.id, "--db", db_url, "--by", "dan", "--shell", "--", "echo 0 | cat"]) == 0
@@ -111,7 +111,7 @@ def test_no_shell_unless_asked(world: World, db_url: str, capsys: pytest.Capture
 
 
 def test_the_api_refuses_what_it_cannot_judge(world: World) -> None:
-    incident = _fail(world)
+    incident = world.fail(JOB)
     url = f"/v1/incidents/{incident.id}/verification"
     assert world.http.post(url, json={"by": "x", "exit_code": 0}).status_code == 401
     assert world.http.post(url, json={"by": "x"}, headers=AUTH).status_code == 400

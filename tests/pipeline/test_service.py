@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from correlator.jobs import NODE_WAIT
 from pipeline.service import Pipeline
 from scan.engine import default_matcher
 from schemas.clock import ManualClock
@@ -71,6 +72,27 @@ def test_late_evidence_revises_the_incident_and_says_what_changed(parts) -> None
     assert second.signature == "host.oom_killer"
     assert any("host.oom_killer" in line for line in second.changes)
     assert [r[0] for r in pipe.store.revisions(first.id)] == [1, 2]
+
+
+def test_named_hosts_wait_for_the_node_log_that_names_the_cause(parts) -> None:  # type: ignore[no-untyped-def]
+    """The OOM kill is in node004's dmesg, shipped a few seconds after the ranks' logs: the first incident waits
+    for it (the job event names the hosts) and names the OOM kill, not the ranks' consequences."""
+    pipe, clock, scheduler = parts
+    shards = shards_of("j", EXAMPLE)
+    hosts = sorted({s.host for s in shards if s.host} | {f"node{i:03d}" for i in range(8)})
+    pipe.accept_job(failed_job("j", hosts=hosts))
+    for shard in shards:
+        if shard.stream != "dmesg":
+            pipe.accept_shard(shard)
+    assert scheduler.calls[-1] == ("j", clock.now + NODE_WAIT)  # every rank in, the nodes' kernel logs not
+    assert pipe.correlate("j") is None
+    clock.advance(3)
+    for shard in shards:
+        if shard.stream == "dmesg":
+            pipe.accept_shard(shard)
+    clock.advance(7)
+    first = pipe.correlate("j")
+    assert first is not None and first.revision == 1 and first.signature == "host.oom_killer"
 
 
 def test_redelivery_changes_nothing(parts) -> None:  # type: ignore[no-untyped-def]

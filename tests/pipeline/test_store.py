@@ -201,7 +201,7 @@ def test_a_batch_of_shards_counts_as_the_same_shards_one_by_one(store: Store) ->
 
 
 def test_the_shards_stored_before_the_sources_table_are_counted_by_its_migration(db_url: str) -> None:
-    """Migration 0008 fills job_sources and the jobs' counters from the shards already stored: a job in flight
+    """Migration 0009 fills job_sources and the jobs' counters from the shards already stored: a job in flight
     during the upgrade is decided as if it had been counted all along."""
     import sqlalchemy as sa
     from alembic import command
@@ -215,7 +215,7 @@ def test_the_shards_stored_before_the_sources_table_are_counted_by_its_migration
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
-        command.downgrade(cfg, "0007")  # (its downgrade works too)
+        command.downgrade(cfg, "0008")  # (its downgrade works too)
     event = failed_job("j", world_size=2).model_dump(mode="json")
     rows = [(KEY, 0, False), (KEY, 1, True), (SourceKey("stdout", 5, "node002", "node002/rank5.log"), 1, True)]
     with engine.begin() as conn:

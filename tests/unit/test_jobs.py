@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from correlator.jobs import Progress, changes, may_be_complete, readiness
+from correlator.jobs import NODE_WAIT, Progress, changes, may_be_complete, readiness
 from correlator.shards import SourceKey
 from schemas.diagnosis import CollateralGroup, Diagnosis, Evidence, RootCause
 from schemas.wire import JobEvent
@@ -41,9 +41,40 @@ def test_waits_for_missing_rank_until_group_wait() -> None:
 
 
 def test_hosts_complete_counts_ranks_through_the_rank_host_map() -> None:
-    job = _job(hosts=["n1", "n2"], rank_hosts={0: "n1"})
+    job = _job(hosts=["n1", "n2"], rank_hosts={0: "n1"}, node_logs=False)
     done = [_key(0), _key(host="n2")]
     assert readiness(job, T0, done, done, T0, WAIT).ready
+
+
+def _dmesg(host: str) -> SourceKey:
+    return SourceKey("dmesg", None, host, "dmesg.log")
+
+
+def test_named_hosts_hold_a_job_for_their_kernel_logs_for_the_node_wait() -> None:
+    """The OOM killer and Xids print on the node, not the rank: every rank complete is not the job complete."""
+    ranks = [_key(r) for r in range(4)]
+    job = _job(world_size=4, hosts=["n1", "n2"])
+    early = readiness(job, T0, ranks, ranks, T0 + timedelta(seconds=1), WAIT)
+    assert not early.ready and early.due == T0 + NODE_WAIT and "n1, n2" in early.reason
+    late = readiness(job, T0, ranks, ranks, T0 + NODE_WAIT, WAIT)
+    assert late.ready and "no node log from n1, n2" in late.reason
+    both = [*ranks, _dmesg("n1"), SourceKey("syslog", None, "n2", "messages")]
+    assert readiness(job, T0, both, both, T0 + timedelta(seconds=1), WAIT).ready
+
+
+def test_a_node_log_still_arriving_is_not_a_node_log_in() -> None:
+    ranks = [_key(r) for r in range(4)]
+    job = _job(world_size=4, hosts=["n1"])
+    seen = [*ranks, _dmesg("n1")]
+    assert not readiness(job, T0, ranks, seen, T0 + timedelta(seconds=1), WAIT).ready
+
+
+def test_the_producer_says_whether_node_logs_will_come() -> None:
+    ranks = [_key(r) for r in range(4)]
+    promised = readiness(_job(world_size=4, hosts=["n1"], node_logs=True), T0, ranks, ranks, T0 + NODE_WAIT, WAIT)
+    assert not promised.ready and promised.due == T0 + WAIT  # up to group_wait, as for a missing rank
+    assert readiness(_job(world_size=4, hosts=["n1"], node_logs=False), T0, ranks, ranks, T0, WAIT).ready
+    assert readiness(_job(world_size=4), T0, ranks, ranks, T0, WAIT).ready  # no hosts named: no node to wait on
 
 
 def test_without_expectations_every_seen_source_must_be_complete() -> None:

@@ -8,29 +8,14 @@ import pytest
 
 from catalog.loader import build_catalog, load_catalog
 from schemas.errors import CatalogError
+from tests.catalog.helpers import catalog_files, one_entry
 
-GOOD = """
-version: 1
-signatures:
-  - id: test.thing.broke
-    title: A thing broke
-    category: other
-    severity: error
-    role: initiating
-    fingerprints: [{regex: 'thing broke: (?P<detail>\\w+)'}]
-    meaning: The thing broke in a way we understand.
-    fix: Mend the thing.
-    verification: "thing --check  # expect ok"
-    examples: {positive: ["thing broke: badly"], negative: ["thing fine"]}
-"""
-
-
-def _file(text: str, name: str = "x.yaml") -> list[tuple[Path, str]]:
-    return [(Path(name), text)]
+GOOD = one_entry(regex="thing broke: (?P<detail>\\w+)",
+                 examples='positive: ["thing broke: badly"], negative: ["thing fine"]')
 
 
 def test_a_valid_file_loads() -> None:
-    cat = build_catalog(_file(GOOD))
+    cat = build_catalog(catalog_files(GOOD))
     assert cat.get("test.thing.broke") is not None
 
 
@@ -47,26 +32,26 @@ def test_a_valid_file_loads() -> None:
 def test_invalid_entries_fail_naming_file_and_entry(change: tuple[str, str], message: str) -> None:
     bad = GOOD.replace(*change)
     with pytest.raises(CatalogError) as err:
-        build_catalog(_file(bad, "broken.yaml"))
+        build_catalog(catalog_files(bad, "broken.yaml"))
     assert "broken.yaml" in str(err.value)
     assert message in str(err.value)
 
 
 def test_duplicate_ids_fail_naming_both_files() -> None:
     with pytest.raises(CatalogError, match=r"b\.yaml: test\.thing\.broke: duplicate id \(first defined in a\.yaml\)"):
-        build_catalog(_file(GOOD, "a.yaml") + _file(GOOD, "b.yaml"))
+        build_catalog(catalog_files(GOOD, "a.yaml") + catalog_files(GOOD, "b.yaml"))
 
 
 def test_related_ids_must_exist() -> None:
     bad = GOOD.replace("severity: error", "severity: error\n    related: [no.such.entry]")
     with pytest.raises(CatalogError, match=r"no\.such\.entry"):
-        build_catalog(_file(bad))
+        build_catalog(catalog_files(bad))
 
 
 def test_peer_blame_needs_a_peer_capture() -> None:
     bad = GOOD.replace("role: initiating", "role: collateral\n    implicates: peer")
     with pytest.raises(CatalogError, match="peer"):
-        build_catalog(_file(bad))
+        build_catalog(catalog_files(bad))
 
 
 def test_user_catalog_overrides_a_bundled_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,8 +74,8 @@ def test_a_prefilter_that_misses_a_positive_example_fails_to_load() -> None:
     """The engine only looks for a prefilter: one narrower than its regex would silently lose lines."""
     loose = GOOD.replace("{regex: 'thing broke: (?P<detail>\\w+)'}",
                          "{regex: 'thing broke: (?P<detail>\\w+)', prefilter: 'broke: \\w'}")
-    assert build_catalog(_file(loose)).get("test.thing.broke") is not None
+    assert build_catalog(catalog_files(loose)).get("test.thing.broke") is not None
     narrow = GOOD.replace("{regex: 'thing broke: (?P<detail>\\w+)'}",
                           "{regex: 'thing broke: (?P<detail>\\w+)', prefilter: 'broke: \\d'}")
     with pytest.raises(CatalogError, match=r"prefilter .* misses a positive example"):
-        build_catalog(_file(narrow))
+        build_catalog(catalog_files(narrow))

@@ -50,7 +50,9 @@ PREFIXES = ["[rank3]:", "[default12]: ", "[trainer0]:\t", "[worker7]:", "[rank]:
             "login.example: ", "trainer.integrity: ", "RuntimeError: ", "node17-: ", "a1:  ", "nodeError1: ",
             "(RayWorker pid=42, ip=10.0.0.1) ", "(VllmWorker rank=3 pid=9) ", "x: ", "N0DE: ", "n1:",
             "192.168.109.24: ", "10.0.0.1:  ", "1.2.3.4.5: ", "1.2.3: ", "1234.1.1.1: ", "10.0.0.1:", "0: [default3]: ",
-            "[default2]:[rank10]:", "(pid=7) ", "(raylet, ip=10.0.0.3) "]
+            "[default2]:[rank10]:", "(pid=7) ", "(raylet, ip=10.0.0.3) ", "[1,3]<stderr>:", "[11192,12]<stdout>: ",
+            "[1,3]<stdin>:", "[1,]<stderr>:", "[1,3]:", "Fri Aug 11 12:31:45 2023[1,0]<stdout>:",
+            "Fri Aug 11 12:31:45 2023 [1,0]<stdout>:", "Mon Jan  5 01:02:03 2026[2,7]<stderr>:"]
 HEADERS = ["node001:4242:4300 [3] ", "n:1:2 [0] ", "node001:4242:4300 [3]", "node001:4242 [3] ", "-x:1:2 [0] ",
            "gpu_3.a-b:77:78 [12] ", "node1:42:x [3] ", "h:1:2 [] "]
 SEPARATORS = ["", " ", "]", "\t", "\x1c", "x", ":", "["]
@@ -118,6 +120,7 @@ def test_c_reads_job_logs_and_examples_as_python_does(tmp_path: Path) -> None:
     ("2026-11-29 10:02:03+02:00 oom", "a zoned stamp"),
     ("[Sun Aug 23 17:58:44 2026] oom", "a ctime stamp"),
     ("naïve 10:02:03", "text beyond ASCII"),
+    ("[1,3]<stderr>:Traceback (most recent call last):", "an Open MPI --tag-output prefix"),
 ])
 def test_c_leaves_the_rare_shapes_to_python(line: str, why: str) -> None:
     assert _native()(line, Who(), 2026) is None, why

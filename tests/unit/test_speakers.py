@@ -21,6 +21,10 @@ from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
         ("(VllmWorker rank=2 pid=812) ERROR 04-15 00:31:11 worker_base.py:574] boom", 2, None),
         ("[E1129 10:00:00.1 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0(default_pg) Rank 6] failure", 6, None),
         ("Nov 29 10:02:03 node017 kernel: NVRM: Xid (PCI:0000:3b:00): 79", None, "node017"),
+        ("[1,3]<stderr>:RuntimeError: boom", 3, None),  # mpirun --tag-output: [jobid,MCW_rank]<stdxxx>:
+        ("[11192,12]<stdout>:node05:44741:44741 [0] NCCL INFO Launch mode Parallel", 12, "node05"),
+        ("Fri Aug 11 12:31:45 2023[1,3]<stdout>:tomte401:1850304:1881110 [3] transport.cc:154 NCCL WARN Cuda "
+         "failure 'invalid argument'", 3, "tomte401"),  # mpirun --timestamp-output --tag-output
     ],
 )
 def test_prefixes_name_the_rank_and_host(line: str, rank: int | None, host: str | None) -> None:

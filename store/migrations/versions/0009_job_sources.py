@@ -2,8 +2,8 @@
 (sources, ended sources and their ranks, changes, the changes the last correlation read), filled from the shards
 already stored; the shards' counting index, which nothing counts from any more, is dropped
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0008'
-down_revision = '0007'
+revision = '0009'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,75 @@
+"""Jobs launched by Open MPI's mpirun (Horovod's horovodrun, nccl-tests): `--tag-output` puts `[jobid,rank]<stream>:`
+before every line (mpirun(1): "Tag each line of output to stdout, stderr, and stddiag with [jobid, MCW_rank]
+<stdxxx>"), and mpirun reports the first rank to die on a signal ("mpirun noticed that process rank %d with PID
+%d on node %s exited on signal %d (%s)."). TensorFlow's allocator says OOM in its own words
+(ResourceExhaustedError: "OOM when allocating tensor with shape[...] and type T on <device> by allocator A").
+With --timestamp-output the tag follows the time (asctime: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+
+def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert isinstance(rc, dict)
+    return rc
+
+
+def _tagged(rank: int, lines: list[str], stream: str = "stderr") -> list[str]:
+    return [f"[1,{rank}]<{stream}>:{line}" for line in lines]
+
+
+def test_a_horovod_rank_out_of_gpu_memory_is_named_by_its_mpi_tag(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    lines: list[str] = []
+    for rank in range(4):
+        lines += _tagged(rank, [f"step 120 loss {2.1 + rank / 10:.2f}"], "stdout")
+    lines += _tagged(2, [
+        "2019-06-17 17:13:42.247944: W tensorflow/core/framework/op_kernel.cc:1273] OP_REQUIRES failed at "
+        "strided_slice_op.cc:139 : Resource exhausted: OOM when allocating tensor with shape[2,1023,50257] and type "
+        "float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 88, in <module>',
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+        "shape[2,1023,50257] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"])
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(lines) + "\n")
+    rc = _diagnose(log, capsys)
+    assert (rc["signature"], rc["rank"]) == ("cuda.oom", 2), rc["explanation"]
+
+
+def test_mpiruns_signal_report_names_the_rank_and_node_whose_traceback_is_untagged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --tag-output nothing but mpirun's report says whose the crash was."""
+    log = tmp_path / "mpirun.out"
+    log.write_text("\n".join([
+        "step 300 loss 1.93", "[gpu07:4242] *** Process received signal ***",
+        "[gpu07:4242] Signal: Segmentation fault (11)", "[gpu07:4242] *** End of error message ***",
+        "-" * 74, "mpirun noticed that process rank 5 with PID 4242 on node gpu07 exited on signal 11 "
+        "(Segmentation fault).", "-" * 74]) + "\n")
+    rc = _diagnose(log, capsys)
+    assert (rc["rank"], rc["host"]) == (5, "gpu07"), rc["explanation"]
+
+
+def test_every_rank_failing_alike_on_one_host_names_the_host(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Both ranks the log shows, on tomte401, fail NCCL's connection set-up with the same CUDA error (NVIDIA/nccl
+    src/transport.cc via CUDACHECK: "Cuda failure '%s'"): no rank is the cause, but the host they share is where
+    to look (its driver, its container), not "the whole job"."""
+    lines = []
+    for rank, pid in ((0, 1850301), (1, 1850304)):
+        lines += [f"Fri Aug 11 12:31:45 2023[1,{rank}]<stdout>:tomte401:{pid}:{pid + 31040} [{rank}] transport.cc:154 "
+                  "NCCL WARN Cuda failure 'invalid argument'",
+                  f"Fri Aug 11 12:31:45 2023[1,{rank}]<stdout>:tomte401:{pid}:{pid + 31057} [{rank}] proxy.cc:1519 "
+                  f"NCCL WARN [Proxy Service {rank}] Failed to execute operation Connect from rank {rank}, retcode 3"]
+    log = tmp_path / "nccl-tests.out"
+    log.write_text("\n".join(lines) + "\n")
+    rc = _diagnose(log, capsys)
+    assert (rc["rank"], rc["host"]) == (None, "tomte401"), rc["explanation"]
