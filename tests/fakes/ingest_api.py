@@ -22,11 +22,14 @@ class FakeIngest(FakeServer):
         self.shards: list[LogShard] = []
         self.down = False
         self.delay_s = 0.0
+        self.refused = 0  # 503s answered while down
 
     def handle(self, request: Request) -> Response:
         if self.delay_s:
             time.sleep(self.delay_s)
         if self.down:
+            with self.lock:
+                self.refused += 1
             return Response(503, b'{"detail": "down"}', {"Retry-After": "0"})
         if request.method == "GET" and request.path.startswith("/v1/jobs/"):  # api/history.py get_job
             job_id = request.path.removeprefix("/v1/jobs/")
