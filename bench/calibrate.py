@@ -126,16 +126,9 @@ def corpus_cases(half: str) -> list[Case]:
     out = []
     for lab in labels(corpus, half):
         d = _diagnose([str(corpus / "real" / f"{lab['id']}.log")])
-        rc = d.root_cause.model_dump() if d.root_cause else {}
-        ini: dict[str, Any] = lab.get("initiating") or {}  # type: ignore[assignment]
-        if ini.get("rank") is not None:
-            right, initiating = rc.get("rank") == ini["rank"], True
-        elif ini.get("host"):
-            got = str(rc.get("host") or "")
-            right, initiating = bool(got) and (got in ini["host"] or ini["host"] in got), True
-        else:
-            right, initiating = bool(score.class_ok(lab["failure_class"], rc, class_map)), False
-        out.append(Case(f"corpus:{half}", str(lab["id"]), rc.get("confidence"), d._features, right, initiating))
+        right, initiating = judged(lab, d, score.class_ok, class_map)
+        conf = d.root_cause.confidence if d.root_cause else None
+        out.append(Case(f"corpus:{half}", str(lab["id"]), conf, d._features, right, initiating))
     return out
 
 
