@@ -20,7 +20,7 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy schemas catalog correlator config sources scan simulate ingest store pipeline runtime collect workers notifiers api firstfault
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n auto --durations=25
 
 score: install
 	$(BIN)/python ../shared/corpus/score.py ../shared/corpus/real/labels.jsonl --exe $(BIN)/firstfault -v
