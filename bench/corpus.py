@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.corpus --half checking       # measured last, never read while tuning
     .venv/bin/python -m bench.corpus --half all --diagnoser baseline
     .venv/bin/python -m bench.corpus --set field --half checking   # bench/field: 37 more real logs (its README)
+    .venv/bin/python -m bench.corpus --set field2 --half checking  # bench/field2: 43 more, collected later
 
 The split is by the repository a log came from (its label's `source`), never by log, so that two logs of the
 same project (the same launcher, the same cluster's naming) never sit on both sides: a log's half is bit 0 of
@@ -59,17 +60,28 @@ def labels(corpus: Path, half: str = "all") -> list[dict[str, object]]:
 
 
 FIELD = Path(__file__).resolve().parent / "field"
+# Sets of real logs collected blind (by someone who read none of firstfault), each with its own split and class map
+# additions: bench/field, and bench/field2 (collected later, never read while tuning; see its README).
+FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2")}
 
 
-def field_rows(half: str) -> list[dict[str, object]]:
-    rows = [json.loads(line) for line in (FIELD / "labels.jsonl").read_text().splitlines() if line.strip()]
-    return [{**row, "path": str(FIELD / str(row["path"]))} for row in rows if half in ("all", row.get("split"))]
+def field_rows(half: str, which: str = "field") -> list[dict[str, object]]:
+    root = FIELD_SETS[which]
+    rows = [json.loads(line) for line in (root / "labels.jsonl").read_text().splitlines() if line.strip()]
+    return [{**row, "path": str(root / str(row["path"]))} for row in rows if half in ("all", row.get("split"))]
 
 
-def _field_scorer(corpus: Path, tmp: Path) -> Path:
+def field_class_map(corpus: Path, which: str = "field") -> dict[str, object]:
+    """The corpus's class map with a field set's additions (and bench/field's, whose classes later sets reuse)."""
+    merged: dict[str, object] = json.loads((corpus / "class_map.json").read_text())
+    for name in dict.fromkeys(("field", which)):
+        merged.update(json.loads((FIELD_SETS[name] / "class_map_additions.json").read_text()))
+    return merged
+
+
+def _field_scorer(corpus: Path, tmp: Path, which: str = "field") -> Path:
     """score.py beside a class map that knows the field set's classes too."""
-    merged = json.loads((corpus / "class_map.json").read_text())
-    merged.update(json.loads((FIELD / "class_map_additions.json").read_text()))
+    merged = field_class_map(corpus, which)
     (tmp / "class_map.json").write_text(json.dumps(merged))
     shutil.copy(corpus / "score.py", tmp / "score.py")
     return tmp / "score.py"
@@ -77,7 +89,7 @@ def _field_scorer(corpus: Path, tmp: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.corpus")
-    ap.add_argument("--set", dest="which", choices=("corpus", "field"), default="corpus")
+    ap.add_argument("--set", dest="which", choices=("corpus", *FIELD_SETS), default="corpus")
     ap.add_argument("--half", choices=(*HALVES, "all"), default="tuning")
     ap.add_argument("--diagnoser", default="firstfault")
     ap.add_argument("--exe", default=shutil.which("firstfault") or str(Path(sys.executable).with_name("firstfault")))
@@ -89,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{a.half}.jsonl"
-        if a.which == "field":
-            rows, scorer = field_rows(a.half), _field_scorer(corpus, Path(tmp))
+        if a.which in FIELD_SETS:
+            rows, scorer = field_rows(a.half, a.which), _field_scorer(corpus, Path(tmp), a.which)
         else:
             rows = [{**row, "path": str(corpus / "real" / f"{row['id']}.log")} for row in labels(corpus, a.half)]
             scorer = corpus / "score.py"
