@@ -8,9 +8,9 @@ refused at the edge (400 over HTTP, a dead letter from Kafka) instead of failing
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 JobState = Literal["started", "failed", "succeeded", "cancelled", "timeout", "preempted"]
 Stream = Literal["stdout", "stderr", "dmesg", "syslog", "scheduler", "nccl", "other"]
@@ -89,3 +89,32 @@ class LogShard(BaseModel):
     # no length of its own: the whole message is at most MAX_SHARD_BYTES (validate.py, api/ingest.py)
     data: str = Field(description="log bytes, base64 when compressed, else UTF-8 text")
     source: str | None = Field(default=None, max_length=MAX_SOURCE_LEN, description="original file name, when known")
+
+
+TERMINAL_STATES = frozenset({"failed", "succeeded", "cancelled", "timeout", "preempted"})
+
+
+def merged(earlier: JobEvent, later: JobEvent) -> JobEvent:
+    """One job attempt's events from several senders as one (the Slurm epilog's nodes and exit codes, torchrun's
+    rank → host map): a field the later event sets (not null, not empty) wins; maps (rank_hosts, exit_codes,
+    labels) are unioned, the later value winning a key; `hosts` keeps the earlier order and adds the later's new
+    names; a late `started` does not undo an end already reported. A later attempt replaces the earlier one's
+    event whole. A union past the message bounds (hosts, ranks, labels) keeps the later event alone."""
+    if later.job_id != earlier.job_id or later.attempt != earlier.attempt:
+        return later
+    values: dict[str, Any] = {}
+    for name in JobEvent.model_fields:
+        old, new = getattr(earlier, name), getattr(later, name)
+        if isinstance(new, dict):
+            values[name] = {**old, **new}
+        elif name == "hosts":
+            known = set(old)
+            values[name] = old + [h for h in dict.fromkeys(new) if h not in known]
+        elif name == "state":
+            values[name] = old if new == "started" and old in TERMINAL_STATES else new
+        else:
+            values[name] = old if new is None else new
+    try:
+        return JobEvent.model_validate(values)
+    except ValidationError:
+        return later

@@ -20,7 +20,7 @@ from correlator.jobs import Expected, Progress, may_be_complete
 from correlator.shards import SourceKey, StoredShard
 from schemas.errors import TransportError
 from schemas.incident import Incident
-from schemas.wire import JobEvent
+from schemas.wire import JobEvent, merged
 from store import progress
 from store.db import make_engine, migrate
 from store.notify_sql import SqlNotifyTx, not_storable
@@ -103,6 +103,8 @@ class Store:
                 row = JobRow(job_id=event.job_id, state=event.state, created_at=now, updated_at=now)
             if event.attempt < row.attempt:
                 return  # an older attempt's event, delivered late
+            if row.event:  # another sender's event of this job: merge, don't replace (schemas.wire.merged)
+                event = merged(JobEvent.model_validate(row.event), event)
             failed = event.state in ("failed", "timeout")
             if failed and (row.failed_at is None or event.attempt > row.attempt or row.state not in ("failed",
                                                                                                      "timeout")):
@@ -115,7 +117,7 @@ class Store:
             s.add(row)
 
     def job_event(self, job_id: str) -> JobEvent | None:
-        """The job's latest event alone (what `ship --follow` polls for the job's end): no shard is read."""
+        """The job's event, its latest attempt's merged (what `ship --follow` polls for the end): no shard is read."""
         with self.session() as s:
             row = s.get(JobRow, job_id)
             return JobEvent.model_validate(row.event) if row else None

@@ -28,7 +28,7 @@ class JobRow(SQLModel, table=True):
     job_id: str = Field(primary_key=True, max_length=256)
     attempt: int = 0
     state: str = Field(index=True)
-    event: dict[str, Any] = _json()  # the latest JobEvent, as received
+    event: dict[str, Any] = _json()  # the JobEvents of its latest attempt, merged (schemas.wire.merged)
     cluster: str | None = Field(default=None, index=True)
     team: str | None = Field(default=None, index=True)
     failed_at: datetime | None = None  # when the failure event arrived (our clock): group_wait counts from here
