@@ -23,8 +23,13 @@ from typing import NamedTuple
 #   rank being the process's MPI_COMM_WORLD rank (mpirun(1): "Tag each line of output to stdout, stderr, and
 #   stddiag with [jobid, MCW_rank]<stdxxx>"); with --timestamp-output the process's output line starts with the
 #   time in ctime's form, the tag right after it ("Fri Aug 11 12:31:45 2023[1,0]<stdout>:").
+# - A collector's timestamp before everything else, naming no one but hiding the prefixes behind it: `kubectl logs
+#   --timestamps` and `docker logs -t` (RFC 3339 with nanoseconds, then a space), the kubelet's CRI log files under
+#   /var/log/pods ("2016-10-06T00:17:09.669794202Z stdout F ...": time, stream, P or F; kubernetes
+#   pkg/kubelet/kuberuntime/logs/logs.go; CRI-O writes the offset as +00:00), and collectors that end it with ": ".
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # asctime(3): "Fri Aug 11 12:31:45 2023"
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("ray", re.compile(r"^\((?:(?:(?P<role>[^\s()=,]+) )?pid=(?P<pid>\d+)|raylet)(?:, ip=(?P<host>[\w.:-]+))?\)\s?")),
     ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)[^)]*\)\s?")),
@@ -33,12 +38,13 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
     ("pdsh", re.compile(rf"^(?P<host>{_IPV4}): (?=\S)")),
     ("mpirun", re.compile(rf"^(?:{_CTIME})?\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
+    ("stamp", re.compile(rf"^{_RFC3339}:? (?:(?:stdout|stderr) [FP] )?")),
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
 _MAY_HAVE_PREFIX = re.compile(rf"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[")
 # Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
 _OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6]]}
-_DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
+_DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
 _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")

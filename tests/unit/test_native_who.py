@@ -52,7 +52,9 @@ PREFIXES = ["[rank3]:", "[default12]: ", "[trainer0]:\t", "[worker7]:", "[rank]:
             "192.168.109.24: ", "10.0.0.1:  ", "1.2.3.4.5: ", "1.2.3: ", "1234.1.1.1: ", "10.0.0.1:", "0: [default3]: ",
             "[default2]:[rank10]:", "(pid=7) ", "(raylet, ip=10.0.0.3) ", "[1,3]<stderr>:", "[11192,12]<stdout>: ",
             "[1,3]<stdin>:", "[1,]<stderr>:", "[1,3]:", "Fri Aug 11 12:31:45 2023[1,0]<stdout>:",
-            "Fri Aug 11 12:31:45 2023 [1,0]<stdout>:", "Mon Jan  5 01:02:03 2026[2,7]<stderr>:"]
+            "Fri Aug 11 12:31:45 2023 [1,0]<stdout>:", "Mon Jan  5 01:02:03 2026[2,7]<stderr>:",
+            "2016-10-06T00:17:09.669794202Z stdout F ", "2024-01-02T03:04:05.123Z ", "2019-06-02T16:13:44.884Z: ",
+            "2024-01-02T03:04:05Z", "2024-01-02 03:04:05 "]
 HEADERS = ["node001:4242:4300 [3] ", "n:1:2 [0] ", "node001:4242:4300 [3]", "node001:4242 [3] ", "-x:1:2 [0] ",
            "gpu_3.a-b:77:78 [12] ", "node1:42:x [3] ", "h:1:2 [] "]
 SEPARATORS = ["", " ", "]", "\t", "\x1c", "x", ":", "["]
@@ -121,6 +123,7 @@ def test_c_reads_job_logs_and_examples_as_python_does(tmp_path: Path) -> None:
     ("[Sun Aug 23 17:58:44 2026] oom", "a ctime stamp"),
     ("naïve 10:02:03", "text beyond ASCII"),
     ("[1,3]<stderr>:Traceback (most recent call last):", "an Open MPI --tag-output prefix"),
+    ("2016-10-06T00:17:09.669794202Z stderr F [rank3]:boom", "a collector's RFC 3339 stamp"),
 ])
 def test_c_leaves_the_rare_shapes_to_python(line: str, why: str) -> None:
     assert _native()(line, Who(), 2026) is None, why

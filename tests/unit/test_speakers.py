@@ -25,6 +25,16 @@ from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
         ("[11192,12]<stdout>:node05:44741:44741 [0] NCCL INFO Launch mode Parallel", 12, "node05"),
         ("Fri Aug 11 12:31:45 2023[1,3]<stdout>:tomte401:1850304:1881110 [3] transport.cc:154 NCCL WARN Cuda "
          "failure 'invalid argument'", 3, "tomte401"),  # mpirun --timestamp-output --tag-output
+        # a collector's stamp first: kubectl logs --timestamps / docker logs -t (RFC 3339, nanoseconds, a space),
+        # the kubelet's CRI log file (time, stream, P|F: kubernetes pkg/kubelet/kuberuntime/logs/logs.go), CRI-O's
+        # +00:00 offset, and a collector that ends it with ": "
+        ("2024-01-02T03:04:05.123456789Z [rank3]:RuntimeError: boom", 3, None),
+        ("2016-10-06T00:17:09.669794202Z stderr F [default0]:[rank9]:RuntimeError: boom", 9, None),
+        ("2016-10-06T00:17:09.669794202+00:00 stdout P 5: boom", 5, None),
+        ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node57:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : "
+         "Got async event : local catastrophic error", 12, "node57"),
+        ("2024-01-02T03:04:05Z node3:11:12 [1] NCCL INFO x", None, "node3"),
+        ("2024-01-02 03:04:05,123 [rank3] not a prefix here", None, None),  # a logger's stamp, not a collector's
     ],
 )
 def test_prefixes_name_the_rank_and_host(line: str, rank: int | None, host: str | None) -> None:
