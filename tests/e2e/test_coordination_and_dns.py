@@ -1,0 +1,60 @@
+"""Two failures named by a service rather than by the failing process itself.
+
+- Multi-host JAX: the coordination service on task 0 marks the task whose heartbeats stopped as failed and says
+  which it was ("Task /job:<job>/replica:<r>/task:<N> heartbeat timeout. This indicates that the remote task has
+  failed, got preempted, or crashed unexpectedly.": xla/tsl/distributed_runtime/coordination/coordination_service.cc),
+  then every other task stops. Task N is the process index: the rank to name, although it printed nothing.
+- TCPStore clients that cannot resolve MASTER_ADDR (torch/csrc/distributed/c10d/socket.cpp: "The IPv4 network
+  addresses of (host, port) cannot be retrieved (gai error: -2 - Name or service not known)."): every worker fails
+  the same way, a fault of the job's configuration, not of one rank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+
+def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rc = out["root_cause"]
+    assert isinstance(rc, dict)
+    return rc
+
+
+def test_the_task_whose_heartbeat_stopped_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for task in range(8):
+        lines = [f"I1203 10:00:0{task}.000000 14064 trainer.py:501] Training: step 9120"]
+        if task == 0:
+            lines.append("2026-12-03 10:03:15.140058: E external/xla/xla/tsl/distributed_runtime/coordination/"
+                         "coordination_service.cc:954] /job:jax_worker/replica:0/task:5 has been set to ERROR in "
+                         "coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:5 heartbeat timeout. "
+                         "This indicates that the remote task has failed, got preempted, or crashed unexpectedly.")
+        if task != 5:
+            lines.append("2026-12-03 10:03:16.000000: E external/xla/xla/tsl/distributed_runtime/coordination/"
+                         "coordination_service_agent.cc:710] Coordination agent is set to ERROR: UNAVAILABLE: "
+                         "another task in the cluster failed")
+        (tmp_path / f"process_{task}.log").write_text("\n".join(lines) + "\n")
+    rc = _diagnose(tmp_path, capsys)
+    assert rc["signature"] == "jax.coordination.task_heartbeat_timeout"
+    assert rc["rank"] == 5
+
+
+def test_an_unresolvable_master_addr_on_every_worker_is_the_jobs_configuration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for rank in range(1, 4):
+        (tmp_path / f"worker-{rank}.log").write_text(
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 40, in <module>\n'
+            "    dist.init_process_group('nccl')\n"
+            f"[W1203 10:00:0{rank}.000000000 socket.cpp:755] [c10d] The IPv4 network addresses of (trainer-master-0, "
+            "29500) cannot be retrieved (gai error: -2 - Name or service not known).\n"
+            "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of "
+            "(trainer-master-0, 29500).\n")
+    rc = _diagnose(tmp_path, capsys)
+    assert rc["signature"] == "pytorch.store.master_unresolved"
+    assert rc["rank"] is None
