@@ -101,6 +101,8 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
         if rank is None and local_rank is not None:
             rank = next((e.rank for e in ids.exits if e.local_rank == local_rank and e.rank is not None
                          and (e.host == host or host is None)), None)
+        if rank is None and local_rank is not None and ids.one_node:
+            rank = local_rank  # a launcher's report by local rank (mp.spawn's process index) on a one-node job
     if rank is None and pid is None and local_rank is None and not isinstance(fields.get("host"), str):
         rank = _rank_of(f, ids)
     if rank is None and host is not None and host in ids.sole_rank:

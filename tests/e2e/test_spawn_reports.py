@@ -1,0 +1,58 @@
+"""torch.multiprocessing.spawn reports the first worker to fail by its process index (torch/multiprocessing/
+spawn.py: ProcessRaisedException "-- Process %d terminated with the following error:" before the worker's own
+traceback; ProcessExitedException "process %d terminated with signal %s" / "with exit code %d"). The index is the
+local rank the script gives the worker (detectron2/engine/launch.py: global = machine_rank * gpus + index): on a
+one-node job it is the rank, on several nodes it names no global rank by itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+SPAWN_TRACE = [
+    "Traceback (most recent call last):",
+    '  File "tools/train_net.py", line 161, in <module>',
+    "    args=(args,),",
+    '  File "/usr/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 118, in join',
+    "    raise ProcessRaisedException(msg, error_index, failed_process.pid)",
+    "torch.multiprocessing.spawn.ProcessRaisedException: ",
+    "",
+    "-- Process {index} terminated with the following error:",
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 69, in _wrap',
+    "    fn(i, *args)",
+    '  File "/usr/lib/python3.10/site-packages/PIL/ImageFile.py", line 249, in load',
+    '    "image file is truncated "',
+    "OSError: image file is truncated (12 bytes not processed)",
+]
+
+
+def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert isinstance(rc, dict)
+    return rc
+
+
+def test_the_spawned_process_that_raised_is_the_rank_on_one_node(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(["[12/03 10:00:01 d2.utils.events]:  iter: 4199  total_loss: 0.61", *SPAWN_TRACE])
+                   .replace("{index}", "3") + "\n")
+    assert _diagnose(log, capsys)["rank"] == 3
+
+
+def test_on_several_nodes_the_process_index_is_not_a_global_rank(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    for node in ("gpu-a01", "gpu-a02"):
+        lines = [f"{node}:4242:4300 [0] NCCL INFO comm 0x5 rank {0 if node == 'gpu-a01' else 8} nranks 16 "
+                 "cudaDev 0 nvmlDev 0 busId 1b000 commId 0x1 - Init COMPLETE"]
+        if node == "gpu-a02":
+            lines += [line.replace("{index}", "3") for line in SPAWN_TRACE]
+        (tmp_path / f"{node}.log").write_text("\n".join(lines) + "\n")
+    rc = _diagnose(tmp_path, capsys)
+    assert rc["rank"] != 3
