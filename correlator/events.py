@@ -139,7 +139,9 @@ def task_ids(fields: Mapping[str, object]) -> list[int]:
     rank = fields.get("rank")
     ranks: list[int] = [rank] if isinstance(rank, int) else []
     listed = fields.get("ranks")
-    if isinstance(listed, str):
+    if isinstance(listed, int):  # a list of one, read as a number
+        ranks.append(listed)
+    elif isinstance(listed, str):
         for part in listed.replace(" ", "").split(","):
             low, _, high = part.partition("-")
             if low.isdigit() and (high.isdigit() or not high) and int(high or low) - int(low) < MAX_TASKS:

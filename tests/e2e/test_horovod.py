@@ -1,0 +1,60 @@
+"""Horovod under mpirun (`[jobid,rank]<stream>:` tags). When one rank fails, Horovod's background thread stops and
+every other rank's next collective fails with SHUT_DOWN_ERROR ("Horovod has been shut down. This was caused by an
+exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks
+finished execution...": horovod/common/operations.cc): victims' lines. Its stall inspector names the ranks that
+never submitted a tensor the others wait on ("TENSOR [missing ranks: 2]": horovod/common/stall_inspector.cc)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+SHUT_DOWN = ("Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to "
+             "allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown "
+             "was caused by an exception, you should see the exception in the log before the first shutdown message.")
+
+
+def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert isinstance(rc, dict)
+    return rc
+
+
+def test_the_rank_that_raised_before_the_shutdown_is_named(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [f"[1,{r}]<stdout>:epoch 3 step 800 loss 0.9{r}" for r in range(4)]
+    lines += ["[1,2]<stderr>:Traceback (most recent call last):",
+              '[1,2]<stderr>:  File "train.py", line 210, in <module>',
+              "[1,2]<stderr>:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+              "total capacity of 79.15 GiB of which 1.02 GiB is free."]
+    for r in (0, 1, 3):
+        lines.append(f"[1,{r}]<stderr>:RuntimeError: {SHUT_DOWN}")
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(lines) + "\n")
+    rc = _diagnose(log, capsys)
+    assert (rc["rank"], rc["signature"]) == (2, "cuda.oom")
+
+
+def test_shutdown_lines_alone_name_nobody_with_confidence(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(f"[1,{r}]<stderr>:RuntimeError: {SHUT_DOWN}" for r in (2, 3)) + "\n")
+    rc = _diagnose(log, capsys)
+    assert rc["signature"] == "horovod.shut_down"
+    assert float(str(rc["confidence"])) < 0.5
+
+
+def test_the_stall_inspectors_missing_rank_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [f"[1,{r}]<stdout>:step 120" for r in range(4)]
+    lines += ["[1,0]<stderr>:[2026-12-03 10:00:00.000000: W horovod/common/stall_inspector.cc:105] One or more "
+              "tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for "
+              "remainder of ranks for more than 60 seconds.",
+              "[1,0]<stderr>:DistributedOptimizer_Allreduce/HorovodAllreduce_grads_0 [missing ranks: 2]"]
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert _diagnose(log, capsys)["rank"] == 2
