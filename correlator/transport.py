@@ -38,6 +38,9 @@ _CONNECT = re.compile(r"[Cc]onnect to (?P<peer>[^\s<]+)(?:<\d+>)? (?:failed ?: ?
 _MIN_PREFIX = 8  # a strerror text cut short (a pasted excerpt) still names its errno when this much is left
 
 
+_IPV4_PEER = re.compile(r"\[?\d{1,3}(?:\.\d{1,3}){3}\]?(?:$|[<:])")  # an IPv4 peer, a port after it or not
+
+
 @functools.cache
 def _cut_short(phrases: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str], int]:
     """The phrases cut short (at least _MIN_PREFIX characters, not whole), the first _MIN_PREFIX characters of
@@ -134,8 +137,17 @@ def _other_than(values: set[Any], value: object) -> bool:
     return len(values) > 1 or (len(values) == 1 and value not in values)
 
 
-def _point_at(ev: Event, peer: str, ids: IdentityMap) -> None:
-    host = ids.host_of(peer)
+def _by_elimination(ev: Event, peer: str, unaddressed: set[str]) -> str | None:
+    """The host of an address no line ties to one: where every failing host but one has told its address (NCCL's
+    "Bootstrap : Using eth0:10.0.0.3<0>") and that one is not the reporter, the address is that host's."""
+    if not _IPV4_PEER.match(peer):
+        return None
+    others = unaddressed - {ev.reporter.host}
+    return next(iter(others)) if len(others) == 1 else None
+
+
+def _point_at(ev: Event, peer: str, ids: IdentityMap, unaddressed: set[str]) -> None:
+    host = ids.host_of(peer) or _by_elimination(ev, peer, unaddressed)
     if host is None:
         ev.unmapped_peer, ev.implicated = peer, []
     else:
@@ -162,6 +174,9 @@ def assign(events: Sequence[Event], ids: IdentityMap, deaths: Iterable[tuple[int
     owners |= {(Target(rank, host), False) for rank, host in deaths}
     demoted: set[Target] = set()
     linked = {id(ev) for ev in links}  # `ev in links` compared events field by field
+    addressed = set(ids.host_of_ip.values())
+    unaddressed = {ev.reporter.host for ev in events if ev.role is not Role.CONTEXT and ev.reporter.host
+                   and ev.reporter.host not in addressed and not _IPV4_PEER.match(ev.reporter.host)}
     elsewhere_than = _Elsewhere(owners)
     for ev in events:
         if id(ev) not in sockets and id(ev) not in linked:
@@ -173,13 +188,16 @@ def assign(events: Sequence[Event], ids: IdentityMap, deaths: Iterable[tuple[int
             if peer is None:
                 ev.implicated = []
             else:
-                _point_at(ev, peer, ids)
+                _point_at(ev, peer, ids, unaddressed)
         if id(ev) in sockets or elsewhere:
             if ev.role is not Role.COLLATERAL:
                 demoted.add(ev.reporter)
             ev.role, ev.survivor = Role.COLLATERAL, True
-        if id(ev) in sockets and not owners and ev.unmapped_peer is not None and not ev.implicated:
-            ev.implicated = [Target(None, ev.unmapped_peer)]  # the peer no log names: its address is the lead
+        if id(ev) in sockets and ev.unmapped_peer is not None and not ev.implicated:
+            if _by_elimination(ev, ev.unmapped_peer, unaddressed) is not None:
+                _point_at(ev, ev.unmapped_peer, ids, unaddressed)
+            elif not owners:
+                ev.implicated = [Target(None, ev.unmapped_peer)]  # the peer no log names: its address is the lead
     if not demoted:
         return []
     who = "a fault of its own elsewhere" if owners else "the peer they name"
