@@ -96,7 +96,12 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
     rank = fields.get("rank") if isinstance(fields.get("rank"), int) else None
     pid = fields.get("pid") if isinstance(fields.get("pid"), int) else None
     local_rank = fields.get("local_rank") if isinstance(fields.get("local_rank"), int) else None
-    if rank is None and (pid is not None or local_rank is not None):
+    if isinstance(fields.get("pci"), str):
+        kernel = _kernel_rank(host, pid, str(fields["pci"]), ids)
+        if kernel is not None:
+            return _target(*kernel, ids)
+        pid = None  # no process of the host: the line's speaker decides, as for an Xid without a pid
+    elif rank is None and (pid is not None or local_rank is not None):
         rank = ids.rank_of(host, pid, local_rank)
         if rank is None and local_rank is not None:
             rank = next((e.rank for e in ids.exits if e.local_rank == local_rank and e.rank is not None
@@ -114,6 +119,27 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
     if sig.scope is Scope.NODE and rank is None:
         return Target(None, host)
     return _target(rank, host, ids)
+
+
+def _kernel_rank(host: str | None, pid: int | None, pci: str, ids: IdentityMap) -> tuple[int, str] | None:
+    """The rank a node's Xid is about: the process it names (kernel_rc.c `pid=%s`, the RM client's ProcessID, a
+    pid of the host's, so only a process of the same host printing that pid is it; a container's own pids differ
+    from the host's, and then no match is made rather than a wrong one), else the rank whose NCCL init line
+    printed the GPU's bus id, else the host's one rank; on the host, or in the one pod of the job a Kubernetes
+    node ran (correlator.pod_nodes). With the rank, its host as the job's identity knows it."""
+    if host is None:
+        return None
+    for where in (host, ids.pod_on.get(host)):
+        if where is None:
+            continue
+        rank = ids.by_host_pid.get((where, pid)) if pid is not None else None
+        if rank is None:
+            rank = ids.rank_of_pci(where, pci)
+        if rank is None and where != host:
+            rank = ids.sole_rank.get(where)
+        if rank is not None:
+            return rank, ids.host_of_rank.get(rank) or where
+    return None
 
 
 def _implicated(ev: Event, ids: IdentityMap) -> None:

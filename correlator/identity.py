@@ -15,6 +15,7 @@ from operator import attrgetter
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord
+from correlator.pod_nodes import lone_pods
 
 _IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[\w.-]+):(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)")
 _ADDR = re.compile(r"(?:\[\d+\])?[\w.-]+:(?P<ip>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+(?:%\w+)?)<\d+>")
@@ -54,6 +55,7 @@ class IdentityMap:
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
     sole_rank: dict[str, int] = field(default_factory=dict)  # host -> rank, where the host runs that rank alone
     one_node: bool = False  # the job runs on one node (correlator.local_ranks): a local rank is the global rank
+    pod_on: dict[str, str] = field(default_factory=dict)  # a node -> the one pod of the job it ran (pod_nodes.py)
 
     def __post_init__(self) -> None:
         # a caller may pass plain dicts: the maps are kept with their inverses whatever was given
@@ -218,6 +220,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _pod_exits(ids, of_kind)
     for rec in of_kind.get("k8s_node", ()):
         ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
+    ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)
     rings = of_kind.get("nccl_ring", [])
     comms = of_kind.get("nccl_comm", [])

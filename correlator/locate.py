@@ -107,8 +107,11 @@ STORE_TAGS = frozenset({"store", "tcpstore"})
 def _store_lost_by_others(host: str, failures: Sequence[Event], ids: IdentityMap) -> bool:
     """`host` ran rank 0 and ranks or agents of other hosts failed a store operation: torchrun's agent of group
     rank 0 hosts the c10d rendezvous and sets MASTER_ADDR to its own host (elastic/agent/server/api.py,
-    _set_master_addr_port), where env:// serves the TCPStore from rank 0."""
-    if ids.host_of_rank.get(0) != host:
+    _set_master_addr_port), where env:// serves the TCPStore from rank 0. Where no line places rank 0, the host
+    the workers' TCPStore clients name (`remote=[host]:port`) is its host: the process group's store is served by
+    rank 0 (torch/distributed/rendezvous.py _create_c10d_store: `start_daemon = rank == 0`), or by the agent store
+    at MASTER_ADDR, group rank 0's host."""
+    if ids.host_of_rank.get(0) != host and (0 in ids.host_of_rank or not _named_store_host(host, ids)):
         return False
     # a line placed nowhere counts: the host that served the store is gone, its agent cannot have printed it
     return any(ev.reporter.host != host and STORE_TAGS & set(ev.signature.tags) for ev in failures)
@@ -179,6 +182,11 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
         notes.append(f"local rank {local}" + (f" of {host}" if host else "") + " printed it; these logs do not "
                      f"say its global rank (torchrun's [default{local}] prefix numbers a node's own workers)")
     return rank, host, notes
+
+
+def _named_store_host(host: str, ids: IdentityMap) -> bool:
+    """Whether the TCPStore clients' `remote=` names ``host`` (under any of its names)."""
+    return any((ids.host_of(named) or named) == host for named, _ in ids.store_hosts)
 
 
 def node_wide(host: str | None, root: Event, failures: Sequence[Event]) -> set[int]:

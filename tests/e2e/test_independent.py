@@ -21,8 +21,10 @@ JOBS = 60
 # seed 1, measured 2026-12-03 14:55: class of 60 jobs, initiating of the 53 whose label names a rank or a host
 # (score.py's rule: 36 of 43 ranks, 7 of 10 hosts). Raise them, never lower them. The one answer at >= 0.9 that
 # score.py counts wrong is an NCCL release mismatch between two hosts, read as the job's (two hosts, one release
-# each: nothing says which is the odd one) where the label names one of them.
-MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 57, 43, 0
+# each: nothing says which is the odd one) where the label names one of them. 2026-12-03 20:35: initiating 43 -> 45
+# (an Xid's pid, and a Kubernetes node's Xid looked up in the one pod the node ran: correlator/pod_nodes.py);
+# 20:45: 45 -> 46 (the host the TCPStore clients lost is rank 0's where no line places rank 0).
+MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 57, 46, 0
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")
 
