@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -17,6 +18,7 @@ from tests.catalog.test_loader_fuzz import ENTRY
 from tests.notifiers.conftest import make_incident, oom_diagnosis
 
 CORPUS = Path(__file__).parent / "corpus"
+gzip_compress = partial(gzip.compress, mtime=0)  # the same bytes on every run
 LOG = (b"node004:31844:31844 [5] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>\n"
        b"[rank37]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 5; 79.10 GiB total)\n"
        b"[Sun Nov 29 10:14:45 2026] Out of memory: Killed process 31844 (python) total-vm:812345kB\n"
@@ -25,7 +27,7 @@ LOG = (b"node004:31844:31844 [5] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>\n"
 
 
 def _shard(compression: str, data: bytes, **fields: object) -> bytes:
-    packed = {"gzip": gzip.compress, "zstd": zstandard.ZstdCompressor().compress}.get(compression)
+    packed = {"gzip": gzip_compress, "zstd": zstandard.ZstdCompressor().compress}.get(compression)
     text = base64.b64encode(packed(data)).decode() if packed else data.decode()
     shard = LogShard.model_validate({"job_id": "j", "seq": 0, "compression": compression, "data": text, **fields})
     return shard.model_dump_json(exclude_defaults=True).encode()
@@ -44,15 +46,15 @@ def wire() -> dict[str, bytes]:
 
 def shard_data() -> dict[str, bytes]:
     # first byte: 0 gzip, 1 zstd, 2 none; | 0x80 for the 4 KiB bound
-    return {"gzip": b"\x00" + gzip.compress(LOG), "zstd": b"\x01" + zstandard.ZstdCompressor().compress(LOG),
-            "none": b"\x02" + LOG, "gzip_two_members": b"\x00" + gzip.compress(LOG) + gzip.compress(b"x\n"),
+    return {"gzip": b"\x00" + gzip_compress(LOG), "zstd": b"\x01" + zstandard.ZstdCompressor().compress(LOG),
+            "none": b"\x02" + LOG, "gzip_two_members": b"\x00" + gzip_compress(LOG) + gzip_compress(b"x\n"),
             "zstd_bomb_small": b"\x81" + zstandard.ZstdCompressor().compress(b"\n" * 20_000)}
 
 
 def logs() -> dict[str, bytes]:
     # first byte: layout (plain, gzip, zstd, raw .gz, raw .zst) and chunk size
     return {"plain": b"\x00" + LOG, "plain_chunks_7": b"\x0f" + LOG, "gzip": b"\x01" + LOG, "zstd": b"\x02" + LOG,
-            "raw_gz": b"\x03" + gzip.compress(LOG), "raw_zst": b"\x04" + zstandard.ZstdCompressor().compress(LOG)}
+            "raw_gz": b"\x03" + gzip_compress(LOG), "raw_zst": b"\x04" + zstandard.ZstdCompressor().compress(LOG)}
 
 
 def catalog_file() -> dict[str, bytes]:
@@ -64,13 +66,14 @@ def catalog_file() -> dict[str, bytes]:
 
 
 def render() -> dict[str, bytes]:
-    # first byte: how much the incident is scaled (0: as it is)
+    # first byte: how much the incident is scaled (0: as it is), 0x10: the terminal report too
     suspects = Diagnosis(verdict="suspects", root_cause=None, suspects=[
         Suspect(rank=3, host="node001", signature="x.y", confidence=0.4, reasons=["first to stop"])],
         alternatives=[Alternative(signature="[bold]x.y", rank=1, host="[/bold]node7", confidence=0.2)])
     nothing = Diagnosis(verdict="no_failure_found", root_cause=None)
     return {"oom": b"\x00" + make_incident().model_dump_json().encode(),
-            "oom_scaled": b"\x0f" + make_incident(changes=["root cause rank 12 -> 37"]).model_dump_json().encode(),
+            "oom_terminal": b"\x10" + make_incident().model_dump_json().encode(),
+            "oom_scaled": b"\x0a" + make_incident(changes=["root cause rank 12 -> 37"]).model_dump_json().encode(),
             "suspects": b"\x00" + make_incident(diagnosis=suspects, team="<!channel>").model_dump_json().encode(),
             "no_failure": b"\x00" + make_incident(diagnosis=nothing).model_dump_json().encode(),
             "markup": b"\x05" + make_incident(evidence=["```*bold* <@U0123> [/bold] \x1b[31m \u202e"],
