@@ -29,9 +29,9 @@ EXAMPLES ?= 10000
 FUZZ_TESTS := tests/unit/test_wire_fuzz.py tests/unit/test_shard_fuzz.py tests/catalog/test_loader_fuzz.py \
 	tests/notifiers/test_render_fuzz.py tests/fuzz/test_found.py
 fuzz: install
-	FF_ATHERIS_RUNS=$(ATHERIS_RUNS) FF_ATHERIS_SECONDS=3600 $(BIN)/python -m tests.fuzz.runner
+	FF_ATHERIS_RUNS=$(ATHERIS_RUNS) FF_ATHERIS_SECONDS=3600 $(BIN)/python -m tests.fuzz.runner $(TARGETS)
 	FF_FUZZ_WIRE=$(EXAMPLES) FF_FUZZ_SHARD=$(EXAMPLES) FF_FUZZ_CATALOG=$(EXAMPLES) FF_FUZZ=$(EXAMPLES) \
-	  FF_FUZZ_TERMINAL=$$(( $(EXAMPLES) / 10 )) $(BIN)/python -m pytest -q -p no:randomly --durations=12 $(FUZZ_TESTS)
+	  FF_FUZZ_TERMINAL=$$(( $(EXAMPLES) / 10 )) $(BIN)/python -m pytest -q -p no:randomly -o timeout=3600 --durations=12 $(FUZZ_TESTS)
 
 score: install
 	$(BIN)/python ../shared/corpus/score.py ../shared/corpus/real/labels.jsonl --exe $(BIN)/firstfault -v

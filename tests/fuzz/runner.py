@@ -55,7 +55,8 @@ def _stat(output: str, name: str) -> int:
     return int(found[-1]) if found else 0
 
 
-def run_target(target: str, runs: int, max_seconds: int, scratch: Path | None = None) -> FuzzRun:
+def run_target(target: str, runs: int, max_seconds: int, scratch: Path | None = None,
+               corpus: Path | None = None) -> FuzzRun:
     """Fuzz `target` for `runs` inputs (or until `max_seconds`), seeded from its corpus."""
     scratch = scratch or Path(tempfile.mkdtemp(prefix=f"ff-fuzz-{target}-"))
     found_dir = scratch / "found"
@@ -68,7 +69,7 @@ def run_target(target: str, runs: int, max_seconds: int, scratch: Path | None = 
     dictionary = HERE / "dicts" / f"{target}.dict"
     if dictionary.exists():
         command.append(f"-dict={dictionary}")
-    command += [str(found_dir), str(HERE / "corpus" / target)]
+    command += [str(found_dir), str(corpus or HERE / "corpus" / target)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "XDG_CACHE_HOME": str(scratch / "cache")}
     started = time.monotonic()

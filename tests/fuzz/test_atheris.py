@@ -26,3 +26,14 @@ def test_the_target_survives_its_inputs(target: str, tmp_path: Path) -> None:
     assert result.returncode == 0 and not result.findings, result.report()
     assert result.runs >= RUNS, f"only {result.runs:,} of {RUNS:,} inputs within {MAX_SECONDS} s\n{result.report()}"
     print(f"{target}: {result.runs:,} inputs in {result.seconds:.1f} s ({result.runs / result.seconds:,.0f}/s)")
+
+
+def test_a_failing_input_is_reported_with_its_bytes_and_how_to_replay_it(tmp_path: Path) -> None:
+    corpus = tmp_path / "seeds"
+    corpus.mkdir()
+    (corpus / "seed").write_bytes(b"TRIP wire")
+    result = run_target("tripwire", 100, 60, tmp_path / "run", corpus)
+    assert result.returncode != 0 and len(result.findings) == 1
+    report = result.report()
+    assert "b'TRIP wire'" in report and "RuntimeError: tripped" in report
+    assert f"tests/fuzz/launch.py tripwire {result.findings[0]}" in report
