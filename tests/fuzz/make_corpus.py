@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -27,7 +28,9 @@ LOG = (b"node004:31844:31844 [5] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>\n"
 
 
 def _shard(compression: str, data: bytes, **fields: object) -> bytes:
-    packed = {"gzip": gzip_compress, "zstd": zstandard.ZstdCompressor().compress}.get(compression)
+    packers: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip_compress,
+                                                    "zstd": zstandard.ZstdCompressor().compress}
+    packed = packers.get(compression)
     text = base64.b64encode(packed(data)).decode() if packed else data.decode()
     shard = LogShard.model_validate({"job_id": "j", "seq": 0, "compression": compression, "data": text, **fields})
     return shard.model_dump_json(exclude_defaults=True).encode()
