@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection, Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, model_validator
 
@@ -79,14 +79,19 @@ class CollateralGroup(BaseModel):
     host_count: int = 0
     rank_spans: list[tuple[int, int]] = Field(default_factory=list)  # the ranks as runs [first, last]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _counted(cls, data: Any) -> Any:
-        """A group stored before the counts and spans existed listed every rank and host: derive them."""
-        if isinstance(data, dict):
-            ranks, hosts = data.get("ranks") or [], data.get("hosts") or []
-            data = {"rank_count": len(ranks), "host_count": len(hosts), "rank_spans": rank_spans(ranks), **data}
-        return data
+    @model_validator(mode="after")
+    def _counted(self) -> CollateralGroup:
+        """A group stored before the counts and spans existed listed every rank and host: derive them. After
+        validation, not before: stored JSON whose ranks are no list of numbers (`[{}]`, `5`) is then pydantic's
+        ValidationError, where counting it raised TypeError past every caller (found by tests/fuzz's render)."""
+        given = self.model_fields_set
+        if "rank_count" not in given:
+            self.rank_count = len(self.ranks)
+        if "host_count" not in given:
+            self.host_count = len(self.hosts)
+        if "rank_spans" not in given:
+            self.rank_spans = rank_spans(self.ranks)
+        return self
 
     @classmethod
     def of(cls, signature: str, ranks: Collection[int], hosts: Collection[str], count: int) -> CollateralGroup:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import os
 from functools import cache
 
 import zstandard
@@ -20,7 +21,9 @@ from schemas.errors import InvalidMessage
 from schemas.wire import LogShard
 from sources.shard_data import decode_shard_data
 
-QUICK = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 200 in CI: the atheris targets shard_data and logs (tests/fuzz) run 10,000 each; `make fuzz` runs 10,000 here
+QUICK = settings(max_examples=int(os.environ.get("FF_FUZZ_SHARD", "200")), deadline=None,
+                 suppress_health_check=[HealthCheck.too_slow])
 LINES = st.lists(st.sampled_from([
     "[rank3]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "NCCL WARN Net : Connection closed",
     "[Sun Nov 29 10:14:45 2026] Out of memory: Killed process 31844 (python)", "node017:1234:5678 [3] NCCL INFO",

@@ -4,6 +4,7 @@ whatever the bytes, the answer is a valid model or InvalidMessage with a reason,
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -15,9 +16,11 @@ from ingest.validate import validate_message
 from schemas.errors import InvalidMessage
 from schemas.wire import JobEvent, LogShard
 
-# about 7,600 inputs in all, ~15 s on one core
-MANY = settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SOME = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CI: 300 + 200 (+ 200 deeply nested) a kind; the atheris target wire (tests/fuzz) runs 10,000 mutated messages
+# through the same call. FF_FUZZ_WIRE sets the first two (`make fuzz`: 10,000)
+EXAMPLES = int(os.environ.get("FF_FUZZ_WIRE", "0"))
+MANY = settings(max_examples=EXAMPLES or 300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SOME = settings(max_examples=EXAMPLES or 200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = sorted(set(JobEvent.model_fields) | set(LogShard.model_fields))
 
 scalars = st.one_of(st.none(), st.booleans(), st.text(max_size=40), st.floats(allow_nan=True),
