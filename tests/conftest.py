@@ -3,6 +3,7 @@ private cache directory so that no test writes to the user's own."""
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -96,6 +97,18 @@ def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A test that runs the CLI or `serve` in-process has pipeline.logs.configure point the root logger at that
+    test's captured stderr, which is closed once the test ends: a client thread another test left behind (a Kafka
+    producer retrying a stopped broker) would then print "--- Logging error ---" into whichever test runs next."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture
