@@ -1,5 +1,6 @@
-"""Check bench/field/labels.jsonl: every line parses, has the shared corpus's fields, names a log that exists,
-quotes its evidence and collateral lines verbatim from that log, and no repository sits in both splits.
+"""Check bench/field/labels.jsonl (or another set's, `python bench/field/validate.py DIR`): every line parses, has
+the shared corpus's fields, names a log that exists, quotes its evidence and collateral lines verbatim from that
+log, and no repository sits in both splits.
 
 usage: python bench/field/validate.py   (exit status 0 when every check passes)
 """
@@ -15,12 +16,12 @@ FIELDS = {"id", "path", "source", "failure_class", "initiating", "collateral_sig
 SECRET = re.compile(r"(ghp_|hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|xox[bp]-|api[_-]?key\s*[:=]|password\s*[:=])", re.I)
 
 
-def problems_of(lab: dict, repos: dict) -> list:
+def problems_of(lab: dict, repos: dict, here: str = HERE) -> list:
     found = []
     missing = FIELDS - set(lab)
     if missing:
         found.append(f"missing fields {sorted(missing)}")
-    log = os.path.join(HERE, lab.get("path") or lab["id"] + ".log")
+    log = os.path.join(here, lab.get("path") or lab["id"] + ".log")
     if not os.path.exists(log):
         return [*found, f"no log at {log}"]
     with open(log, encoding="utf-8") as fh:
@@ -39,11 +40,11 @@ def problems_of(lab: dict, repos: dict) -> list:
     return found
 
 
-def main() -> int:
+def main(here: str = HERE) -> int:
     repos: dict = {}
     bad = 0
     n = 0
-    with open(os.path.join(HERE, "labels.jsonl"), encoding="utf-8") as fh:
+    with open(os.path.join(here, "labels.jsonl"), encoding="utf-8") as fh:
         lines = fh.readlines()
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
@@ -55,7 +56,7 @@ def main() -> int:
             print(f"line {number}: does not parse: {err}")
             bad += 1
             continue
-        for problem in problems_of(lab, repos):
+        for problem in problems_of(lab, repos, here):
             print(f"{lab.get('id')}: {problem}")
             bad += 1
     for repo, splits in repos.items():
@@ -67,4 +68,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else HERE))

@@ -1,5 +1,5 @@
-"""Shared by the accuracy ratchets on labelled logs (test_corpus.py, test_independent.py): a log diagnosed in
-process, and whether its answer is right by the rules of the corpus's score.py (../shared/corpus)."""
+"""Shared by the e2e tests: a log diagnosed in process (by the scan engine, or through the CLI as a user runs it),
+and whether an answer is right by the rules of the corpus's score.py (../shared/corpus)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from catalog.matcher import Matcher
+from firstfault.cli import main
 from scan.engine import diagnose_sources
 from sources.files import expand
 
@@ -38,3 +41,11 @@ def initiating_ok(want: dict[str, object], rc: dict[str, object]) -> bool | None
         got, host = str(rc.get("host") or ""), str(want["host"])
         return bool(got) and (got in host or host in got)
     return None
+
+
+def cli_root_cause(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The root cause `firstfault diagnose PATH --format json` prints, run in-process as a user would run it."""
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert isinstance(rc, dict)
+    return rc

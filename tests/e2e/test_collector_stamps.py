@@ -5,22 +5,14 @@ the stamp with ": ". The launcher's prefixes sit behind the stamp and still say 
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from firstfault.cli import main
+from tests.e2e.scoring import cli_root_cause
 
 T0 = datetime(2026, 11, 29, 10, 2, 3, tzinfo=UTC)
-
-
-def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["diagnose", str(path), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert isinstance(rc, dict)
-    return rc
 
 
 def _stamp(at: datetime, style: str) -> str:
@@ -51,7 +43,7 @@ def test_the_rank_behind_a_collectors_stamp_is_named(style: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "trainer-node-2.log"
     log.write_text("\n".join(_job(style)) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert rc["rank"] == 10
     assert "cuda" in str(rc["signature"])
 
@@ -66,6 +58,6 @@ def test_mpirun_tags_behind_a_collectors_stamp_name_the_node_of_an_adapter_fault
                      "transport/net_ib.cc:80 NCCL WARN NET/IB : Got async event : local catastrophic error")
     log = tmp_path / "job.log"
     log.write_text("\n".join(lines) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert rc["host"] == "gpu-node-57"
     assert rc["rank"] is None

@@ -10,20 +10,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from firstfault.cli import main
-
-
-def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["diagnose", str(path), "--format", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    rc = out["root_cause"]
-    assert isinstance(rc, dict)
-    return rc
+from tests.e2e.scoring import cli_root_cause
 
 
 def test_the_task_whose_heartbeat_stopped_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -39,7 +30,7 @@ def test_the_task_whose_heartbeat_stopped_is_named(tmp_path: Path, capsys: pytes
                          "coordination_service_agent.cc:710] Coordination agent is set to ERROR: UNAVAILABLE: "
                          "another task in the cluster failed")
         (tmp_path / f"process_{task}.log").write_text("\n".join(lines) + "\n")
-    rc = _diagnose(tmp_path, capsys)
+    rc = cli_root_cause(tmp_path, capsys)
     assert rc["signature"] == "jax.coordination.task_heartbeat_timeout"
     assert rc["rank"] == 5
 
@@ -55,6 +46,6 @@ def test_an_unresolvable_master_addr_on_every_worker_is_the_jobs_configuration(
             "29500) cannot be retrieved (gai error: -2 - Name or service not known).\n"
             "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of "
             "(trainer-master-0, 29500).\n")
-    rc = _diagnose(tmp_path, capsys)
+    rc = cli_root_cause(tmp_path, capsys)
     assert rc["signature"] == "pytorch.store.master_unresolved"
     assert rc["rank"] is None

@@ -6,23 +6,15 @@ never submitted a tensor the others wait on ("TENSOR [missing ranks: 2]": horovo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from firstfault.cli import main
+from tests.e2e.scoring import cli_root_cause
 
 SHUT_DOWN = ("Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to "
              "allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown "
              "was caused by an exception, you should see the exception in the log before the first shutdown message.")
-
-
-def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["diagnose", str(path), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert isinstance(rc, dict)
-    return rc
 
 
 def test_the_rank_that_raised_before_the_shutdown_is_named(tmp_path: Path,
@@ -36,7 +28,7 @@ def test_the_rank_that_raised_before_the_shutdown_is_named(tmp_path: Path,
         lines.append(f"[1,{r}]<stderr>:RuntimeError: {SHUT_DOWN}")
     log = tmp_path / "horovod.log"
     log.write_text("\n".join(lines) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["signature"]) == (2, "cuda.oom")
 
 
@@ -44,7 +36,7 @@ def test_shutdown_lines_alone_name_nobody_with_confidence(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "horovod.log"
     log.write_text("\n".join(f"[1,{r}]<stderr>:RuntimeError: {SHUT_DOWN}" for r in (2, 3)) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert rc["signature"] == "horovod.shut_down"
     assert float(str(rc["confidence"])) < 0.5
 
@@ -57,4 +49,4 @@ def test_the_stall_inspectors_missing_rank_is_named(tmp_path: Path, capsys: pyte
               "[1,0]<stderr>:DistributedOptimizer_Allreduce/HorovodAllreduce_grads_0 [missing ranks: 2]"]
     log = tmp_path / "horovod.log"
     log.write_text("\n".join(lines) + "\n")
-    assert _diagnose(log, capsys)["rank"] == 2
+    assert cli_root_cause(log, capsys)["rank"] == 2

@@ -7,19 +7,11 @@ With --timestamp-output the tag follows the time (asctime: "Fri Aug 11 12:31:45 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from firstfault.cli import main
-
-
-def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["diagnose", str(path), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert isinstance(rc, dict)
-    return rc
+from tests.e2e.scoring import cli_root_cause
 
 
 def _tagged(rank: int, lines: list[str], stream: str = "stderr") -> list[str]:
@@ -41,7 +33,7 @@ def test_a_horovod_rank_out_of_gpu_memory_is_named_by_its_mpi_tag(tmp_path: Path
         "shape[2,1023,50257] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"])
     log = tmp_path / "horovod.log"
     log.write_text("\n".join(lines) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert (rc["signature"], rc["rank"]) == ("cuda.oom", 2), rc["explanation"]
 
 
@@ -54,7 +46,7 @@ def test_mpiruns_signal_report_names_the_rank_and_node_whose_traceback_is_untagg
         "[gpu07:4242] Signal: Segmentation fault (11)", "[gpu07:4242] *** End of error message ***",
         "-" * 74, "mpirun noticed that process rank 5 with PID 4242 on node gpu07 exited on signal 11 "
         "(Segmentation fault).", "-" * 74]) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["host"]) == (5, "gpu07"), rc["explanation"]
 
 
@@ -71,5 +63,5 @@ def test_every_rank_failing_alike_on_one_host_names_the_host(tmp_path: Path,
                   f"NCCL WARN [Proxy Service {rank}] Failed to execute operation Connect from rank {rank}, retcode 3"]
     log = tmp_path / "nccl-tests.out"
     log.write_text("\n".join(lines) + "\n")
-    rc = _diagnose(log, capsys)
+    rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["host"]) == (None, "tomte401"), rc["explanation"]

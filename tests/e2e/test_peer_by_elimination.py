@@ -5,19 +5,11 @@ has told its address, the unknown address is that one's: it is named by name, no
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from firstfault.cli import main
-
-
-def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["diagnose", str(path), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert isinstance(rc, dict)
-    return rc
+from tests.e2e.scoring import cli_root_cause
 
 
 def _survivor(host: str, address: str, peer: str) -> str:
@@ -38,7 +30,7 @@ def test_the_one_failing_host_without_a_told_address_owns_the_peer_address(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "gpu-b.log").write_text(_dying("gpu-b"))
     (tmp_path / "gpu-a.log").write_text(_survivor("gpu-a", "10.0.0.1", "10.0.0.2"))
-    rc = _diagnose(tmp_path, capsys)
+    rc = cli_root_cause(tmp_path, capsys)
     assert rc["host"] == "gpu-b"
 
 
@@ -47,5 +39,5 @@ def test_two_hosts_without_a_told_address_leave_the_address_unowned(
     (tmp_path / "gpu-b.log").write_text("gpu-b:9144:9179 [1] NCCL WARN NET/IB : Got async event : port error\n")
     (tmp_path / "gpu-c.log").write_text("gpu-c:7144:7179 [1] NCCL WARN NET/IB : Got async event : port error\n")
     (tmp_path / "gpu-a.log").write_text(_survivor("gpu-a", "10.0.0.1", "10.0.0.2"))
-    rc = _diagnose(tmp_path, capsys)
+    rc = cli_root_cause(tmp_path, capsys)
     assert rc["host"] not in ("gpu-b", "gpu-c") or float(str(rc["confidence"])) < 0.5

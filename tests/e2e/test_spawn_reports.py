@@ -6,12 +6,11 @@ one-node job it is the rank, on several nodes it names no global rank by itself.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from firstfault.cli import main
+from tests.e2e.scoring import cli_root_cause
 
 SPAWN_TRACE = [
     "Traceback (most recent call last):",
@@ -31,19 +30,12 @@ SPAWN_TRACE = [
 ]
 
 
-def _diagnose(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["diagnose", str(path), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert isinstance(rc, dict)
-    return rc
-
-
 def test_the_spawned_process_that_raised_is_the_rank_on_one_node(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "train.log"
     log.write_text("\n".join(["[12/03 10:00:01 d2.utils.events]:  iter: 4199  total_loss: 0.61", *SPAWN_TRACE])
                    .replace("{index}", "3") + "\n")
-    assert _diagnose(log, capsys)["rank"] == 3
+    assert cli_root_cause(log, capsys)["rank"] == 3
 
 
 def test_on_several_nodes_the_process_index_is_not_a_global_rank(tmp_path: Path,
@@ -54,5 +46,5 @@ def test_on_several_nodes_the_process_index_is_not_a_global_rank(tmp_path: Path,
         if node == "gpu-a02":
             lines += [line.replace("{index}", "3") for line in SPAWN_TRACE]
         (tmp_path / f"{node}.log").write_text("\n".join(lines) + "\n")
-    rc = _diagnose(tmp_path, capsys)
+    rc = cli_root_cause(tmp_path, capsys)
     assert rc["rank"] != 3
