@@ -40,4 +40,4 @@ def test_two_hosts_without_a_told_address_leave_the_address_unowned(
     (tmp_path / "gpu-c.log").write_text("gpu-c:7144:7179 [1] NCCL WARN NET/IB : Got async event : port error\n")
     (tmp_path / "gpu-a.log").write_text(_survivor("gpu-a", "10.0.0.1", "10.0.0.2"))
     rc = cli_root_cause(tmp_path, capsys)
-    assert rc["host"] not in ("gpu-b", "gpu-c") or float(str(rc["confidence"])) < 0.5
+    assert rc["host"] not in ("gpu-b", "gpu-c")  # neither is guessed to own the address
