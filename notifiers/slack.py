@@ -73,7 +73,7 @@ class SlackNotifier:
             return self.send(incident, channel, None, delivery_id)  # someone deleted the root: post a new one
         text, blocks = revision_reply(incident, url)
         reply = _call(self.client.chat_postMessage, channel=channel, thread_ts=ts, text=text, blocks=blocks,
-                      metadata=metadata, reply_broadcast=incident.state == "resolved",
+                      metadata=metadata, reply_broadcast=_resolution(incident),
                       unfurl_links=False, unfurl_media=False)
         return Delivery(ref=root_ref, detail=f"root updated, thread reply {reply['ts']}")
 
@@ -118,6 +118,12 @@ class SlackNotifier:
             cursor = (page.get("response_metadata") or {}).get("next_cursor")
             if not cursor:
                 raise Rejected("channel_not_found", f"no channel named {address}")
+
+
+def _resolution(incident: Incident) -> bool:
+    """A resolution's reply is also shown in the channel; a resolved incident told of its regression is not (the
+    regression has a post of its own there)."""
+    return incident.state == "resolved" and incident.regressed_by is None
 
 
 def split_ref(ref: str) -> tuple[str, str]:

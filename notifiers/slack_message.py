@@ -64,6 +64,8 @@ def fit_lines(lines: Sequence[str], limit: int) -> str:
 
 
 def _emoji(incident: Incident) -> str:
+    if incident.regressed_by:
+        return "🔁"
     return "✅" if incident.state == "resolved" else "🔴"
 
 
@@ -128,6 +130,8 @@ def _fields(incident: Incident) -> Block:
     if incident.regression_of:
         pairs.append(("Regression", f"the same failure on this host as `{incident.regression_of}`, which was "
                                     "resolved: the fix did not hold"))
+    if incident.regressed_by:
+        pairs.append(("Failed again", f"`{incident.regressed_by}`: the same failure on this host after the fix"))
     fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k in ('Initiating', 'Suspects') else v}",
                                               FIELD_CHARS)}
               for k, v in pairs[:10]]

@@ -13,6 +13,8 @@ CODE = "```"
 
 def header_prefix(incident: Incident) -> str:
     v = incident.verification
+    if incident.state == "resolved" and incident.regressed_by:
+        return "Failed again after its fix: "
     if incident.state == "resolved":
         return "Verified: " if v and v.status == "passed" else "Resolved: "
     return "Verification failed, reopened: " if v and v.status == "failed" else ""

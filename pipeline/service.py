@@ -141,7 +141,8 @@ class Pipeline:
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
                 fixed = self._fixed_before(diagnosis, event)
                 saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now, fixed),
-                                                 self.on_saved, read=view.changes)
+                                                 self.on_saved, read=view.changes,
+                                                 regressed=lambda new, earlier: _told(new, earlier, now))
             if saved is not None:
                 _observe(saved, view.failed_at)
                 log.info("incident %s (job %s, revision %d): %s, rank %s on %s", saved.id, job_id, saved.revision,
@@ -221,6 +222,17 @@ def _repeats(previous: Incident | None, diagnosis: Diagnosis) -> int:
     if previous is None or signature is None or previous.signature != signature:
         return 0
     return previous.repeats + 1
+
+
+def _told(new: Incident, earlier: Incident, now: datetime) -> Incident | None:
+    """The earlier incident's revision that tells its thread the failure came back (its fix did not hold)."""
+    if earlier.regressed_by == new.id:
+        return None
+    where = f"rank {new.rank} on {new.host}" if new.rank is not None else f"host {new.host}"
+    line = (f"Failed again: {new.id} (job {new.job_id} attempt {new.attempt}), {new.signature} on {where}: "
+            f"the fix did not hold; the new incident is {new.severity}")
+    return earlier.model_copy(update={"regressed_by": new.id, "revision": earlier.revision + 1, "updated_at": now,
+                                      "changes": [line]})
 
 
 def _observe(saved: Incident, failed_at: datetime | None) -> None:

@@ -42,6 +42,8 @@ class Incident(BaseModel):
     regression_of: str | None = Field(None, description=(
         "a resolved incident of another job or attempt with the same signature on the same host: this one is "
         "its regression (the fix did not hold, or the node came back unfixed)"))
+    regressed_by: str | None = Field(None, description=(
+        "the newest later incident that is this one's regression: the earlier thread is told it failed again"))
 
     @property
     def signature(self) -> str | None:

@@ -25,6 +25,7 @@ from store import progress
 from store.db import make_engine, migrate
 from store.notify_sql import SqlNotifyTx, not_storable
 from store.ports import OnSaved as OnSaved  # re-exported: the pipeline and runtime name the hook by this module
+from store.ports import Regressed as Regressed
 from store.tables import IncidentRow, JobRow, RevisionRow, ShardRow
 
 STALE = timedelta(minutes=10)
@@ -233,11 +234,14 @@ class Store:
 
     # -- incidents ----------------------------------------------------------------------------------------------
     def save_incident(self, job_id: str, build: Callable[[Incident | None], Incident | None],
-                      on_saved: OnSaved | None = None, read: int | None = None) -> Incident | None:
+                      on_saved: OnSaved | None = None, read: int | None = None,
+                      regressed: Regressed | None = None) -> Incident | None:
         """Lock the job, give `build` the current incident, write what it returns (None: leave it) and call
         `on_saved` in the same transaction. Concurrent correlations of one job serialize on the job row. `read`
         is the job's change counter the diagnosis was made from (JobView.changes): noted, whatever `build`
-        returns, so that a later correlation with nothing newer to read can be skipped."""
+        returns, so that a later correlation with nothing newer to read can be skipped. When the incident has
+        just become a regression of an earlier one, `regressed(new, earlier)` gives the earlier one's next
+        revision (what its thread is told), written with its own `on_saved` in the same transaction."""
         with self.session() as s:
             job = s.get(JobRow, job_id, with_for_update=True)
             if job is not None and read is not None and read > job.correlated:
@@ -257,9 +261,13 @@ class Store:
                 s.add(RevisionRow(incident_id=new.id, revision=new.revision,
                                   diagnosis=new.diagnosis.model_dump(mode="json"), changes=new.changes,
                                   created_at=new.updated_at))
+            previous = current if current and current.id == new.id else None
             if on_saved is not None:
                 s.flush()
-                on_saved(SqlNotifyTx(s), new, current if current and current.id == new.id else None)
+                on_saved(SqlNotifyTx(s), new, previous)
+            if regressed is not None and new.regression_of and (previous is None or
+                                                                previous.regression_of != new.regression_of):
+                _tell_earlier(s, new, regressed, on_saved)
             return new
 
     def resolve(self, incident_id: str, note: str, now: datetime,
@@ -318,6 +326,26 @@ class Store:
             return [(r.revision, _aware(r.created_at) or r.created_at, list(r.changes)) for r in rows]
 
 
+def _tell_earlier(s: Session, new: Incident, regressed: Regressed, on_saved: OnSaved | None) -> None:
+    """Write the earlier incident's revision that says `new` is its regression, with its notifications."""
+    assert new.regression_of is not None
+    found = _locked_incident(s, new.regression_of)  # its job's row first, as its own correlations lock it
+    if found is None:
+        return
+    earlier = _incident(found)
+    told = regressed(new, earlier)
+    if told is None:
+        return
+    _fill(found, told)
+    s.add(found)
+    if told.revision != earlier.revision:
+        s.add(RevisionRow(incident_id=told.id, revision=told.revision, diagnosis=told.diagnosis.model_dump(mode="json"),
+                          changes=told.changes, created_at=told.updated_at))
+    if on_saved is not None:
+        s.flush()
+        on_saved(SqlNotifyTx(s), told, earlier)
+
+
 def _locked_incident(s: Session, incident_id: str) -> IncidentRow | None:
     """The incident's row, read again under lock after its job's row is locked (None for an unknown id): a
     change to an incident serializes with the job's correlations, which lock the job row first too."""
@@ -339,7 +367,7 @@ def _fill(row: IncidentRow, inc: Incident) -> None:
     row.labels, row.changes = dict(inc.labels), list(inc.changes)
     row.diagnosis = inc.diagnosis.model_dump(mode="json")
     row.verification = inc.verification.model_dump(mode="json") if inc.verification else None
-    row.repeats, row.regression_of = inc.repeats, inc.regression_of
+    row.repeats, row.regression_of, row.regressed_by = inc.repeats, inc.regression_of, inc.regressed_by
     row.updated_at = inc.updated_at
 
 
@@ -349,7 +377,7 @@ def _incident(row: IncidentRow) -> Incident:
         "labels": row.labels, "state": row.state, "revision": row.revision, "severity": row.severity,
         "created_at": _aware(row.created_at), "updated_at": _aware(row.updated_at), "diagnosis": row.diagnosis,
         "changes": row.changes, "verification": row.verification, "repeats": row.repeats or 0,
-        "regression_of": row.regression_of,
+        "regression_of": row.regression_of, "regressed_by": row.regressed_by,
     })
 
 

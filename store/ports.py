@@ -167,4 +167,6 @@ class NotifyStore(Protocol):
 
 # Called inside the incident's transaction, so that what it writes (the outbox) commits or rolls back with it.
 OnSaved = Callable[[NotifyTx, Incident, Incident | None], None]
+# (the new incident, the resolved one it is a regression of) -> the earlier one's next revision, or None
+Regressed = Callable[[Incident, Incident], Incident | None]
 

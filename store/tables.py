@@ -114,6 +114,7 @@ class IncidentRow(SQLModel, table=True):
     verification: dict[str, Any] | None = Field(default=None, sa_column=sa.Column(sa.JSON, nullable=True))
     repeats: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
     regression_of: str | None = Field(default=None, sa_column=sa.Column(sa.String(64), nullable=True))
+    regressed_by: str | None = Field(default=None, sa_column=sa.Column(sa.String(64), nullable=True))
     created_at: datetime = Field(index=True)
     updated_at: datetime
 

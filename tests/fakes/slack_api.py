@@ -36,6 +36,7 @@ class Message:
     thread_ts: str | None = None
     metadata: dict[str, Any] | None = None
     edits: list[dict[str, Any]] = field(default_factory=list)
+    broadcast: bool = False  # a thread reply also sent to the channel (reply_broadcast)
 
 
 class BlockError(Exception):
@@ -129,7 +130,8 @@ class FakeSlack(FakeServer):
         self._sent_in_second[(cid, second)] = sent + 1
         self._counter += 1
         message = Message(cid, f"{1_700_000_000 + self._counter}.{self._counter:06d}", params.get("text") or "",
-                          _blocks(params), thread_ts, _json_param(params.get("metadata")))
+                          _blocks(params), thread_ts, _json_param(params.get("metadata")),
+                          broadcast=bool(thread_ts) and str(params.get("reply_broadcast")).lower() in ("true", "1"))
         self.messages.append(message)
         if self.on_post is not None:
             self.on_post(message)
