@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 
+from api.fleet import fleet_router
 from api.history import history_router
 from api.ingest import ingest_router
 from api.limits import BodyLimit
@@ -40,6 +41,7 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store,
     app.include_router(ingest_router(dispatcher, settings.api_token))
     catalog = default_catalog()
     app.include_router(history_router(store, catalog, settings.api_token))
+    app.include_router(fleet_router(store, catalog, settings.public_url))
     policy = WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)
     app.include_router(subscriptions_router(store, settings.api_token, policy))
     app.include_router(verification_router(store, catalog, settings.api_token))

@@ -21,6 +21,7 @@ from api.timeline import timeline_svg
 from catalog.loader import Catalog
 from schemas.errors import RetryableError, UsageError
 from schemas.text import rank_ranges, spans_text
+from store.fleet import host_incidents, rma_bundle
 from store.incidents import Store
 from store.offenders import offenders
 from store.queries import IncidentFilter, incident_detail, list_incidents, parse_since
@@ -104,6 +105,18 @@ def web_router(store: Store, catalog: Catalog) -> APIRouter:
         except (UsageError, RetryableError) as exc:
             return trouble(exc)
         return page("offenders.html", offenders=found, values=values)
+
+    @router.get("/fleet/{host}")
+    def host_page(request: Request, host: str) -> HTMLResponse:
+        cluster = request.query_params.get("cluster") or None
+        try:
+            found = host_incidents(store, catalog, host, "", cluster)
+            bundle = rma_bundle(store, catalog, host, clock_of(request), "", cluster)
+        except RetryableError as exc:
+            return trouble(exc)
+        if not found:
+            return page("error.html", status=404, message=f"No incident has its root cause on {host}.")
+        return page("fleet_host.html", host=host, cluster=cluster, incidents=found, bundle=bundle)
 
     @router.get("/subscriptions")
     def subscriptions_page() -> HTMLResponse:

@@ -1,4 +1,4 @@
-"""The arguments of `firstfault incidents list|show|stats|offenders|resolve`. Light on purpose: the CLI builds
+"""The arguments of `firstfault incidents list|show|stats|offenders|host|rma|resolve`. Light on purpose: the CLI builds
 every parser at start, and the store imports wait in firstfault/history_cli.py until an incidents command runs."""
 
 from __future__ import annotations
@@ -29,6 +29,20 @@ def add_incidents_parser(sub: argparse._SubParsersAction) -> None:  # type: igno
     _filters(off)
     off.add_argument("--min-jobs", type=int, default=2)
     off.add_argument("--format", choices=["text", "json"], default="text")
+    host = actions.add_parser("host", help="one host's incidents across jobs, oldest first (hardware marked)")
+    _host_args(host)
+    host.add_argument("--format", choices=["text", "json"], default="text")
+    rma = actions.add_parser("rma", help="a host's hardware evidence for a vendor return: GPUs, lines, incidents")
+    _host_args(rma)
+    rma.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    rma.add_argument("--out", metavar="FILE", help="write the bundle here instead of stdout")
+
+
+def _host_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("host")
+    p.add_argument("--cluster", help="only this cluster's incidents (a host name may exist in several)")
+    p.add_argument("--since", help="7d, 24h, 30m, 2w or an ISO date")
+    p.add_argument("--db", metavar="URL", help="database URL (default: FIRSTFAULT_DATABASE_URL or settings)")
 
 
 def _filters(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""`firstfault incidents list|show|stats|offenders|resolve`: the incident history from the terminal."""
+"""`firstfault incidents list|show|stats|offenders|host|rma|resolve`: the incident history from the terminal."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from firstfault.render import render_markdown, render_text
 from schemas.clock import system_clock
 from schemas.diagnosis import TimelineEntry
 from schemas.errors import TransportError, UsageError
+from store.fleet import HostIncident, host_incidents, rma_bundle, rma_markdown
 from store.impact_stats import CostStats, stats_with_cost
 from store.incidents import Store
 from store.offenders import Offender, offenders
@@ -48,6 +49,8 @@ def cmd_incidents(args: argparse.Namespace, out: Console) -> int:
             return _show(store, args.id, args.format, out)
         if args.action == "resolve":
             return _resolve(store, args.id, args.note, out)
+        if args.action in ("host", "rma"):
+            return _host(store, args, out)
         _query(store, args, _filter(args, system_clock()), out)
         return 0
     finally:
@@ -194,6 +197,44 @@ def _print_stats(result: CostStats, out: Console) -> None:
                      f"{g.incidents}" + (f" ({g.incidents - g.costed} not costed)" if g.costed < g.incidents else ""),
                      g.signature or "(no known signature)", escape(g.cluster or "-"), g.week)
     out.print(cost)
+
+
+def _host(store: Store, args: argparse.Namespace, out: Console) -> int:
+    now = system_clock()
+    f = IncidentFilter(since=parse_since(args.since, now) if args.since else None)
+    base = load_settings().public_url
+    if args.action == "host":
+        found = host_incidents(store, default_catalog(), args.host, base, args.cluster, f)
+        if args.format == "json":
+            sys.stdout.write("[" + ",\n".join(i.model_dump_json(indent=2) for i in found) + "]\n")
+        else:
+            _print_host(args.host, found, out)
+        return 0
+    bundle = rma_bundle(store, default_catalog(), args.host, now, base, args.cluster, f)
+    if bundle is None:
+        raise UsageError(f"no hardware incident on {args.host!r} (try: firstfault incidents host {args.host})")
+    text = bundle.model_dump_json(indent=2) + "\n" if args.format == "json" else rma_markdown(bundle)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        out.print(f"wrote the RMA bundle of {escape(args.host)} ({bundle.incidents} incident(s), "
+                  f"{len(bundle.evidence)} evidence line(s)) to {escape(args.out)}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _print_host(host: str, found: list[HostIncident], out: Console) -> None:
+    if not found:
+        out.print(f"No incident has its root cause on {escape(host)}.")
+        return
+    table = Table("when", "incident", "job", "signature", "rank", "GPU", "state", box=None, pad_edge=False,
+                  title=f"{escape(host)}: {len(found)} incident(s), oldest first (* hardware)", title_justify="left")
+    for i in found:
+        table.add_row(f"{i.at:%Y-%m-%d %H:%M}", i.incident_id, escape(f"{i.job_id}#{i.attempt}"),
+                      (i.signature or "-") + (" *" if i.hardware else ""), "-" if i.rank is None else str(i.rank),
+                      i.gpu or "-", i.state)
+    out.print(table)
 
 
 def _print_offenders(found: list[Offender], out: Console) -> None:

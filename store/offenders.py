@@ -90,7 +90,7 @@ def drain_command(host: str, scheduler: str, signatures: list[str], jobs: int) -
     return f'scontrol update nodename={name} state=drain reason="{reason}"'
 
 
-def _schedulers(store: Store, job_ids: set[str]) -> dict[str, str]:
+def schedulers_of(store: Store, job_ids: set[str]) -> dict[str, str]:
     if not job_ids:
         return {}
     with store.session() as s:
@@ -125,7 +125,7 @@ def offenders(store: Store, catalog: Catalog, f: IncidentFilter, min_jobs: int =
         tallies.setdefault((cluster, host), _Tally()).add(incident_id, job_id, signature, utc(created_at))
     chosen = {key: t for key, t in tallies.items() if len(t.jobs) >= min_jobs}
     _tally_gpus(store, chosen)
-    schedulers = _schedulers(store, {j for t in chosen.values() for j in t.jobs})
+    schedulers = schedulers_of(store, {j for t in chosen.values() for j in t.jobs})
     out = []
     for (cluster, host), t in chosen.items():
         kinds = {schedulers.get(j, "slurm") for j in t.jobs}
