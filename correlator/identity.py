@@ -11,11 +11,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord
 from correlator.pod_nodes import lone_pods
+
+if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
+    from correlator.local_ranks import LocalRanks
 
 _IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[\w.-]+):(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)")
 _ADDR = re.compile(r"(?:\[\d+\])?[\w.-]+:(?P<ip>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+(?:%\w+)?)<\d+>")
@@ -54,13 +58,18 @@ class IdentityMap:
     interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
     sole_rank: dict[str, int] = field(default_factory=dict)  # host -> rank, where the host runs that rank alone
-    one_node: bool = False  # the job runs on one node (correlator.local_ranks): a local rank is the global rank
+    local_ranks: LocalRanks | None = None  # (node, local rank) -> rank, once naming has read them
     pod_on: dict[str, str] = field(default_factory=dict)  # a node -> the one pod of the job it ran (pod_nodes.py)
 
     def __post_init__(self) -> None:
         # a caller may pass plain dicts: the maps are kept with their inverses whatever was given
         self.host_of_rank = HostMap(self.host_of_rank)
         self.host_of_ip = HostMap(self.host_of_ip)
+
+    @property
+    def one_node(self) -> bool:
+        """The job runs on one node (correlator.local_ranks): a local rank is the global rank."""
+        return self.local_ranks is not None and self.local_ranks.single_node
 
     def rank_of_pci(self, host: str | None, pci: str) -> int | None:
         """NVRM: Xid (PCI:0000:3b:00) -> the rank whose NCCL init line printed busId 3b000."""

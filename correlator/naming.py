@@ -61,7 +61,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     if role_named:
         state.step(as_local(state.findings, state.context, role_named))
     local = local_ranks(state.context, state.of_kind, state.pairs, state.ids, _store_world(state.findings))
-    state.ids.one_node = local.single_node
+    state.ids.local_ranks = local
     if any(w.local_rank is not None for w, _ in state.pairs):
         state.step(_global_ranks(state.findings, state.context, local))
     subjects = _dead_actors(state.findings, state.of_kind)
