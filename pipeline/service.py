@@ -21,6 +21,7 @@ from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data
+from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
 
 log = logging.getLogger("firstfault.pipeline")
@@ -167,7 +168,8 @@ class Pipeline:
         rc = diagnosis.root_cause
         if rc is None or rc.signature is None or rc.host is None:
             return None
-        return self.store.fixed_before(rc.signature, rc.host, event.job_id, event.attempt)
+        return self.store.fixed_before(rc.signature, rc.host, event.job_id, event.attempt,
+                                       pci_in(e.text for e in rc.evidence))
 
     def _build(self, event: JobEvent, diagnosis: Diagnosis, current: Incident | None,
                now: datetime, fixed: Incident | None = None) -> Incident | None:

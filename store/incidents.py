@@ -9,26 +9,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from correlator.jobs import Expected, Progress, may_be_complete
+from correlator.jobs import Progress, may_be_complete
 from correlator.shards import SourceKey, StoredShard
 from schemas.errors import TransportError
 from schemas.incident import Incident
 from schemas.wire import JobEvent, merged
 from store import progress
 from store.db import make_engine, migrate
+from store.gpus import gpu_of
 from store.notify_sql import SqlNotifyTx, not_storable
 from store.ports import OnSaved as OnSaved  # re-exported: the pipeline and runtime name the hook by this module
 from store.ports import Regressed as Regressed
+from store.progress import STALE, Recorded, recorded, shard_values
 from store.tables import IncidentRow, JobRow, RevisionRow, ShardRow
-
-STALE = timedelta(minutes=10)
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -153,19 +153,19 @@ class Store:
                 # The job's row is locked first: two workers storing a job's last two shards at once would each
                 # count the other's as missing (neither committed yet) and neither would correlate. Locked, the
                 # second waits for the first's commit and counts both.
-                counted = progress.record(conn, _shard_values(job_id, key, seq, eof, scanned, now), key)
+                counted = progress.record(conn, shard_values(job_id, key, seq, eof, scanned, now), key)
         except sa.exc.IntegrityError:
             return Recorded(False)
         except sa.exc.OperationalError as exc:  # unreachable, locked, failed over: try again later
             raise TransportError(f"database: {exc.orig}") from exc
-        return _recorded(counted, now)
+        return recorded(counted, now)
 
     def record_shards(self, job_id: str, shards: list[tuple[SourceKey, int, bool, dict[str, Any]]],
                       now: datetime) -> tuple[list[bool], bool]:
         """record_shard for several scanned shards of one job (key, seq, eof, scanned), in one transaction:
         (fresh per shard, whether they may decide anything: False only when a correlation is pending and, by the
         counts, none of them can have completed the job). Redeliveries among them: stored one by one."""
-        values = [_shard_values(job_id, key, seq, eof, scanned, now) for key, seq, eof, scanned in shards]
+        values = [shard_values(job_id, key, seq, eof, scanned, now) for key, seq, eof, scanned in shards]
         try:
             with self.engine.begin() as conn:
                 counted = progress.record_batch(conn, job_id, values, [key for key, *_ in shards])
@@ -174,7 +174,7 @@ class Store:
             return [r.fresh for r in each], any(r.decides for r in each)
         except sa.exc.OperationalError as exc:
             raise TransportError(f"database: {exc.orig}") from exc
-        return [True] * len(shards), _recorded(counted, now).decides
+        return [True] * len(shards), recorded(counted, now).decides
 
     def job_progress(self, job_id: str) -> JobProgress:
         """The job's event and its sources' counts, and, only when those counts say it may be complete
@@ -303,14 +303,17 @@ class Store:
                          .order_by(col(IncidentRow.attempt).desc())).first()
             return _incident(row) if row else None
 
-    def fixed_before(self, signature: str, host: str, job_id: str, attempt: int) -> Incident | None:
+    def fixed_before(self, signature: str, host: str, job_id: str, attempt: int,
+                     gpu: str | None = None) -> Incident | None:
         """The latest resolved incident, of another job or another attempt of this one, whose root cause is
-        ``signature`` on ``host``: a new one like it is a regression."""
+        ``signature`` on ``host`` (and on the same GPU, when both name one: a fix of the GPU at 3b:00 did not
+        fail because the one at 5e:00 faulted): a new one like it is a regression."""
         with self.session() as s:
             rows = s.exec(select(IncidentRow).where(IncidentRow.signature == signature, IncidentRow.host == host,
                                                     IncidentRow.state == "resolved")
                           .order_by(col(IncidentRow.updated_at).desc()).limit(8)).all()
-            row = next((r for r in rows if (r.job_id, r.attempt) != (job_id, attempt)), None)
+            row = next((r for r in rows if (r.job_id, r.attempt) != (job_id, attempt)
+                        and _same_gpu(gpu, gpu_of(r.diagnosis))), None)
             return _incident(row) if row else None
 
     def incidents(self, limit: int = 50, offset: int = 0) -> list[Incident]:
@@ -324,6 +327,10 @@ class Store:
             rows = s.exec(select(RevisionRow).where(RevisionRow.incident_id == incident_id)
                           .order_by(col(RevisionRow.revision))).all()
             return [(r.revision, _aware(r.created_at) or r.created_at, list(r.changes)) for r in rows]
+
+
+def _same_gpu(new: str | None, earlier: str | None) -> bool:
+    return new is None or earlier is None or new == earlier
 
 
 def _tell_earlier(s: Session, new: Incident, regressed: Regressed, on_saved: OnSaved | None) -> None:
@@ -379,41 +386,3 @@ def _incident(row: IncidentRow) -> Incident:
         "changes": row.changes, "verification": row.verification, "repeats": row.repeats or 0,
         "regression_of": row.regression_of, "regressed_by": row.regressed_by,
     })
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """What storing a shard found: whether it was new, and what deciding whether it matters needs."""
-
-    fresh: bool
-    settled: bool = False  # a correlation is pending and the shard's source is still incomplete
-    pending: tuple[Expected, Progress] | None = None  # the job's expectation and counts, while one is pending
-
-    @property
-    def decides(self) -> bool:
-        """Whether the shard may decide anything: a redelivery always re-evaluates (the worker that stored it may
-        have died before scheduling); a fresh one not while a correlation is pending and it cannot complete the
-        job: not one of a source that stays incomplete, nor any while too few sources have ended (counted, not
-        read). Skipping the job-wide check then keeps a 1,024-rank job linear in its shards."""
-        if not self.fresh:
-            return True
-        return not (self.settled or (self.pending is not None and not may_be_complete(*self.pending)))
-
-
-def _recorded(counted: progress.Counted, now: datetime) -> Recorded:
-    if counted.job is None or counted.job[0] is None:  # no correlation pending: nothing is settled
-        return Recorded(True)
-    if not counted.complete:
-        return Recorded(True, settled=True)
-    pending, expected, counts = counted.job
-    stale = _aware(pending) < now - STALE  # type: ignore[operator]  # taken as lost: the caller looks again
-    return Recorded(True, pending=None if stale else (expected, counts))
-
-
-def _shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
-                  now: datetime) -> dict[str, Any]:
-    return {"job_id": job_id, "source_token": key.token, "stream": key.stream, "rank": key.rank, "host": key.host,
-            "name": key.name, "seq": seq, "eof": eof, "lines": int(scanned["lines"]),
-            "bytes": int(scanned["bytes"]), "scanned": scanned, "received_at": now}
-
-

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
@@ -18,14 +17,13 @@ from sqlmodel import col, select
 
 from catalog.loader import Catalog
 from catalog.model import Category, Scope
+from store.gpus import gpu_of as gpu_of  # re-exported: offenders name a host's GPUs by it
 from store.incidents import Store
 from store.queries import IncidentFilter, incident_rows, utc
 from store.tables import IncidentRow, JobRow
 
 HARDWARE_TAGS = frozenset({"xid", "sxid", "ecc", "ib", "roce", "nic", "nvlink", "nvswitch", "pcie", "hardware"})
 K8S_SCHEDULERS = frozenset({"k8s", "kubernetes"})
-# NVRM: Xid (PCI:0000:3b:00): 79 ... / GPU 0000:3b:00.0: ... / NCCL's busId 3b000
-_PCI_RE = re.compile(r"\b(?:PCI:|GPU )([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 GPU_SAMPLE = 100  # newest incidents per host whose evidence is read for the GPU
 SHOWN_IDS = 20  # newest incident ids listed per host
@@ -71,14 +69,6 @@ class _Tally:
         self.jobs.add(job_id)
         self.signatures[signature] = None
         self.seen.append(when)
-
-
-def gpu_of(diagnosis: dict[str, Any]) -> str | None:
-    """The PCI bus id the root cause's evidence names (Xid and ECC lines carry it), lower-cased."""
-    for ev in (diagnosis.get("root_cause") or {}).get("evidence") or []:
-        if m := _PCI_RE.search(str(ev.get("text", ""))):
-            return m.group(1).lower()
-    return None
 
 
 def drain_command(host: str, scheduler: str, signatures: list[str], jobs: int) -> str:

@@ -10,17 +10,19 @@ when its eof arrived and every seq up to it; the full readiness check reads thes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
-from correlator.jobs import Expected, Progress
+from correlator.jobs import Expected, Progress, may_be_complete
 from correlator.shards import SourceKey
 from schemas.wire import JobEvent
 from store.tables import JobRow, ShardRow, SourceRow
+
+STALE = timedelta(minutes=10)  # a pending correlation overdue by more than this is taken as lost
 
 JOBS = JobRow.__table__.c  # type: ignore[attr-defined]
 SHARDS = ShardRow.__table__  # type: ignore[attr-defined]
@@ -192,3 +194,41 @@ def sources(s: Session, job_id: str) -> tuple[set[SourceKey], set[SourceKey]]:
     rows = s.execute(sa.select(c.stream, c.rank, c.host, c.name, c.complete).where(c.job_id == job_id)).all()
     seen = {SourceKey(stream, rank, host, name): done for stream, rank, host, name, done in rows}
     return set(seen), {key for key, done in seen.items() if done}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What storing a shard found: whether it was new, and what deciding whether it matters needs."""
+
+    fresh: bool
+    settled: bool = False  # a correlation is pending and the shard's source is still incomplete
+    pending: tuple[Expected, Progress] | None = None  # the job's expectation and counts, while one is pending
+
+    @property
+    def decides(self) -> bool:
+        """Whether the shard may decide anything: a redelivery always re-evaluates (the worker that stored it may
+        have died before scheduling); a fresh one not while a correlation is pending and it cannot complete the
+        job: not one of a source that stays incomplete, nor any while too few sources have ended (counted, not
+        read). Skipping the job-wide check then keeps a 1,024-rank job linear in its shards."""
+        if not self.fresh:
+            return True
+        return not (self.settled or (self.pending is not None and not may_be_complete(*self.pending)))
+
+
+def recorded(counted: Counted, now: datetime) -> Recorded:
+    if counted.job is None or counted.job[0] is None:  # no correlation pending: nothing is settled
+        return Recorded(True)
+    if not counted.complete:
+        return Recorded(True, settled=True)
+    pending, expected, counts = counted.job
+    assert pending is not None  # checked above
+    at = pending if pending.tzinfo else pending.replace(tzinfo=UTC)  # SQLite hands datetimes back naive
+    stale = at < now - STALE  # taken as lost: the caller looks again
+    return Recorded(True, pending=None if stale else (expected, counts))
+
+
+def shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+                  now: datetime) -> dict[str, Any]:
+    return {"job_id": job_id, "source_token": key.token, "stream": key.stream, "rank": key.rank, "host": key.host,
+            "name": key.name, "seq": seq, "eof": eof, "lines": int(scanned["lines"]),
+            "bytes": int(scanned["bytes"]), "scanned": scanned, "received_at": now}
