@@ -1,6 +1,7 @@
-"""A line's context records kept in C (catalog._linescan.keep_line) as KeptContext.keep_line keeps them in
-Python: the same records in the same order, the same first and latest occurrences and repeat counts, the same
-error rows dropped past MAX_ERROR_ROWS, on random lines of every kind of row and on a whole generated job."""
+"""A line's context records kept in C (catalog._linescan.keeper(state): keep_line bound to a KeptState) as
+KeptContext.keep_line keeps them in Python: the same records in the same order, the same first and latest occurrences
+and repeat counts, the same error rows dropped past MAX_ERROR_ROWS, on random lines of every kind of row and on a
+whole generated job."""
 
 from __future__ import annotations
 

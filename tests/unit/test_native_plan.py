@@ -1,8 +1,8 @@
 """A distinct line's plan (who said it, when, its text, each context record's fold row) made in C
-(catalog._linescan.plan_for) equals the one SourceScanner._plan_for makes in Python, field by field and type by
-type, on generated job logs, the bundled examples and the catalog's examples, with siblings sharing one
-LineMatch; both remember plans and speakers alike, forget them at the same limit, and keep no plan of a
-truncated line."""
+(catalog._linescan.planner(state): plan_for bound to a PlanState) equals the one SourceScanner._plan_for makes in
+Python, field by field and type by type, on generated job logs, the bundled examples and the catalog's examples, with
+siblings sharing one LineMatch; both remember plans and speakers alike, forget them at the same limit, and keep no
+plan of a truncated line."""
 
 from __future__ import annotations
 
