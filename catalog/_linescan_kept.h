@@ -182,8 +182,9 @@ static PyMethodDef keep_line_def = {"keep_line", (PyCFunction)(void (*)(void))ke
 /* keeper(state): keep_line bound to a KeptState, its fields checked here, once. */
 static PyObject *keeper(PyObject *mod, PyObject *state) {
     static const char *who = "keeper";
+    static PyObject *interned[K_STATE_SIZE] = {NULL};
     PyObject *field[K_STATE_SIZE];
-    if (read_fields(state, kept_state_fields, field, who) < 0) return NULL;
+    if (read_fields(state, kept_state_fields, interned, field, who) < 0) return NULL;
     const char *const *name = kept_state_fields;
     int ok = field_is(PyList_CheckExact(field[K_RECORDS]), who, name[K_RECORDS], "a list") == 0 &&
              field_is(PyDict_CheckExact(field[K_FIRST]), who, name[K_FIRST], "a dict") == 0 &&

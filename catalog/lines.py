@@ -7,6 +7,7 @@ time CPython's byte-at-a-time bytes.count takes), bytes.count elsewhere; the two
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 from catalog.native import linescan
 
@@ -17,12 +18,11 @@ def python_count(buffer: bytes, start: int = 0, end: int | None = None) -> int:
     return buffer.count(b"\n", start, len(buffer) if end is None else end)
 
 
-def newline_counter() -> Counter:
-    """The count to use for work starting now: C where the C loop is enabled, else python_count."""
-    module = linescan()
+def newline_counter(module: ModuleType | None) -> Counter:
+    """The count for work starting now, given what native.linescan() said for it: C, else python_count."""
     return python_count if module is None else module.count_newlines
 
 
 def count_newlines(buffer: bytes, start: int = 0, end: int | None = None) -> int:
-    """Newlines in buffer[start:end], by the count the switch selects now (a loop asks newline_counter once)."""
-    return newline_counter()(buffer, start, len(buffer) if end is None else end)
+    """Newlines in buffer[start:end], by the count the switch selects now (a loop takes newline_counter's once)."""
+    return newline_counter(linescan())(buffer, start, len(buffer) if end is None else end)

@@ -35,7 +35,10 @@ _set_up: list[ModuleType] = []  # the module the setups ran on
 
 def built() -> ModuleType | None:
     """catalog._linescan, or None where it was not built or is hidden."""
-    if _absent or (MODULE in sys.modules and sys.modules[MODULE] is None):
+    module = sys.modules.get(MODULE)  # imported already, most often: a scanner asks once per source
+    if module is not None:
+        return module
+    if _absent or MODULE in sys.modules:  # not built, or hidden (None)
         return None
     try:
         return importlib.import_module(MODULE)

@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from operator import itemgetter
+from types import ModuleType
 from typing import Any, NamedTuple
 
-from catalog.native import linescan, needs_setup
+from catalog.native import needs_setup
 from catalog.native_state import KeptState
 from correlator.speakers import Who
 
@@ -175,11 +176,10 @@ class KeptContext:
 needs_setup(lambda module: module.configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS))
 
 
-def line_keeper(kept: KeptContext) -> Callable[..., None]:
-    """keep_line(contexts, source, line_no, who, time, text, at) on ``kept`` for a scanner made now: C where the C
-    loop is enabled (catalog/native.py: at 4,096 ranks 60,000 records a gigabyte, two Python method calls each),
-    bound to its KeptState, else the method itself."""
-    module = linescan()
+def line_keeper(kept: KeptContext, module: ModuleType | None) -> Callable[..., None]:
+    """keep_line(contexts, source, line_no, who, time, text, at) on ``kept`` for a scanner made now, given what
+    catalog.native.linescan() said for it: C where the C loop is enabled (at 4,096 ranks 60,000 records a
+    gigabyte, two Python method calls each), bound to its KeptState, else the method itself."""
     return kept.keep_line if module is None else module.keeper(kept.state)
 
 

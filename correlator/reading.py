@@ -137,8 +137,8 @@ class SourceScanner:
         module = linescan()
         self._native_who_and_stamp = None if module is None else module.who_and_stamp
         self._native_plan_for = None if module is None else module.planner(self._plan_state)
-        self._keep_line = line_keeper(self._context)
-        self._count_newlines = newline_counter()
+        self._keep_line = line_keeper(self._context, module)
+        self._count_newlines = newline_counter(module)
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)

@@ -94,10 +94,10 @@ def test_a_job_scanned_through_either_keeps_the_same_records(tmp_path: Path) -> 
         return [scan_source(matcher, p.name, chunks(Source(p.name, p)), 2026).context for p in paths]
 
     kept = KeptContext()
-    assert getattr(line_keeper(kept), "__self__", kept) is not kept  # bound to its state, in C
+    assert getattr(line_keeper(kept, native.linescan()), "__self__", kept) is not kept  # bound to its state, in C
     through_c = scanned()
     with switched(False):
-        assert line_keeper(kept) == kept.keep_line
+        assert line_keeper(kept, native.linescan()) == kept.keep_line
         assert through_c == scanned()
     assert sum(map(len, through_c)) > 100
 

@@ -36,7 +36,7 @@ def _paths() -> dict[str, Any]:
     """What a matcher built now, a buffer scanned now and a scanner made now would run."""
     scanner = reading.SourceScanner(default_matcher(), "a.log", Who(), 2026)
     return {"engine": default_matcher().engine.name, "match_line": _where(matcher._match_line_now()),
-            "captures": _where(matcher._captures_now()), "count": _where(lines.newline_counter()),
+            "captures": _where(matcher._captures_now()), "count": _where(lines.newline_counter(native.linescan())),
             "keep": _where(scanner._keep_line), "plan": _where(scanner._native_plan_for),
             "who": _where(scanner._native_who_and_stamp)}
 
