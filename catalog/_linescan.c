@@ -240,10 +240,36 @@ static PyMethodDef module_methods[] = {
     {"configure_who", configure_who, METH_VARARGS, "the types and memo who_and_stamp makes and reads"},
     {"who_and_stamp", (PyCFunction)(void (*)(void))who_and_stamp, METH_FASTCALL,
      "_read_who_and_stamp for common ASCII lines, else None"},
-    {"plan_for", (PyCFunction)(void (*)(void))plan_for, METH_FASTCALL, "SourceScanner._plan_for, no owner line"},
+    {"planner", planner, METH_O, "plan_for(line_match, raw) bound to a catalog.native_state.PlanState"},
     {"configure_kept", configure_kept, METH_VARARGS, "the record type, first-only kinds and error rows keep_line uses"},
-    {"keep_line", (PyCFunction)(void (*)(void))keep_line, METH_FASTCALL, "KeptContext.keep_line"},
+    {"keeper", keeper, METH_O, "keep_line(contexts, ...) bound to a catalog.native_state.KeptState"},
     {NULL}};
+
+/* ("a", "b", ...) of a NULL-ended list of names. New reference. */
+static PyObject *names_tuple(const char *const *names) {
+    Py_ssize_t n = 0;
+    while (names[n]) n++;
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t k = 0; out && k < n; k++) {
+        PyObject *name = PyUnicode_FromString(names[k]);
+        if (!name) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, k, name);
+    }
+    return out;
+}
+
+/* What planner and keeper read, by name: tests/unit/test_native_state.py holds catalog/native_state.py to it. */
+static int add_field_names(PyObject *m) {
+    const char *const *lists[] = {plan_state_fields, plan_fields, kept_state_fields};
+    const char *spelled[] = {"PLAN_STATE_FIELDS", "PLAN_FIELDS", "KEPT_STATE_FIELDS"};
+    for (int k = 0; k < 3; k++) {
+        PyObject *names = names_tuple(lists[k]);
+        int failed = names ? PyModule_AddObjectRef(m, spelled[k], names) : -1;
+        Py_XDECREF(names);
+        if (failed < 0) return -1;
+    }
+    return 0;
+}
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "catalog._linescan", NULL, -1, module_methods};
 
@@ -268,7 +294,7 @@ PyMODINIT_FUNC PyInit__linescan(void) {
         PyModule_AddIntConstant(m, "HS_FLAG_PREFILTER", HS_FLAG_PREFILTER) < 0 ||
         PyModule_AddIntConstant(m, "HS_FLAG_CASELESS", HS_FLAG_CASELESS) < 0 ||
         PyModule_AddIntConstant(m, "HS_FLAG_DOTALL", HS_FLAG_DOTALL) < 0 ||
-        PyModule_AddIntConstant(m, "HS_FLAG_SINGLEMATCH", HS_FLAG_SINGLEMATCH) < 0) {
+        PyModule_AddIntConstant(m, "HS_FLAG_SINGLEMATCH", HS_FLAG_SINGLEMATCH) < 0 || add_field_names(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -3,9 +3,17 @@
  * Each distinct matched line's context records go through KeptContext: a repeat of a row kept before is only
  * counted (or moved to its latest occurrence), a new one is kept. At 4,096 ranks that is 60,000 records a
  * gigabyte, and in Python two method calls each. The steps here are repeat's then add's, in their order, on the
- * KeptContext's own lists and dicts; the Python method stays the fallback and the reference
- * (tests/unit/test_native_kept.py compares the two). configure_kept gives it the ContextRecord type, the kinds
- * whose first occurrence is all that is kept, and MAX_ERROR_ROWS. */
+ * KeptContext's own lists and dicts, which its catalog.native_state.KeptState holds; the Python method stays the
+ * fallback and the reference (tests/unit/test_native_kept.py compares the two). configure_kept gives it the
+ * ContextRecord type, the kinds whose first occurrence is all that is kept, and MAX_ERROR_ROWS.
+ *
+ * keeper(state) reads a KeptState's fields by name once (a field missing, or of the wrong type, is a TypeError
+ * naming it) and returns keep_line(contexts, source, line_no, who, time, text, at) bound to its containers;
+ * errors_dropped is read and written on the state itself, by name. */
+
+/* KeptState's fields, in the order the bound containers are held here (catalog/native_state.py documents each) */
+static const char *const kept_state_fields[] = {"records", "first", "last", "errors", "errors_dropped", NULL};
+enum { K_RECORDS, K_FIRST, K_LAST, K_ERRORS, K_DROPPED, K_STATE_SIZE };
 
 static PyObject *record_type = NULL, *first_only_kinds = NULL;
 static Py_ssize_t max_error_rows = 0;
@@ -40,7 +48,7 @@ static PyObject *new_record(PyObject *kind, PyObject *captures, PyObject *source
 /* repeat(kind, row, ...) for a new errorish row beyond MAX_ERROR_ROWS: errors_dropped += 1. */
 static int count_dropped(PyObject *kept) {
     static PyObject *name = NULL;
-    if (!name && !(name = PyUnicode_InternFromString("errors_dropped"))) return -1;
+    if (!name && !(name = PyUnicode_InternFromString(kept_state_fields[K_DROPPED]))) return -1;
     PyObject *count = PyObject_GetAttr(kept, name);
     if (!count) return -1;
     PyObject *one = PyLong_FromLong(1);
@@ -124,45 +132,81 @@ static int keep_one(PyObject *kept, PyObject *const *dicts, PyObject *item, PyOb
     return failed;
 }
 
-/* keep_line(kept, contexts, source, line_no, who, time, text, at): see KeptContext.keep_line. */
-static PyObject *keep_line(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    static PyObject *names[4] = {NULL};
-    static const char *spelled[4] = {"_kept", "_first", "_last", "_errors"};
-    if (nargs != 8 || !PyList_Check(args[1]) || !PyLong_Check(args[7])) {
-        PyErr_SetString(PyExc_TypeError, "keep_line(kept, contexts, source, line_no, who, time, text, at)");
+typedef struct {
+    PyObject *state;               /* the KeptState: errors_dropped is counted on it */
+    PyObject *field[K_DROPPED];    /* its records, first, last and errors, as they were when bound */
+} kept_state;
+
+static void kept_state_free(PyObject *capsule) {
+    kept_state *st = PyCapsule_GetPointer(capsule, NULL);
+    if (!st) return;
+    Py_XDECREF(st->state);
+    for (int k = 0; k < K_DROPPED; k++) Py_XDECREF(st->field[k]);
+    PyMem_Free(st);
+}
+
+/* keep_line(contexts, source, line_no, who, time, text, at), bound by keeper to one KeptState: see
+ * KeptContext.keep_line. */
+static PyObject *keep_line(PyObject *bound, PyObject *const *args, Py_ssize_t nargs) {
+    kept_state *st = PyCapsule_GetPointer(bound, NULL);
+    if (!st) return NULL;
+    if (nargs != 7 || !PyList_Check(args[0]) || !PyLong_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "keep_line(contexts, source, line_no, who, time, text, at)");
         return NULL;
     }
     if (!record_type) {
         PyErr_SetString(PyExc_RuntimeError, "configure_kept was not called");
         return NULL;
     }
-    PyObject *kept = args[0], *contexts = args[1], *at = args[7];
-    PyObject *dicts[4] = {NULL}, *result = NULL;
-    for (int k = 0; k < 4; k++) {
-        if (!names[k] && !(names[k] = PyUnicode_InternFromString(spelled[k]))) goto done;
-        if (!(dicts[k] = PyObject_GetAttr(kept, names[k]))) goto done;
-    }
-    if (!PyList_CheckExact(dicts[0]) || !PyDict_CheckExact(dicts[1]) || !PyDict_CheckExact(dicts[2]) ||
-        !PyDict_CheckExact(dicts[3])) {
-        PyErr_SetString(PyExc_TypeError, "keep_line: not a KeptContext");
-        goto done;
-    }
-    PyObject *const *line = &args[2]; /* source, line_no, who, time, text */
+    PyObject *contexts = args[0], *at = args[6];
+    PyObject *const *line = &args[1]; /* source, line_no, who, time, text */
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(contexts); k++) {
         PyObject *item = PyList_GET_ITEM(contexts, k);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
             PyErr_SetString(PyExc_TypeError, "a context record must be (kind, captures, row)");
-            goto done;
+            return NULL;
         }
         PyObject *offset = PyLong_FromSsize_t(k);
         PyObject *position = offset ? PyNumber_Add(at, offset) : NULL;
         Py_XDECREF(offset);
-        int failed = position ? keep_one(kept, dicts, item, line, position) : -1;
+        int failed = position ? keep_one(st->state, st->field, item, line, position) : -1;
         Py_XDECREF(position);
-        if (failed) goto done;
+        if (failed) return NULL;
     }
-    result = Py_NewRef(Py_None);
-done:
-    for (int k = 0; k < 4; k++) Py_XDECREF(dicts[k]);
-    return result;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef keep_line_def = {"keep_line", (PyCFunction)(void (*)(void))keep_line, METH_FASTCALL,
+                                    "KeptContext.keep_line(contexts, ...), on the KeptState it was bound to"};
+
+/* keeper(state): keep_line bound to a KeptState, its fields checked here, once. */
+static PyObject *keeper(PyObject *mod, PyObject *state) {
+    static const char *who = "keeper";
+    static PyObject *interned[K_STATE_SIZE] = {NULL};
+    PyObject *field[K_STATE_SIZE];
+    if (read_fields(state, kept_state_fields, interned, field, who) < 0) return NULL;
+    const char *const *name = kept_state_fields;
+    int ok = field_is(PyList_CheckExact(field[K_RECORDS]), who, name[K_RECORDS], "a list") == 0 &&
+             field_is(PyDict_CheckExact(field[K_FIRST]), who, name[K_FIRST], "a dict") == 0 &&
+             field_is(PyDict_CheckExact(field[K_LAST]), who, name[K_LAST], "a dict") == 0 &&
+             field_is(PyDict_CheckExact(field[K_ERRORS]), who, name[K_ERRORS], "a dict") == 0 &&
+             field_is(PyLong_Check(field[K_DROPPED]), who, name[K_DROPPED], "an int") == 0;
+    Py_DECREF(field[K_DROPPED]); /* read on the state each time: an int is replaced, not changed */
+    kept_state *st = ok ? PyMem_Calloc(1, sizeof *st) : NULL;
+    if (!st) {
+        for (int k = 0; k < K_DROPPED; k++) Py_DECREF(field[k]);
+        return ok ? PyErr_NoMemory() : NULL;
+    }
+    st->state = Py_NewRef(state);
+    for (int k = 0; k < K_DROPPED; k++) st->field[k] = field[k];
+    PyObject *capsule = PyCapsule_New(st, NULL, kept_state_free);
+    if (!capsule) {
+        Py_DECREF(st->state);
+        for (int k = 0; k < K_DROPPED; k++) Py_DECREF(st->field[k]);
+        PyMem_Free(st);
+        return NULL;
+    }
+    PyObject *bound = PyCFunction_NewEx(&keep_line_def, capsule, NULL);
+    Py_DECREF(capsule);
+    return bound;
 }

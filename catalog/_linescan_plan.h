@@ -9,11 +9,49 @@
  * row (its template masking), and line_text for a sibling's bytes. correlator/reading.py keeps the Python method
  * as the fallback and the reference; tests/unit/test_native_plan.py compares the two.
  *
- * state: (plans, base, year, whos, errorish, sibling_kinds, Plan, max_line_chars, said_memo, folded_kinds,
- *         python_who_and_stamp, line_text), made once per scanner. */
+ * planner(state) takes a catalog.native_state.PlanState, made once per scanner, reads its fields by name once
+ * (a field missing, or of the wrong type, is a TypeError naming it) and returns plan_for(line_match, raw), bound
+ * to them: the dicts it fills (plans, whos) are the state's own, the rest is read as it was when bound. */
 
+/* PlanState's fields, in the order the state's array holds them here (catalog/native_state.py documents each) */
+static const char *const plan_state_fields[] = {"plans", "base", "year", "whos", "errorish", "sibling_kinds",
+                                                "plan_type", "max_line_chars", "said_memo", "folded_kinds",
+                                                "python_who_and_stamp", "line_text", NULL};
 enum { P_PLANS, P_BASE, P_YEAR, P_WHOS, P_ERRORISH, P_SIBLING_KINDS, P_PLAN, P_MAX_CHARS, P_SAID_MEMO, P_FOLDED,
        P_PY_WHO, P_LINE_TEXT, P_STATE_SIZE };
+/* the fields of a plan (plan_type's slots), set on each plan made */
+static const char *const plan_fields[] = {"who", "stamp", "text", "raw", "contexts", "folded_only", NULL};
+
+/* state.<name> for each of names (NULL-ended) into out, new references; -1 with a TypeError naming the first
+ * field missing. ``interned``: the caller's static array, as long as names, where the names are made once (a
+ * scanner binds its state once per source: 163,840 times at 131,072 ranks). */
+static int read_fields(PyObject *state, const char *const *names, PyObject **interned, PyObject **out,
+                       const char *who) {
+    for (int k = 0; names[k]; k++) {
+        if (!interned[k] && !(interned[k] = PyUnicode_InternFromString(names[k]))) {
+            while (k--) Py_CLEAR(out[k]);
+            return -1;
+        }
+        out[k] = PyObject_GetAttr(state, interned[k]);
+        if (out[k]) continue;
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: the state has no field '%s' (%s): see catalog/native_state.py", who,
+                         names[k], Py_TYPE(state)->tp_name);
+        }
+        while (k--) Py_CLEAR(out[k]);
+        return -1;
+    }
+    return 0;
+}
+
+/* -1 with a TypeError naming the field, unless ok. */
+static int field_is(int ok, const char *who, const char *field, const char *what) {
+    if (ok) return 0;
+    PyErr_Format(PyExc_TypeError, "%s: the state's field '%s' must be %s: see catalog/native_state.py", who, field,
+                 what);
+    return -1;
+}
 
 /* Matcher.may_be_sibling: no signature, and a context kind whose lines share one LineMatch. */
 static int sibling_kind_in(PyObject *signature, PyObject *context, PyObject *sibling_kinds) {
@@ -106,9 +144,8 @@ static PyObject *plan_text(PyObject *line) {
 static PyObject *new_instance(PyObject *type, PyObject *who, PyObject *stamp, PyObject *text, PyObject *raw,
                               PyObject *contexts, PyObject *folded_only) {
     static PyObject *names[6] = {NULL};
-    static const char *spelled[6] = {"who", "stamp", "text", "raw", "contexts", "folded_only"};
     for (int k = 0; k < 6; k++)
-        if (!names[k] && !(names[k] = PyUnicode_InternFromString(spelled[k]))) return NULL;
+        if (!names[k] && !(names[k] = PyUnicode_InternFromString(plan_fields[k]))) return NULL;
     PyObject *empty = PyTuple_New(0);
     PyObject *plan = empty ? ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, empty, NULL) : NULL;
     Py_XDECREF(empty);
@@ -159,19 +196,28 @@ done:
     return plan;
 }
 
-static PyObject *plan_for(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != P_STATE_SIZE ||
-        !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != 6 || !PyBytes_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "plan_for(state, line_match, raw)");
+typedef struct {
+    PyObject *field[P_STATE_SIZE];
+} plan_state;
+
+static void plan_state_free(PyObject *capsule) {
+    plan_state *st = PyCapsule_GetPointer(capsule, NULL);
+    if (!st) return;
+    for (int k = 0; k < P_STATE_SIZE; k++) Py_XDECREF(st->field[k]);
+    PyMem_Free(st);
+}
+
+/* plan_for(line_match, raw), bound by planner to one PlanState: SourceScanner._plan_for(lm, None, raw). */
+static PyObject *plan_for(PyObject *bound, PyObject *const *args, Py_ssize_t nargs) {
+    plan_state *st = PyCapsule_GetPointer(bound, NULL);
+    if (!st) return NULL;
+    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 6 || !PyBytes_Check(args[1]) ||
+        !PyDict_Check(PyTuple_GET_ITEM(args[0], 5))) {
+        PyErr_SetString(PyExc_TypeError, "plan_for(line_match, raw)");
         return NULL;
     }
-    PyObject *const *state = &PyTuple_GET_ITEM(args[0], 0);
-    PyObject *lm = args[1], *raw = args[2], *plans = state[P_PLANS];
-    if (!PyDict_CheckExact(plans) || !PyDict_CheckExact(state[P_WHOS]) || !PyAnySet_Check(state[P_SIBLING_KINDS]) ||
-        !PyAnySet_Check(state[P_FOLDED]) || !PyType_Check(state[P_PLAN]) || !PyDict_Check(PyTuple_GET_ITEM(lm, 5))) {
-        PyErr_SetString(PyExc_TypeError, "plan_for: a state or LineMatch of the wrong shape");
-        return NULL;
-    }
+    PyObject *const *state = st->field;
+    PyObject *lm = args[0], *raw = args[1], *plans = state[P_PLANS];
     PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(lm, 2), Py_None);
     if (!key) return NULL;
     PyObject *plan = PyDict_GetItemWithError(plans, key);
@@ -190,4 +236,53 @@ static PyObject *plan_for(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (PyErr_Occurred()) Py_CLEAR(plan);
     Py_DECREF(key);
     return plan;
+}
+
+static PyMethodDef plan_for_def = {"plan_for", (PyCFunction)(void (*)(void))plan_for, METH_FASTCALL,
+                                   "SourceScanner._plan_for(line_match, None, raw), on the PlanState it was bound to"};
+
+/* planner(state): plan_for bound to a PlanState, its fields checked here, once. */
+static PyObject *planner(PyObject *mod, PyObject *state) {
+    static const char *who = "planner";
+    static PyObject *interned[P_STATE_SIZE] = {NULL};
+    plan_state *st = PyMem_Calloc(1, sizeof *st);
+    if (!st) return PyErr_NoMemory();
+    PyObject *const *field = st->field;
+    if (read_fields(state, plan_state_fields, interned, st->field, who) < 0) {
+        PyMem_Free(st);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(st, NULL, plan_state_free);
+    if (!capsule) {
+        for (int k = 0; k < P_STATE_SIZE; k++) Py_XDECREF(st->field[k]);
+        PyMem_Free(st);
+        return NULL;
+    }
+    const char *const *name = plan_state_fields;
+    if (field_is(PyDict_CheckExact(field[P_PLANS]), who, name[P_PLANS], "a dict") < 0 ||
+        field_is(PyDict_CheckExact(field[P_WHOS]), who, name[P_WHOS], "a dict") < 0 ||
+        field_is(PyLong_Check(field[P_YEAR]), who, name[P_YEAR], "an int") < 0 ||
+        field_is(PyAnySet_Check(field[P_SIBLING_KINDS]), who, name[P_SIBLING_KINDS], "a set or frozenset") < 0 ||
+        field_is(PyAnySet_Check(field[P_FOLDED]), who, name[P_FOLDED], "a set or frozenset") < 0 ||
+        field_is(PyType_Check(field[P_PLAN]), who, name[P_PLAN], "a type") < 0 ||
+        field_is(PyLong_Check(field[P_MAX_CHARS]), who, name[P_MAX_CHARS], "an int") < 0 ||
+        field_is(PyLong_Check(field[P_SAID_MEMO]), who, name[P_SAID_MEMO], "an int") < 0 ||
+        field_is(PyCallable_Check(field[P_ERRORISH]), who, name[P_ERRORISH], "callable") < 0 ||
+        field_is(PyCallable_Check(field[P_PY_WHO]), who, name[P_PY_WHO], "callable") < 0 ||
+        field_is(PyCallable_Check(field[P_LINE_TEXT]), who, name[P_LINE_TEXT], "callable") < 0)
+        goto failed;
+    for (int k = 0; plan_fields[k]; k++) {
+        int has = PyObject_HasAttrString(field[P_PLAN], plan_fields[k]);
+        if (!has) {
+            PyErr_Format(PyExc_TypeError, "planner: the state's plan_type %s has no field '%s': see "
+                         "catalog/native_state.py", ((PyTypeObject *)field[P_PLAN])->tp_name, plan_fields[k]);
+            goto failed;
+        }
+    }
+    PyObject *bound = PyCFunction_NewEx(&plan_for_def, capsule, NULL);
+    Py_DECREF(capsule);
+    return bound;
+failed:
+    Py_DECREF(capsule);
+    return NULL;
 }

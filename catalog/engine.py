@@ -11,7 +11,6 @@ bytes). So every engine yields identical findings; they differ only in speed.
 
 from __future__ import annotations
 
-import importlib
 import json
 import platform
 import re
@@ -22,6 +21,7 @@ from typing import Any, Protocol
 from catalog import rewrite
 from catalog.dbcache import BlobCache, cache_key
 from catalog.literals import LineFilteredRe, line_start, literal_lines, scan_filtered
+from catalog.native import built, linescan
 from catalog.rewrite import hyperscan_expression, line_regex
 
 CACHE_FORMAT = "hyperscan-db-3"  # bump when what the cache holds, or how the database is built, changes
@@ -261,8 +261,12 @@ class LibhsEngine(HyperscanEngine):
 
     def __init__(self, patterns: Sequence[str], cache: BlobCache | None = None,
                  prefilters: Mapping[int, str] | None = None) -> None:
-        # Built only where libhs's headers were (setup.py); imported by name so that a test can hide it.
-        super().__init__(patterns, cache, prefilters, library=importlib.import_module("catalog._linescan"))
+        # Built only where libhs's headers were (setup.py), and switched off by FIRSTFAULT_NATIVE=0 (native.py)
+        library = linescan()
+        if library is None:
+            why = "switched off (FIRSTFAULT_NATIVE=0)" if built() is not None else "not built"
+            raise ImportError(f"catalog._linescan is {why}")
+        super().__init__(patterns, cache, prefilters, library=library)
 
     def _lines(self, buffer: bytes) -> Any:
         """The database's matches in ``buffer`` filed by line (ids past the patterns' are rescue literals)."""
@@ -309,9 +313,9 @@ class LibhsEngine(HyperscanEngine):
 
 def make_engine(patterns: Sequence[str], prefer: str = "auto", cache: BlobCache | None = None,
                 prefilters: Mapping[int, str] | None = None) -> Engine:
-    """The first engine that loads of libhs (the C line loop), python-hyperscan and ``re``; or the one asked for.
-    ``prefer``: auto | libhs | hyperscan | re. ``prefilters`` (pattern index -> looser expression) are for Hyperscan
-    only: `re` scans for the patterns themselves."""
+    """The first engine that loads of libhs (the C line loop, where catalog/native.py's switch has it on),
+    python-hyperscan and ``re``; or the one asked for. ``prefer``: auto | libhs | hyperscan | re. ``prefilters``
+    (pattern index -> looser expression) are for Hyperscan only: `re` scans for the patterns themselves."""
     if prefer == "re":
         return ReEngine(patterns)
     for name, engine in (("libhs", LibhsEngine), ("hyperscan", HyperscanEngine)):

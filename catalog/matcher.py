@@ -16,6 +16,7 @@ from catalog.dbcache import BlobCache, cache_key
 from catalog.engine import Engine, ReEngine, make_engine
 from catalog.loader import Catalog
 from catalog.model import Signature
+from catalog.native import linescan
 from catalog.siblings import Volatile, sibling_key
 
 MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
@@ -106,32 +107,18 @@ def _python_captures(m: re.Match[str]) -> dict[str, Any]:
     return {k: v for k, v in found.items() if v is not None} if dropped else found
 
 
-def _native_captures() -> Callable[[re.Match[str]], dict[str, Any]]:
-    """_python_captures in C where catalog._linescan was built (0.4 us a match instead of 1.0: every confirmed
-    line takes one); the two agree on every string (tests/unit/test_captures.py)."""
-    try:
-        from catalog._linescan import captures  # type: ignore[import-not-found]
-    except ImportError:
-        return _python_captures
-    return captures  # type: ignore[no-any-return]
+def _captures_now() -> Callable[[re.Match[str]], dict[str, Any]]:
+    """_python_captures, in C where the C loop is enabled (catalog/native.py: 0.4 us a match instead of 1.0, and
+    every confirmed line takes one); the two agree on every string (tests/unit/test_captures.py)."""
+    module = linescan()
+    return _python_captures if module is None else module.captures
 
 
-_captures = _native_captures()
-
-
-def _native_match_line() -> Callable[..., LineMatch | None] | None:
-    """Matcher.match_line's loop in C where catalog._linescan was built: the regex searches stay `re`'s, the loop
+def _match_line_now() -> Callable[..., LineMatch | None] | None:
+    """Matcher.match_line's loop in C where the C loop is enabled: the regex searches stay `re`'s, the loop
     around them (a microsecond a line) goes. Equal to the Python loop (tests/unit/test_native_match.py)."""
-    if _captures is _python_captures:  # the C loop takes the C captures
-        return None
-    try:
-        from catalog._linescan import match_line
-    except ImportError:
-        return None
-    return match_line  # type: ignore[no-any-return]
-
-
-_NATIVE_MATCH_LINE = _native_match_line()
+    module = linescan()
+    return None if module is None else module.match_line
 
 
 def folded(pattern: str) -> str | None:
@@ -249,13 +236,13 @@ class Matcher:
                 ) -> Iterable[Any] | None:
         """spans, or with ``own`` match, from the engine's C line loop; None where the engine has none."""
         native = getattr(self.engine, "spans", None)
-        if native is None:
+        match_line = _match_line_now()  # None where the switch says Python: then so is the line loop
+        if native is None or match_line is None:
             return None
         siblings = self._sibling_literals if memo is not None else None
         own_spec = (LineMatch, self._sibling_kinds, MAX_LINE_CHARS, _TRUNCATED) if own else None
         # With the C match_line, the C line loop calls it itself for a new line, as the resolver would.
-        direct = None if _NATIVE_MATCH_LINE is None else (self._confirms, self._confirmer, self._caseless_search,
-                                                           LineMatch, MAX_LINE_CHARS, _kept_text)
+        direct = (self._confirms, self._confirmer, self._caseless_search, LineMatch, MAX_LINE_CHARS, _kept_text)
         found: Iterable[Any] | None = native(buffer, {} if memo is None else memo, self._resolver(memo), siblings,
                                              LINE_MEMO, own_spec, skip if memo is not None else None, direct)
         return found
@@ -316,7 +303,8 @@ class Matcher:
         volatile = self._sibling_masks if memo is not None else {}  # no memo, no siblings
         remembered: Memo = memo if memo is not None else {}  # where sibling keys are looked up
         match_line = self.match_line
-        native = _NATIVE_MATCH_LINE
+        native = _match_line_now()  # once a buffer: the switch (catalog/native.py) is read when work starts
+        captures = _python_captures if native is None else None
         confirms, confirmer, caseless = self._confirms, self._confirmer, self._caseless_search
 
         def resolve(raw: bytes, start: int, end: int, indexes: Collection[int],
@@ -335,7 +323,7 @@ class Matcher:
                     lm = native(text, indexes, confirms, confirmer, caseless, start, end, LineMatch, MAX_LINE_CHARS,
                                 _kept_text)
                 else:
-                    lm = match_line(text, indexes, start, end)
+                    lm = match_line(text, indexes, start, end, captures)
             if memo is not None:
                 if len(memo) >= LINE_MEMO:
                     memo.clear()
@@ -357,10 +345,13 @@ class Matcher:
         return re.compile(self._patterns[index], re.ASCII).search(text)
 
     def match_line(
-        self, text: str, indexes: Collection[int], start: int = 0, end: int = 0
+        self, text: str, indexes: Collection[int], start: int = 0, end: int = 0,
+        captures: Callable[[re.Match[str]], dict[str, Any]] | None = None,
     ) -> LineMatch | None:
         """The best entry and the context patterns that ``text`` matches among the patterns ``indexes`` (the
-        engine's candidates: a tuple in increasing order, or any collection, which is sorted)."""
+        engine's candidates: a tuple in increasing order, or any collection, which is sorted). ``captures``: how
+        a match's groups are read, by default as the switch (catalog/native.py) says now."""
+        captures = captures or _captures_now()
         best: tuple[int, int, int] | None = None  # the rank of the best entry so far
         sig: Signature | None = None
         fields: dict[str, Any] = {}
@@ -381,9 +372,9 @@ class Matcher:
             if m is None:
                 continue  # the engine was a prefilter here
             if owner is None:
-                context[ctx_name] = _captures(m)
+                context[ctx_name] = captures(m)
             elif best is None or rank > best:
-                best, sig, fields = rank, owner, _captures(m)
+                best, sig, fields = rank, owner, captures(m)
         if sig is None and not context:
             return None
         if len(text) > MAX_LINE_CHARS:

@@ -21,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from operator import itemgetter
+from types import ModuleType
 from typing import Any, NamedTuple
 
+from catalog.native import needs_setup
+from catalog.native_state import KeptState
 from correlator.speakers import Who
 
 FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
@@ -64,50 +67,55 @@ class KeptContext:
     lines stand in the source; a line's records come in the order the scanner gives them."""
 
     def __init__(self) -> None:
-        self._kept: list[tuple[int, ContextRecord]] = []  # (position, record), in the order kept
-        self._first: dict[Row, ContextRecord] = {}  # folded row -> its first occurrence
-        self._last: dict[Row, tuple[int, int, datetime | None, str]] = {}  # -> (position, line_no, time, text)
-        self._errors: dict[Row, list[Any]] = {}  # errorish row -> [its first record, times seen]
-        self.errors_dropped = 0  # error lines of rows beyond MAX_ERROR_ROWS
+        # (position, record) in the order kept; folded row -> first record; folded row -> (position, line_no,
+        # time, text) of its latest occurrence; errorish row -> [first record, times seen]; error lines of rows
+        # beyond MAX_ERROR_ROWS: the fields the C loop reads and fills too (see KeptState).
+        self.state = KeptState()
+
+    @property
+    def errors_dropped(self) -> int:
+        return self.state.errors_dropped
 
     def repeat(self, kind: str, row: Row, line_no: int, time: datetime | None, text: str, position: int,
                times: int = 1) -> bool:
         """Count an occurrence of a row kept before; False when the row is new (then ``add`` its record). An
         errorish repeat is only counted, ``times`` over (line_no, time and position unused); a folded row's latest
         occurrence is the one with the greatest position, whatever order they are reported in."""
+        state = self.state
         if kind == "errorish":
-            seen = self._errors.get(row)
+            seen = state.errors.get(row)
             if seen is None:
-                if len(self._errors) < MAX_ERROR_ROWS:
+                if len(state.errors) < MAX_ERROR_ROWS:
                     return False
-                self.errors_dropped += times
+                state.errors_dropped += times
                 return True
             seen[1] += times
             return True
-        if row not in self._first:
+        if row not in state.first:
             return False
         if kind in FIRST_ONLY_KINDS:
             return True
-        last = self._last.get(row)
+        last = state.last.get(row)
         if last is None or last[0] < position:
-            self._last[row] = (position, line_no, time, text)
+            state.last[row] = (position, line_no, time, text)
         return True
 
     def add(self, record: ContextRecord, row: Row | None, position: int) -> None:
         """Keep a record: of a new row (after ``repeat`` said so), or of a kind kept whole (``row`` None)."""
-        self._kept.append((position, record))
+        state = self.state
+        state.records.append((position, record))
         if row is None:
             return
         if record.kind == "errorish":
-            self._errors[row] = [record, 1]
+            state.errors[row] = [record, 1]
         else:
-            self._first[row] = record
+            state.first[row] = record
 
     def keep_line(self, contexts: list[tuple[str, dict[str, Any], Row | None]], source: str, line_no: int, who: Who,
                   time: datetime | None, text: str, at: int) -> None:
         """The records of one line: for each (kind, captures, row) of the scanner's plan, the k-th at position
         ``at + k``, a repeat of its row (see repeat) or a new record (see add). The scanner calls keep_line, which
-        is this method where the C one (catalog/_linescan_kept.h, equal to this) is not built."""
+        is this method where the C one (catalog/_linescan_kept.h, equal to this) is off (see line_keeper)."""
         for k, (kind, captures, row) in enumerate(contexts):
             if row is None or not self.repeat(kind, row, line_no, time, text, at + k):
                 # tuple.__new__: a NamedTuple's own __new__ is a Python function (0.2 us more per record)
@@ -119,21 +127,22 @@ class KeptContext:
         this one had been given the lines of both: ``later``'s line numbers count from ``lines_before`` on, its
         positions from ``position_base`` (above any of this one's). False, and nothing taken, where that cannot be
         exact: ``later`` dropped error rows past its own MAX_ERROR_ROWS, some of which this one may hold."""
-        if later.errors_dropped:
+        mine, theirs = self.state, later.state
+        if theirs.errors_dropped:
             return False
-        error_rows = {id(first): (row, seen) for row, (first, seen) in later._errors.items()}
-        folded_rows = {id(first): row for row, first in later._first.items()}
-        for position, rec in later._kept:
+        error_rows = {id(first): (row, seen) for row, (first, seen) in theirs.errors.items()}
+        folded_rows = {id(first): row for row, first in theirs.first.items()}
+        for position, rec in theirs.records:
             position += position_base
             if (error := error_rows.get(id(rec))) is not None:
                 row, seen = error
-                if (known := self._errors.get(row)) is not None:
+                if (known := mine.errors.get(row)) is not None:
                     known[1] += seen
-                elif len(self._errors) < MAX_ERROR_ROWS:
+                elif len(mine.errors) < MAX_ERROR_ROWS:
                     self.add(_later(rec, lines_before), row, position)
-                    self._errors[row][1] = seen
+                    mine.errors[row][1] = seen
                 else:
-                    self.errors_dropped += seen
+                    mine.errors_dropped += seen
                 continue
             folded = folded_rows.get(id(rec))
             if folded is None:  # a record kept whole
@@ -141,42 +150,37 @@ class KeptContext:
                 continue
             row = folded
             local = position - position_base
-            at, line_no, time, text = later._last.get(row) or (local, rec.line_no, rec.time, rec.text)
-            if row not in self._first:
+            at, line_no, time, text = theirs.last.get(row) or (local, rec.line_no, rec.time, rec.text)
+            if row not in mine.first:
                 self.add(_later(rec, lines_before), row, position)
                 if at == local:  # seen once in ``later``: no latest occurrence to keep
                     continue
             elif rec.kind in FIRST_ONLY_KINDS:
                 continue
-            self._last[row] = (at + position_base, line_no + lines_before, time, text)
+            mine.last[row] = (at + position_base, line_no + lines_before, time, text)
         return True
 
     def records(self) -> list[ContextRecord]:
-        counted = {id(first): seen for first, seen in self._errors.values() if seen > 1}
+        state = self.state
+        counted = {id(first): seen for first, seen in state.errors.values() if seen > 1}
         kept = [(pos, rec if id(rec) not in counted else rec._replace(repeats=counted[id(rec)]))
-                for pos, rec in self._kept]
-        if self._last:
-            first = self._first
+                for pos, rec in state.records]
+        if state.last:
+            first = state.first
             kept += [(pos, _moved(first[row], line_no, time, text)) for row, (pos, line_no, time, text) in
-                     self._last.items()]
+                     state.last.items()]
         kept.sort(key=_position)  # stable: a line's records stay in the order they were kept
         return [rec for _, rec in kept]
 
 
-def _native_keep_line() -> Callable[..., None] | None:
-    """KeptContext.keep_line in C where catalog._linescan was built: at 4,096 ranks 60,000 records a gigabyte,
-    two Python method calls each. None elsewhere."""
-    try:
-        from catalog._linescan import configure_kept  # type: ignore[import-not-found]
-        from catalog._linescan import keep_line as native  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS)
-    return native  # type: ignore[no-any-return]
+needs_setup(lambda module: module.configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS))
 
 
-# keep_line(kept, contexts, source, line_no, who, time, text, at): KeptContext.keep_line, in C where it is built
-keep_line: Callable[..., None] = _native_keep_line() or KeptContext.keep_line
+def line_keeper(kept: KeptContext, module: ModuleType | None) -> Callable[..., None]:
+    """keep_line(contexts, source, line_no, who, time, text, at) on ``kept`` for a scanner made now, given what
+    catalog.native.linescan() said for it: C where the C loop is enabled (at 4,096 ranks 60,000 records a
+    gigabyte, two Python method calls each), bound to its KeptState, else the method itself."""
+    return kept.keep_line if module is None else module.keeper(kept.state)
 
 
 def _later(rec: ContextRecord, lines_before: int) -> ContextRecord:

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from operator import itemgetter
 from typing import Any
 
-from catalog.lines import count_newlines
+from catalog.lines import newline_counter
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, Memo, line_text
+from catalog.native import linescan, needs_setup
+from catalog.native_state import PlanState
 from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
 from correlator.continuation import MAX_EVENT_GAP, lines_between_continue
 from correlator.held import SAID_MEMO, HeldFindings, SignatureLine
-from correlator.kept import ContextRecord, KeptContext, Row, fold_row, keep_line
+from correlator.kept import ContextRecord, KeptContext, Row, fold_row, line_keeper
 from correlator.speakers import PDSH_NOT_HOST, Who, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
 from correlator.templates import shape
@@ -55,33 +56,8 @@ def _python_who_and_stamp(line: str, base: Who, owner: str | None, year: int) ->
     return who, stamp
 
 
-def _native_who_and_stamp() -> Callable[[str, Who, int], tuple[Who, Stamp | None] | None] | None:
-    """_python_who_and_stamp for the common shapes of line, in C where catalog._linescan was built: ASCII, an NCCL
-    header or a torchrun, srun or pdsh prefix, an ISO or glog stamp or none (at 4,096 ranks 2.5-5 us a distinct
-    line in Python, an eighth of the scan). It returns None for any other shape, which Python reads; so does a
-    continuation line (it has an owner). Equal to the Python one: tests/unit/test_native_who.py."""
-    try:
-        from catalog._linescan import configure_who, who_and_stamp  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    configure_who(Who, Stamp, UTC, PDSH_NOT_HOST, glog_stamps, STAMP_MEMO)
-    return who_and_stamp  # type: ignore[no-any-return]
-
-
-_NATIVE_WHO_AND_STAMP = _native_who_and_stamp()
-
-
-def _native_plan_for() -> Callable[[tuple[Any, ...], LineMatch, bytes], Any] | None:
-    """SourceScanner._plan_for in C for a line with no owner line, where catalog._linescan was built (see
-    catalog/_linescan_plan.h); None elsewhere. Equal to the method: tests/unit/test_native_plan.py."""
-    if _NATIVE_WHO_AND_STAMP is None:
-        return None
-    from catalog._linescan import plan_for  # type: ignore[import-not-found,unused-ignore]
-
-    return plan_for  # type: ignore[no-any-return]
-
-
-_NATIVE_PLAN_FOR = _native_plan_for()
+# The C speaker and time-stamp reading (catalog/_linescan_who.h) builds these types itself.
+needs_setup(lambda module: module.configure_who(Who, Stamp, UTC, PDSH_NOT_HOST, glog_stamps, STAMP_MEMO))
 
 
 def _errorish_folded(captures: dict[str, Any], who: Who, text: str, catalogued: bool
@@ -146,10 +122,23 @@ class SourceScanner:
         self._buffer_no = 0
         self._whos: dict[Who, Who] = {}  # each speaker's one Who
         self._errorish = _errorish_folded if fold_context else _errorish_whole  # a function: no cycle to self
-        # What the C plan_for reads and fills in (see catalog/_linescan_plan.h for the order), once per source.
-        # Nothing in it refers back to the scanner: the CLI runs without the cyclic collector.
-        self._plan_state = (self._plans, base, year, self._whos, self._errorish, matcher.sibling_kinds, _Plan,
-                            MAX_LINE_CHARS, SAID_MEMO, kept_module.FOLDED_KINDS, _python_who_and_stamp, line_text)
+        # What the C plan_for reads and fills in, by name (catalog/native_state.py), once per source. Nothing in
+        # it refers back to the scanner: the CLI runs without the cyclic collector.
+        self._plan_state = PlanState(plans=self._plans, base=base, year=year, whos=self._whos,
+                                     errorish=self._errorish, sibling_kinds=matcher.sibling_kinds, plan_type=_Plan,
+                                     max_line_chars=MAX_LINE_CHARS, said_memo=SAID_MEMO,
+                                     folded_kinds=kept_module.FOLDED_KINDS, python_who_and_stamp=_python_who_and_stamp,
+                                     line_text=line_text)
+        # The C loop or the Python path (catalog/native.py), chosen once, when the source's scan starts.
+        # who_and_stamp: _python_who_and_stamp for the common shapes of line (ASCII, an NCCL header or a torchrun,
+        # srun or pdsh prefix, an ISO or glog stamp or none: 2.5-5 us a distinct line in Python at 4,096 ranks),
+        # None for any other shape, which Python reads (tests/unit/test_native_who.py). plan_for: _plan_for for a
+        # line with no owner line (catalog/_linescan_plan.h, tests/unit/test_native_plan.py).
+        module = linescan()
+        self._native_who_and_stamp = None if module is None else module.who_and_stamp
+        self._native_plan_for = None if module is None else module.planner(self._plan_state)
+        self._keep_line = line_keeper(self._context, module)
+        self._count_newlines = newline_counter(module)
 
     def feed(self, chunk: bytes) -> None:
         self.result.bytes += len(chunk)
@@ -192,7 +181,7 @@ class SourceScanner:
                 known[3], known[4] = start, end
                 touched[id(known)] = known
                 continue
-            line_no += count_newlines(buffer, counted_to, start)
+            line_no += self._count_newlines(buffer, counted_to, start)
             counted_to = start
             marks.append(start)
             numbers.append(line_no)
@@ -202,7 +191,7 @@ class SourceScanner:
             if settled_to > counted_to:  # count the rest from there: each newline is counted once
                 counted_to, line_no = settled_to, settled_no
         if advance:  # count only the newlines after the last match: the ones before it are counted above
-            line_no += count_newlines(buffer, counted_to)
+            line_no += self._count_newlines(buffer, counted_to)
             self._line_no = line_no + (0 if buffer.endswith(b"\n") else 1)
             self.result.lines = self._line_no - 1
 
@@ -223,7 +212,7 @@ class SourceScanner:
             nearest = bisect_right(marks, start) - 1
             if nearest >= 0 and marks[nearest] > counted_to:
                 line_no, counted_to = numbers[nearest], marks[nearest]
-            line_no += count_newlines(buffer, counted_to, start)
+            line_no += self._count_newlines(buffer, counted_to, start)
             counted_to = start
             time = plan.stamp.time if plan.stamp else None
             text = plan.own_text(buffer[start:end])
@@ -241,14 +230,13 @@ class SourceScanner:
         indented = lm.text[:1].isspace() and _SRUN_PADDED.match(lm.text) is None
         owner = _owner_line(buffer, start) if indented else None
         raw = buffer[start:end]
-        native = _NATIVE_PLAN_FOR
-        plan = native(self._plan_state, lm, raw) if native is not None and owner is None else \
-            self._plan_for(lm, owner, raw)
+        native = self._native_plan_for
+        plan = native(lm, raw) if native is not None and owner is None else self._plan_for(lm, owner, raw)
         who, stamp = plan.who, plan.stamp
         if plan.contexts:
             time = stamp.time if stamp else None
             at = (self._buffer_no << 40 | start) << 4  # _position(start, 0): the line's records follow it
-            keep_line(self._context, plan.contexts, self.result.source, line_no, who, time, plan.own_text(raw), at)
+            self._keep_line(plan.contexts, self.result.source, line_no, who, time, plan.own_text(raw), at)
             if lm.signature is None and plan.folded_only and not indented:
                 # From now on this exact line only repeats rows kept already: the cheap path takes it. Not an
                 # indented line: its speaker may be another line's (its owner), which the cheap path never reads;
@@ -272,7 +260,7 @@ class SourceScanner:
         if plan is None:
             line = line_text(raw) if self._matcher.may_be_sibling(lm) else lm.text  # decoded once, in spans
             # C first, called here without a Python frame between (this runs for every distinct line)
-            native = _NATIVE_WHO_AND_STAMP
+            native = self._native_who_and_stamp
             found = native(line, self._base, self._year) if native is not None and owner is None else None
             who, stamp = found or _python_who_and_stamp(line, self._base, owner, self._year)
             # One Who per speaker: the records of a rank's thousands of lines share it, and the pool pickles it once

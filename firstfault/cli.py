@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from catalog import native
 from catalog.loader import bundled_sources, default_catalog, env_sources, read_sources
 from catalog.model import catalog_json_schema
 from config.version import __version__
@@ -48,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--year", type=int, default=None, help="year for timestamps that print none (default: this year)")
     d.add_argument("--engine", choices=["auto", "libhs", "hyperscan", "re"], default="auto",
                    help="libhs: the C line loop on the system's Hyperscan (built where its headers were); "
-                        "hyperscan: the python-hyperscan wheel; re: no Hyperscan; auto: the first that loads")
+                        "hyperscan: the python-hyperscan wheel, the line loop in Python; re: no Hyperscan; "
+                        "auto: the first that loads (FIRSTFAULT_NATIVE=0: not libhs)")
     d.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="processes scanning a directory's files (default: one per core; 1: no pool)")
 
@@ -96,6 +98,12 @@ def _year(arg: int | None) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    # --engine hyperscan|re: every function with a C twin runs in Python too; libhs: in C (catalog/native.py)
+    with native.switched(native.for_engine(args.engine)):
+        return _diagnose(args)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
     from firstfault.memtune import keep_freed_blocks, no_collections
 
     keep_freed_blocks()  # before the first block is read; pool workers inherit it

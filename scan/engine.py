@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pydantic
 
-from catalog import loader, model
+from catalog import loader, model, native
 from catalog.dbcache import BlobCache, cache_key
 from catalog.loader import Catalog
 from catalog.matcher import Matcher
@@ -41,8 +41,14 @@ def cache_dir(environ: Mapping[str, str]) -> Path | None:
     return Path(home) / ".cache" / "firstfault" if os.path.isabs(home) else None
 
 
-@cache
 def default_matcher(engine: str = "auto") -> Matcher:
+    """The bundled catalog's matcher on ``engine``, one per engine and per setting of the C loop's switch
+    (catalog/native.py): a matcher keeps the engine it was built with."""
+    return _default_matcher(engine, native.enabled())
+
+
+@cache
+def _default_matcher(engine: str, native_enabled: bool) -> Matcher:
     where = cache_dir(os.environ)
     blobs = BlobCache(where) if where else None
     return build_matcher(cached_catalog(os.environ.get("FIRSTFAULT_CATALOG_PATH"), blobs), engine, blobs)

@@ -60,6 +60,7 @@ def test_the_bundled_example_reads_the_same_in_a_pool() -> None:
     assert _everything(EXAMPLE, 3) == one
 
 
+@pytest.mark.both_line_loops  # forked workers take the path their parent was switched to
 @pytest.mark.parametrize("failure", ["oom_kill", "cuda_oom"])
 def test_generated_logs_diagnose_the_same_in_a_pool(tmp_path: Path, failure: str) -> None:
     """128 ranks in 16 node directories: 160 files, so workers finish out of order and the parent must put the

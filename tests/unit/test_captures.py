@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from catalog.matcher import _captures, _python_captures
+from catalog.matcher import _captures_now, _python_captures
+from catalog.native import switched
 
 
 @pytest.mark.parametrize(("text", "fields"), [
@@ -24,7 +25,7 @@ from catalog.matcher import _captures, _python_captures
 def test_decimal_captures_become_ints(text: str, fields: dict[str, object]) -> None:
     m = re.search(r"rank (?P<rank>-?\w+)(?: bus (?P<bus>\S+))?", text)
     assert m is not None
-    assert _captures(m) == fields
+    assert _captures_now()(m) == fields
     assert _python_captures(m) == fields
 
 
@@ -68,8 +69,11 @@ def test_the_c_captures_equals_the_python_one(seed: int) -> None:
     assert nones > 20 and ints > 50  # both paths taken: groups that did not take part, and conversions
 
 
-def test_the_matcher_uses_the_c_captures_where_it_was_built() -> None:
+def test_the_matcher_uses_the_c_captures_where_it_is_switched_on() -> None:
+    _captures = _captures_now()
     assert _captures is _linescan().captures
+    with switched(False):
+        assert _captures_now() is _python_captures
     m = re.search(r"rank (?P<rank>\d+)(?: pid (?P<pid>\d+))? of (?P<n>-?\d+) (?P<big>\d+)",
                   "rank 7 of -1 1234567890123")
     assert m is not None and _captures(m) == {"rank": 7, "n": -1, "big": "1234567890123"}

@@ -232,9 +232,12 @@ def test_match_through_libhs_gives_each_line_what_the_python_loop_gives() -> Non
 
 
 def test_the_vectorised_newline_count_is_bytes_count() -> None:
-    from catalog.lines import count_newlines
+    from catalog.lines import newline_counter, python_count
+    from catalog.native import linescan, switched
 
-    assert count_newlines is _linescan.count_newlines  # the scanner uses it where it was built
+    assert newline_counter(linescan()) is _linescan.count_newlines  # the scanner's, where it is switched on
+    with switched(False):
+        assert newline_counter(linescan()) is python_count
     rng = random.Random(23)
     # byte-wide lanes are summed every 4,080 bytes: long runs of newlines would wrap them if they were not
     long = bytes(rng.choice(b"\n\nx") for _ in range(100_003))

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from bench.generate import generate
-from catalog.matcher import _NATIVE_MATCH_LINE, MAX_LINE_CHARS, LineMatch, Matcher, _kept_text
+from catalog import native
+from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, _kept_text, _match_line_now
+from catalog.native import switched
 from scan.engine import default_matcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _native() -> Any:
     linescan = pytest.importorskip("catalog._linescan", reason="the C line loop is built only where libhs is installed")
+    with switched(True):
+        native.linescan()  # set up: handed its types, as a scanner made now would be
     return linescan.match_line
 
 
@@ -66,5 +70,7 @@ def test_the_c_loop_gives_the_python_loops_matches(tmp_path: Path) -> None:
                  MAX_LINE_CHARS, _kept_text), matcher.match_line(text, set(shuffled), 0, 1))
 
 
-def test_the_scanner_uses_the_c_loop_where_it_was_built() -> None:
-    assert _NATIVE_MATCH_LINE is _native()
+def test_the_scanner_uses_the_c_loop_where_it_is_switched_on() -> None:
+    assert _match_line_now() is _native()
+    with switched(False):
+        assert _match_line_now() is None

@@ -1,18 +1,21 @@
 """A distinct line's plan (who said it, when, its text, each context record's fold row) made in C
-(catalog._linescan.plan_for) equals the one SourceScanner._plan_for makes in Python, field by field and type by
-type, on generated job logs, the bundled examples and the catalog's examples, with siblings sharing one
-LineMatch; both remember plans and speakers alike, forget them at the same limit, and keep no plan of a
-truncated line."""
+(catalog._linescan.planner(state): plan_for bound to a PlanState) equals the one SourceScanner._plan_for makes in
+Python, field by field and type by type, on generated job logs, the bundled examples and the catalog's examples, with
+siblings sharing one LineMatch; both remember plans and speakers alike, forget them at the same limit, and keep no
+plan of a truncated line."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.generate import generate
+from catalog import native
 from catalog.matcher import MAX_LINE_CHARS, Matcher
+from catalog.native import switched
 from correlator import reading
 from correlator.reading import SourceScanner
 from correlator.speakers import Who
@@ -22,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _native() -> Any:
-    linescan = pytest.importorskip("catalog._linescan", reason="the C functions are built only where libhs is")
-    return linescan.plan_for
+    linescan: Any = pytest.importorskip("catalog._linescan", reason="the C functions are built only where libhs is")
+    with switched(True):
+        native.linescan()  # set up: handed its types, as a scanner made now would be
+    return linescan.planner
 
 
 def _pair(matcher: Matcher, base: Who, fold: bool) -> tuple[SourceScanner, SourceScanner]:
@@ -61,13 +66,14 @@ def test_c_plans_lines_as_python_does(tmp_path: Path) -> None:
     for buffer in _lines(tmp_path):
         for base, fold in ((Who(), True), (Who(rank=4, host="node9"), False)):
             in_c, in_python = _pair(matcher, base, fold)
+            plan_for = native(in_c._plan_state)
             for start, end, lm in matcher.spans(buffer, {}):
                 if lm.text[:1].isspace():  # a continuation: the scanner reads its owner line in Python
                     continue
                 raw = buffer[start:end]
-                got = native(in_c._plan_state, lm, raw)
+                got = plan_for(lm, raw)
                 _same_plan(got, in_python._plan_for(lm, None, raw), raw)
-                assert native(in_c._plan_state, lm, raw) is got or len(lm.text) > MAX_LINE_CHARS  # remembered
+                assert plan_for(lm, raw) is got or len(lm.text) > MAX_LINE_CHARS  # remembered
                 compared += 1
                 siblings += matcher.may_be_sibling(lm) and raw != got.raw
             assert in_c._plans.keys() == in_python._plans.keys()
@@ -81,11 +87,10 @@ def test_plans_are_forgotten_at_the_same_limit(monkeypatch: pytest.MonkeyPatch) 
     buffer = b"".join(b"node001:4242:4300 [3] NCCL INFO comm 0x%d rank %d nranks 8 cudaDev 3 busId 1b000\n" % (k, k)
                       for k in range(7))
     in_c, in_python = _pair(matcher, Who(), True)
-    state = list(in_c._plan_state)
-    state[8] = 3  # SAID_MEMO, as Python reads it below
+    plan_for = native(replace(in_c._plan_state, said_memo=3))  # SAID_MEMO, as Python reads it below
     monkeypatch.setattr(reading, "SAID_MEMO", 3)
     for start, end, lm in matcher.spans(buffer, {}):
-        native(tuple(state), lm, buffer[start:end])
+        plan_for(lm, buffer[start:end])
         in_python._plan_for(lm, None, buffer[start:end])
         assert in_c._plans.keys() == in_python._plans.keys()
         assert 1 <= len(in_c._plans) <= 3
@@ -99,8 +104,9 @@ def test_a_truncated_line_keeps_no_plan() -> None:
     in_c, _ = _pair(matcher, Who(), True)
     [(start, end, lm)] = list(matcher.spans(line, {}))
     assert len(lm.text) > MAX_LINE_CHARS
-    first = native(in_c._plan_state, lm, line[start:end])
-    assert not in_c._plans and native(in_c._plan_state, lm, line[start:end]) is not first
+    plan_for = native(in_c._plan_state)
+    first = plan_for(lm, line[start:end])
+    assert not in_c._plans and plan_for(lm, line[start:end]) is not first
 
 
 def test_a_state_of_the_wrong_shape_is_a_type_error() -> None:
@@ -109,11 +115,15 @@ def test_a_state_of_the_wrong_shape_is_a_type_error() -> None:
     scanner, _ = _pair(matcher, Who(), True)
     buffer = b"node001:4242:4300 [3] NCCL INFO comm 0x1 rank 3 nranks 8 cudaDev 3 busId 1b000\n"
     [(start, end, lm)] = list(matcher.spans(buffer, {}))
-    with pytest.raises(TypeError):
-        native(scanner._plan_state[:-1], lm, buffer[start:end])
-    with pytest.raises(TypeError):
-        native(scanner._plan_state, tuple(lm)[:5], buffer[start:end])
+    with pytest.raises(TypeError, match="'plans' must be a dict"):
+        native(replace(scanner._plan_state, plans=[]))  # type: ignore[arg-type]  # the wrong type on purpose
+    with pytest.raises(TypeError, match="plan_for\\(line_match, raw\\)"):
+        native(scanner._plan_state)(tuple(lm)[:5], buffer[start:end])
 
 
-def test_the_scanner_plans_through_c_where_it_is_built() -> None:
-    assert reading._NATIVE_PLAN_FOR is _native()
+def test_the_scanner_plans_through_c_where_it_is_switched_on() -> None:
+    _native()
+    plan_for = SourceScanner(default_matcher(), "a.log", Who(), 2026)._native_plan_for
+    assert plan_for is not None and plan_for.__name__ == "plan_for"
+    with switched(False):
+        assert SourceScanner(default_matcher(), "a.log", Who(), 2026)._native_plan_for is None

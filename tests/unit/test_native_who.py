@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from bench.generate import generate
+from catalog import native
+from catalog.native import switched
 from correlator import reading, timestamps
 from correlator.reading import _python_who_and_stamp
 from correlator.speakers import Who
@@ -26,7 +28,9 @@ YEARS = [2026, 2028, 2027]
 
 
 def _native() -> Any:
-    linescan = pytest.importorskip("catalog._linescan", reason="the C functions are built only where libhs is")
+    linescan: Any = pytest.importorskip("catalog._linescan", reason="the C functions are built only where libhs is")
+    with switched(True):
+        native.linescan()  # set up: handed its types, as a scanner made now would be
     return linescan.who_and_stamp
 
 
@@ -139,5 +143,11 @@ def test_glog_stamps_are_remembered_and_shared_as_in_python() -> None:
     assert timestamps.parse_timestamp(line[8:], 2026) is first  # the memo Python reads too
 
 
-def test_the_scanner_reads_through_c_where_it_is_built() -> None:
-    assert reading._NATIVE_WHO_AND_STAMP is _native()
+def test_the_scanner_reads_through_c_where_it_is_switched_on() -> None:
+    assert _scanner()._native_who_and_stamp is _native()
+    with switched(False):
+        assert _scanner()._native_who_and_stamp is None
+
+
+def _scanner() -> reading.SourceScanner:
+    return reading.SourceScanner(default_matcher(), "a.log", Who(), 2026)
