@@ -21,6 +21,7 @@ from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data
+from store.attempts import close_chain
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
 
@@ -44,6 +45,11 @@ class Pipeline:
     def accept_job(self, event: JobEvent, headers: Mapping[str, str] | None = None) -> None:
         with tracing.span("firstfault.record_job", headers, job_id=event.job_id, state=event.state):
             self.store.record_job(event, self.clock())
+            if event.state == "succeeded" and event.attempt > 0:
+                closed = close_chain(self.store, event.job_id, event.attempt, self.clock(), self.on_saved)
+                if closed is not None:
+                    log.info("job %s attempt %d succeeded: incident %s closed", event.job_id, event.attempt,
+                             closed.id)
             self._consider(event.job_id, late_evidence=False)
 
     def accept_shard(self, shard: LogShard, headers: Mapping[str, str] | None = None) -> bool:
