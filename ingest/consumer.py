@@ -23,6 +23,7 @@ from ingest.topics import DEFAULT_TOPICS, Kind, Topics
 from ingest.validate import validate_message
 from pipeline import metrics, tracing
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
+from schemas.retry import CONSUMER, RetryPolicy
 from schemas.wire import JobEvent, LogShard
 
 log = logging.getLogger(__name__)
@@ -52,22 +53,6 @@ class DeadLetters(Protocol):
 
 
 @dataclass
-class Backoff:
-    """Exponential backoff between retries of a batch; a RetryableError's retry_after wins when it is longer."""
-
-    initial_s: float = 0.5
-    max_s: float = 30.0
-    _next: float = 0.0
-
-    def delay(self, exc: RetryableError) -> float:
-        self._next = min(self.max_s, self._next * 2 if self._next else self.initial_s)
-        return max(self._next, exc.retry_after or 0.0)
-
-    def reset(self) -> None:
-        self._next = 0.0
-
-
-@dataclass
 class Progress:
     """What one batch did; the loop's counters for logs and tests."""
 
@@ -78,13 +63,13 @@ class Progress:
 
 class IngestLoop:
     def __init__(self, source: Source, dispatcher: Dispatcher, dead_letters: DeadLetters,
-                 topics: Topics = DEFAULT_TOPICS, poll_timeout_s: float = 1.0, backoff: Backoff | None = None) -> None:
+                 topics: Topics = DEFAULT_TOPICS, poll_timeout_s: float = 1.0, backoff: RetryPolicy = CONSUMER) -> None:
         self._source = source
         self._dispatcher = dispatcher
         self._dead_letters = dead_letters
         self._topics = topics
         self._poll_timeout_s = poll_timeout_s
-        self._backoff = backoff or Backoff()
+        self._backoff, self._retries = backoff, 0
 
     def run(self, stop: threading.Event) -> None:
         """Consume until `stop` is set, then close the consumer (what is handed on is committed by then)."""
@@ -143,7 +128,7 @@ class IngestLoop:
             self._wait(stop, failure)
             progress.retried = True
         else:
-            self._backoff.reset()
+            self._retries = 0
         return progress
 
     def _group(self, record: Record, group: _Group) -> bool:
@@ -221,11 +206,13 @@ class IngestLoop:
             self._source.seek(topic, partition, offset)
 
     def _wait(self, stop: threading.Event, exc: RetryableError) -> None:
-        stop.wait(self._backoff.delay(exc))
+        # at least the backoff, even when the error says sooner: the whole batch is failing, not one request
+        stop.wait(max(self._backoff.delay(self._retries), exc.retry_after or 0.0))
+        self._retries += 1
 
 
 def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAULT_TOPICS, group: str = GROUP,
-                 batch: int = 64, poll_timeout_s: float = 1.0, backoff: Backoff | None = None,
+                 batch: int = 64, poll_timeout_s: float = 1.0, backoff: RetryPolicy = CONSUMER,
                  also: Callable[[DeadLetter], object] | None = None) -> IngestLoop:
     """The loop wired to Kafka: a consumer of the jobs and shards topics, and a DLQ writer with its own producer.
     Run it with `loop.run(stop)`; `stop_on_signals(stop)` makes SIGTERM stop it cleanly."""

@@ -31,11 +31,11 @@ from notifiers.routing import Route, route
 from pipeline import metrics
 from schemas.errors import PermanentError, RetryableError
 from schemas.incident import Incident
+from schemas.retry import OUTBOX
 from schemas.subscription import Target
 from store.ports import DELIVERABLE, SENDING, NotifyStore, NotifyTx, OnSaved, OutboxEntry
 
 LEASE = timedelta(minutes=2)  # longer than any one send (timeouts are 10 s); a dead worker's row waits this long
-MAX_ATTEMPTS = 12
 STATUS_OF: dict[str, str] = {"send": "pending", "held_quiet_hours": "held"}
 
 
@@ -185,11 +185,9 @@ def _deliver(store: NotifyStore, notifiers: Mapping[str, Notifier], claim: Claim
 
 
 def _backoff(exc: RetryableError, claim: Claim) -> timedelta:
-    """Retry-After when the server gave one, else 10 s, 20 s, 40 s ... up to 20 minutes (PagerDuty advises
-    minutes of backoff; Alertmanager retries until its group interval)."""
-    if exc.retry_after is not None:
-        return timedelta(seconds=exc.retry_after)
-    return timedelta(seconds=min(5 * 2 ** min(claim.attempts, 10), 20 * 60))
+    """Retry-After when the server gave one, else 10 s, 20 s, 40 s ... up to 20 minutes (schemas.retry.OUTBOX:
+    PagerDuty advises minutes of backoff; Alertmanager retries until its group interval)."""
+    return timedelta(seconds=OUTBOX.delay(claim.attempts, exc.retry_after))
 
 
 def _record(store: NotifyStore, claim: Claim, now: datetime, *, delivery: Delivery | None = None,
@@ -211,7 +209,7 @@ def _record(store: NotifyStore, claim: Claim, now: datetime, *, delivery: Delive
             _finish(tx, row, "sent", delivery.detail, now, outcome)
         elif final is not None:
             _finish(tx, row, final[0], final[1], now)
-        elif failed is not None or row.attempts >= MAX_ATTEMPTS:
+        elif failed is not None or OUTBOX.exhausted(row.attempts):
             _finish(tx, row, "failed", failed or f"gave up after {row.attempts} attempts: {why}", now)
         else:
             assert retry_at is not None

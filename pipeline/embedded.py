@@ -24,13 +24,13 @@ from pipeline import metrics
 from pipeline.service import Pipeline
 from schemas.clock import Clock, system_clock
 from schemas.errors import FirstfaultError, RetryableError
+from schemas.retry import EMBEDDED
 from schemas.wire import JobEvent, LogShard
 from store.dead_letters import record
 
 log = logging.getLogger("firstfault.embedded")
 Task = Callable[[], object]
 Letter = tuple[str, str, dict[str, Any]]  # what a dead letter keeps of a task: kind, where, payload
-MAX_ATTEMPTS = 5
 BATCH = 64  # shards taken off the queue at once: enough to amortize a commit, little to redo when one fails
 
 
@@ -158,10 +158,10 @@ class EmbeddedRunner:
         try:
             task()
         except RetryableError as exc:
-            if attempt + 1 >= MAX_ATTEMPTS:
-                self._fail(f"gave up after {MAX_ATTEMPTS} attempts: {exc}", letter)
+            if EMBEDDED.exhausted(attempt + 1):
+                self._fail(f"gave up after {attempt + 1} attempts: {exc}", letter)
             else:
-                self._later(exc.retry_after or min(30.0, 0.5 * 2**attempt), task, attempt + 1, letter)
+                self._later(EMBEDDED.delay(attempt, exc.retry_after), task, attempt + 1, letter)
         except FirstfaultError as exc:
             self._fail(str(exc), letter)
         except Exception as exc:  # a bug: keep the service up, say what happened, keep what it was given

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 from pipeline.service import Pipeline
 from schemas.clock import system_clock
 from schemas.errors import PermanentError, RetryableError
+from schemas.retry import TASKS
 from schemas.wire import JobEvent, LogShard
 
 log = logging.getLogger("firstfault.workers")
-RETRY = {"autoretry_for": (RetryableError,), "retry_backoff": True, "retry_backoff_max": 60, "max_retries": 10,
-         "retry_jitter": True}
+RETRY = {"autoretry_for": (RetryableError,), **TASKS.celery_options()}
 
 
 @cache

@@ -103,14 +103,15 @@ class FileDispatcher:
 
 def consumer_process(argv: list[str]) -> None:
     """`python -c 'from tests.fakes.ingest import consumer_process; ...' BOOTSTRAP PREFIX GROUP OUT hang|run`."""
-    from ingest.consumer import Backoff, kafka_ingest, stop_on_signals
+    from ingest.consumer import kafka_ingest, stop_on_signals
     from ingest.topics import Topics
+    from schemas.retry import RetryPolicy
 
     bootstrap, prefix, group, out, mode = argv
     topics = Topics(f"{prefix}.jobs", f"{prefix}.shards", f"{prefix}.dlq")
     stop = threading.Event()
     stop_on_signals(stop)
     loop = kafka_ingest(bootstrap, FileDispatcher(out, hang=mode == "hang"), topics, group, poll_timeout_s=0.2,
-                        backoff=Backoff(initial_s=0.05))
+                        backoff=RetryPolicy(0.05, 30.0, None))
     loop.run(stop)
     sys.stdout.write("stopped cleanly\n")

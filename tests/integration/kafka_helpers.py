@@ -9,9 +9,10 @@ from collections.abc import Callable
 import kafka
 from kafka.structs import TopicPartition
 
-from ingest.consumer import Backoff, IngestLoop, kafka_ingest
+from ingest.consumer import IngestLoop, kafka_ingest
 from ingest.dispatch import Dispatcher
 from ingest.topics import Topics
+from schemas.retry import RetryPolicy
 
 # A cap so that a broken pipeline fails the test instead of hanging it; nothing asserts on time.
 LIMIT_S = int(os.environ.get("FF_LIMIT", "90"))
@@ -20,7 +21,7 @@ LIMIT_S = int(os.environ.get("FF_LIMIT", "90"))
 def make_loop(bootstrap: str, topics: Topics, dispatcher: Dispatcher, group: str,
               batch: int = 16) -> IngestLoop:
     return kafka_ingest(bootstrap, dispatcher, topics, group, batch, poll_timeout_s=0.2,
-                        backoff=Backoff(initial_s=0.05, max_s=0.2))
+                        backoff=RetryPolicy(0.05, 0.2, None))
 
 
 def drive(loop: IngestLoop, done: Callable[[], bool]) -> None:

@@ -15,6 +15,7 @@ from ingest.dlq import DeadLetterWriter
 from ingest.kafka import Record
 from ingest.topics import DEFAULT_TOPICS
 from schemas.errors import RetryableError
+from schemas.retry import RetryPolicy
 from schemas.wire import LogShard
 from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
 
@@ -71,8 +72,7 @@ def test_a_refused_group_is_not_committed_and_is_polled_again_whole() -> None:
     records = [_shard(0, 0), _job(0), _shard(1, 1), _shard(2, 2)]
     source, dispatcher = RewindingSource(records), GroupingDispatcher(refuse_groups=1)
     dispatcher.groups.clear()
-    loop = IngestLoop(source, dispatcher, DeadLetterWriter(DlqProducer()))
-    loop._backoff.initial_s = 0.0
+    loop = IngestLoop(source, dispatcher, DeadLetterWriter(DlqProducer()), backoff=RetryPolicy(0.0, 0.0, None))
     progress = loop.step(threading.Event())
     assert progress.retried and dispatcher.jobs == [] and dispatcher.shards == []
     assert source.committed == {} and source.seeks == {(SHARDS, 0): 0, (JOBS, 0): 0}
