@@ -172,9 +172,11 @@ class WireProducer:
         self.acked.append((meta.topic, meta.partition, meta.offset))
         del self.acked[:-_PENDING_SENDS]  # where the latest messages went (a shipper's report), not all of them
 
-    def close(self) -> None:
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop the producer's thread; by default once what is queued is sent, with `timeout_s` (0: at once)
+        giving up on the rest."""
         try:
-            self._producer.close()
+            self._producer.close(timeout=timeout_s)
         except kafka.errors.KafkaError as exc:
             log.warning("kafka producer close: %s", exc)
 

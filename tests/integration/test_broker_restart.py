@@ -70,6 +70,8 @@ class HoldingProxy:
                 dst.sendall(data)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in the other thread
         self._listener.close()
         for s in self._socks:
             with contextlib.suppress(OSError):
