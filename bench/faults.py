@@ -47,6 +47,7 @@ class Job:
     scenario: str
     shipped_at: float = 0.0  # time.time() when Kafka acknowledged its last shard
     ship_tries: int = 0
+    acked: list[tuple[str, int, int]] = field(default_factory=list)  # where Kafka said each message went
 
 
 @dataclass
@@ -89,7 +90,8 @@ class Shipper:
         self.bootstrap = bootstrap
         self.producer: Any = None
 
-    def ship(self, event: JobEvent, shards: list[LogShard], limit_s: float = 180.0) -> int:
+    def ship(self, event: JobEvent, shards: list[LogShard], limit_s: float = 180.0
+             ) -> tuple[int, list[tuple[str, int, int]]]:
         from ingest.kafka import WireProducer
         from schemas.errors import FirstfaultError
 
@@ -99,11 +101,12 @@ class Shipper:
             try:
                 if self.producer is None:
                     self.producer = WireProducer(self.bootstrap)
+                self.producer.acked.clear()
                 self.producer.send_job(event)
                 for shard in shards:
                     self.producer.send_shard(shard)
                 self.producer.flush()
-                return tries
+                return tries, list(self.producer.acked)
             except FirstfaultError:
                 if self.producer is not None:
                     self.producer.close()
@@ -176,7 +179,7 @@ def run_window(stack: Stack, shipper: Shipper, templates: Templates, posts: Post
         scenario = SCENARIOS[seq[0] % len(SCENARIOS)]
         job = Job(f"ff-{seq[0]:04d}-{window.name}", window.name, scenario)
         event, shards = templates.job(job.job_id, scenario)
-        job.ship_tries = shipper.ship(event, shards)
+        job.ship_tries, job.acked = shipper.ship(event, shards)
         job.shipped_at = time.time()
         window.jobs.append(job)
         time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
@@ -220,13 +223,18 @@ def pct(values: list[float], q: float) -> float | None:
 def results(stack: Stack, windows: list[Window], posts: Posts, templates: Templates) -> dict[str, Any]:
     import sqlalchemy as sa
 
+    from bench.fault_readback import read_back
     from store.db import make_engine
+
+    kept = read_back(stack.bootstrap)
 
     engine = make_engine(stack.direct_url)
     with engine.connect() as conn:
         rows = conn.execute(sa.text("select job_id, count(*), max(signature), max(rank) from incidents "
                                     "group by job_id")).all()
         stored = dict(conn.execute(sa.text("select job_id, count(*) from shards group by job_id")).all())
+        jobs = {r[0]: {"state": r[1], "correlate_at": str(r[2]), "changes": r[3], "correlated": r[4]}
+                for r in conn.execute(sa.text("select job_id, state, correlate_at, changes, correlated from jobs"))}
         letters = conn.execute(sa.text("select kind, count(*) from dead_letters group by kind")).all()
         outbox = conn.execute(sa.text("select status, count(*) from notification_outbox group by status")).all()
     engine.dispose()
@@ -241,6 +249,9 @@ def results(stack: Stack, windows: list[Window], posts: Posts, templates: Templa
         lost = [j.job_id for j in w.jobs if j.job_id not in incidents]
         wrong = [j.job_id for j in w.jobs if j.job_id in incidents and not _right(incidents[j.job_id],
                                                                                    templates.truth[j.scenario])]
+        stories = {j.job_id: {**kept.where(j.job_id, j.acked), "job_row": jobs.get(j.job_id),
+                              "shards_stored": stored.get(j.job_id, 0)} for j in w.jobs
+                   if j.job_id not in incidents or incident_id(j.job_id) not in first}
         out["windows"].append({
             "window": w.name, "fault": w.fault, "note": w.note, "fault_s": round(w.fault_s, 2), "jobs": len(w.jobs),
             "incidents": sum(1 for j in w.jobs if j.job_id in incidents), "lost": lost,
@@ -249,7 +260,8 @@ def results(stack: Stack, windows: list[Window], posts: Posts, templates: Templa
             "answer_differs": wrong,
             "shards_missing": sum(len(templates.shards[j.scenario]) - stored.get(j.job_id, 0)
                                   for j in w.jobs), "p50_s": pct(lat, 0.5), "p99_s": pct(lat, 0.99),
-            "ship_retries": sum(j.ship_tries - 1 for j in w.jobs), "latencies_s": [round(v, 3) for v in lat]})
+            "ship_retries": sum(j.ship_tries - 1 for j in w.jobs), "latencies_s": [round(v, 3) for v in lat],
+            "lost_jobs_in_the_log": stories})
     base = [first[incident_id(j.job_id)] - j.shipped_at for w in windows if w.fault is None for j in w.jobs
             if incident_id(j.job_id) in first]
     out["baseline_p50_s"], out["baseline_p99_s"] = pct(base, 0.5), pct(base, 0.99)
@@ -289,6 +301,11 @@ def report(res: dict[str, Any], command: str) -> str:
         if w["lost"] or w["unposted"] or w["answer_differs"]:
             lines.append(f"- {w['window']}: lost {w['lost']}, unposted {w['unposted']}, answer differs from the "
                          f"planted one {w['answer_differs']}")
+            for job_id, story in w["lost_jobs_in_the_log"].items():
+                lines.append(f"  - {job_id}: event in the log at {story['event_in_log'] or 'nowhere'}, "
+                             f"{story['shards_in_log']} shards in the log; acknowledged at {story['acked']}; "
+                             f"moved since: {story['acked_elsewhere_now'] or 'none'}; job row {story['job_row']}, "
+                             f"{story['shards_stored']} shards stored")
     return "\n".join(lines)
 
 
@@ -302,6 +319,8 @@ def run(baseline: int = 30, per_fault: int = 20, tail: int = 10, faults: list[st
         posts = Posts(stack.slack)
         templates = Templates(Path(tempfile.mkdtemp(dir=stack.tmp)))
         shipper = Shipper(stack.bootstrap)
+        if keep:  # the shipper's kafka-python lines (retries, producer id resets) beside the services' logs
+            _log_kafka_to(stack.tmp / "shipper.log")
         names = [f if chosen.count(f) == 1 else f"{f}.{chosen[:i + 1].count(f)}" for i, f in enumerate(chosen)]
         plan = [Window("baseline", None)] + [Window(n, f) for n, f in zip(names, chosen, strict=True)] \
             + ([Window("tail", None)] if tail else [])
@@ -319,6 +338,16 @@ def run(baseline: int = 30, per_fault: int = 20, tail: int = 10, faults: list[st
         return res
     finally:
         stack.close()
+
+
+def _log_kafka_to(path: Path) -> None:
+    import logging
+
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    for name, level in (("kafka", logging.INFO), ("kafka.producer", logging.DEBUG)):
+        logging.getLogger(name).setLevel(level)
+    logging.getLogger("kafka").addHandler(handler)
 
 
 def main(argv: list[str] | None = None) -> int:

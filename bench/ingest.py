@@ -88,7 +88,8 @@ def firstfault_run(bootstrap: str, logs: Path, topics: Topics) -> dict[str, floa
 
 
 def raw_run(bootstrap: str, logs: Path, topic: str) -> dict[str, float]:
-    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_request_size=2 << 20, linger_ms=5)
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_request_size=2 << 20, linger_ms=5,
+                                   enable_idempotence=False)  # as WireProducer
     started = time.perf_counter()
     count = 0
     for source in expand([str(logs)]):

@@ -22,10 +22,10 @@ from workers.dispatch import CeleryScheduler, StoringDispatcher
 log = logging.getLogger("firstfault.serve")
 
 
-def _http(settings: Settings, bootstrap: str, store: Store, host: str, port: int) -> threading.Thread:
+def _http(settings: Settings, producer: WireProducer, store: Store, host: str, port: int) -> threading.Thread:
     import uvicorn
 
-    app = create_app(settings, KafkaDispatcher(WireProducer(bootstrap), DEFAULT_TOPICS), store, needs=DISTRIBUTED)
+    app = create_app(settings, KafkaDispatcher(producer, DEFAULT_TOPICS), store, needs=DISTRIBUTED)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None))
     thread = threading.Thread(target=server.run, name="firstfault-http", daemon=True)
     thread.start()
@@ -47,12 +47,15 @@ def run_distributed(settings: Settings, host: str, port: int, http: bool = True)
                         also=lambda letter: keep_message(store, letter))
     stop = threading.Event()
     stop_on_signals(stop)
-    if http:
-        _http(settings, bootstrap, store, host, port)
+    producer = WireProducer(bootstrap) if http else None  # the HTTP ingest's, closed on the way out
+    if producer is not None:
+        _http(settings, producer, store, host, port)
     log.info("consuming %s and %s from %s", DEFAULT_TOPICS.jobs, DEFAULT_TOPICS.shards, bootstrap)
     try:
         loop.run(stop)
     finally:
         loop.close()
+        if producer is not None:
+            producer.close(timeout_s=10)  # what a request handed on is acknowledged already; no more to wait for
         store.close()
     return 0

@@ -82,14 +82,18 @@ def _ship(args: argparse.Namespace) -> int:
         return _follow(args)
     try:
         transport = _transport(args)
-        if event is not None:
-            transport.send_job(event)
-            transport.close()
-            sys.stderr.write(f"sent job {event.job_id} state {event.state}\n")
-            return 0
-        given = Overrides(rank=args.rank, host=args.host[0] if args.host else None, stream=args.stream)
-        shipped = ship_logs(transport, args.job, args.paths, given, args.compression,
-                            note=_note)
+        try:
+            if event is not None:
+                transport.send_job(event)
+                transport.close()
+                sys.stderr.write(f"sent job {event.job_id} state {event.state}\n")
+                return 0
+            given = Overrides(rank=args.rank, host=args.host[0] if args.host else None, stream=args.stream)
+            shipped = ship_logs(transport, args.job, args.paths, given, args.compression,
+                                note=_note)
+        except BaseException:
+            transport.abandon()  # else a Kafka producer's thread outlives the call (main() is called in-process too)
+            raise
     except UsageError:
         raise
     except FirstfaultError as exc:

@@ -117,11 +117,19 @@ class KafkaSource:
 
 class WireProducer:
     """A producer with acks=all. `send` queues; `flush` returns once every queued message is acknowledged by the
-    broker, and raises TransportError if any was not."""
+    broker, and raises TransportError if any was not.
+
+    Not idempotent (kafka-python 3 turns it on by default): a broker restarted in the middle of storing a batch
+    can come back with the batch's sequence number recorded and the batch itself lost (Tansu on S3 writes the
+    producer's sequence, then the watermark, then the batch), and answers the retry DUPLICATE_SEQUENCE_NUMBER,
+    which the client counts as a success: acknowledged, never stored (tests/integration/test_broker_restart.py;
+    how bench/faults.py's Tansu restart can lose a job's event). Without sequence numbers the retry is stored
+    again; a message stored twice is harmless, as everything downstream is idempotent on (job_id, stream,
+    rank/host, seq)."""
 
     def __init__(self, bootstrap: str, **overrides: Any) -> None:
         config: dict[str, Any] = {
-            "bootstrap_servers": bootstrap, "acks": "all",
+            "bootstrap_servers": bootstrap, "acks": "all", "enable_idempotence": False,
             # A 1 MiB value plus key, headers and batch framing must fit in one request.
             "max_request_size": 2 * MAX_SHARD_BYTES, "linger_ms": 5, "max_block_ms": 15000, **overrides,
         }
@@ -130,6 +138,7 @@ class WireProducer:
         except kafka.errors.KafkaError as exc:
             raise _transport(f"cannot connect to {bootstrap}", exc) from exc
         self._pending: deque[Any] = deque()
+        self.acked: list[tuple[str, int, int]] = []  # (topic, partition, offset) of each acknowledged message
 
     def send(self, topic: str, key: bytes | None, value: bytes, headers: Mapping[str, str]) -> None:
         try:
@@ -157,13 +166,17 @@ class WireProducer:
 
     def _settle(self, future: Any) -> None:
         try:
-            future.get()
+            meta = future.get()
         except kafka.errors.KafkaError as exc:
             raise _transport("a message was not acknowledged", exc) from exc
+        self.acked.append((meta.topic, meta.partition, meta.offset))
+        del self.acked[:-_PENDING_SENDS]  # where the latest messages went (a shipper's report), not all of them
 
-    def close(self) -> None:
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop the producer's thread; by default once what is queued is sent, with `timeout_s` (0: at once)
+        giving up on the rest."""
         try:
-            self._producer.close()
+            self._producer.close(timeout=timeout_s)
         except kafka.errors.KafkaError as exc:
             log.warning("kafka producer close: %s", exc)
 

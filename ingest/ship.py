@@ -31,6 +31,9 @@ class Transport(Protocol):
     def close(self) -> None:
         """Returns once everything sent is durably accepted; raises TransportError otherwise."""
 
+    def abandon(self) -> None:
+        """After a failure: release the connection (a producer's thread) without waiting for what is queued."""
+
 
 @dataclass(frozen=True)
 class Overrides:
@@ -101,6 +104,8 @@ def ship_logs(transport: Transport, job_id: str, paths: list[str], given: Overri
                 shipped.shards += 1
                 shipped.sent_bytes += len(shard.model_dump_json())
         except (TransportError, PermanentError) as exc:
+            # a Kafka producer left open keeps a thread retrying its queue in a process that goes on
+            transport.abandon()
             left = [s.name for _, group in streams[index + 1:] for s in group]
             where = ", ".join(s.name for s in sources)
             raise type(exc)(f"{exc}; delivered {shipped.shards} shard(s) of {index} whole stream(s) before it; "
@@ -129,6 +134,9 @@ class KafkaTransport:
         finally:
             self._producer.close()
 
+    def abandon(self) -> None:
+        self._producer.close(timeout_s=0)
+
 
 class HttpTransport:
     """POST {url}/v1/jobs and {url}/v1/shards, 202 expected; transient failures (connection, 429, 5xx) are retried
@@ -146,6 +154,9 @@ class HttpTransport:
         self._post("/v1/shards", shard.model_dump_json())
 
     def close(self) -> None:
+        self._client.close()
+
+    def abandon(self) -> None:
         self._client.close()
 
     def _post(self, path: str, body: str) -> None:

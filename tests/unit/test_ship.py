@@ -307,3 +307,38 @@ def test_the_slurm_epilog_ships_this_nodes_log_directory(ingest_server: type[_In
     shard = LogShard.model_validate_json(body)
     assert (path, shard.job_id, shard.rank, shard.host, shard.eof) == ("/v1/shards", "777", 5, host, True)
     assert decode_shard_data(shard) == b"[rank5]: RuntimeError: boom\n"
+
+
+class _FailingTransport:
+    """Takes `accept` shards, then refuses every send as a stopped broker would."""
+
+    def __init__(self, accept: int) -> None:
+        self.accept, self.sent, self.closed, self.abandoned = accept, 0, False, False
+
+    def send_job(self, event: JobEvent) -> None:
+        raise AssertionError("not sent here")
+
+    def send_shard(self, shard: LogShard) -> None:
+        if self.sent >= self.accept:
+            from schemas.errors import TransportError
+
+            raise TransportError("kafka: a message was not acknowledged: KafkaTimeoutError")
+        self.sent += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abandon(self) -> None:
+        self.abandoned = True
+
+
+def test_a_ship_that_fails_releases_its_transport_and_says_what_was_not_delivered(job_dir: Path) -> None:
+    # a Kafka producer left open keeps a thread retrying its queue for as long as anything holds the error (a
+    # caller that logs or keeps it): that thread once printed '--- Logging error ---' into another test's stderr
+    from ingest.ship import ship_logs
+    from schemas.errors import TransportError
+
+    transport = _FailingTransport(accept=2)
+    with pytest.raises(TransportError, match="delivered 2 shard"):
+        ship_logs(transport, "j", [str(job_dir)], Overrides(), "none", lambda _m: None)
+    assert transport.abandoned and not transport.closed
