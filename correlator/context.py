@@ -101,6 +101,13 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
     # and its first line, the pod's name (describe.go describePod: "Name:\t%s"), which the exit is the pod's
     "k8s_pod": r"^Name:[ \t]+(?P<host>[a-z0-9][a-z0-9.-]{0,252})[ \t]*$",
+    # Open MPI's launcher when a process exits non-zero (open-mpi/ompi v4.1.x orte/runtime/orte_quit.c
+    # orte_print_aborted_job -> help-orterun.txt [orterun:non-zero-exit]; PRRTE's prterun, help-prun [non-zero-exit]):
+    # "The first process to do so was:", then "  Process name: %s" (ORTE_NAME_PRINT: [[job family,local job],vpid])
+    # and "  Exit code:    %d" on the next line. Local job 1 is the application launched (0 the daemons, 2 and up
+    # spawned jobs), whose vpid is the MPI_COMM_WORLD rank (correlator/identity.py pairs the two lines).
+    "mpi_exit_name": r"^[ \t]*Process name:[ \t]+\[\[\d+,(?P<job>\d+)\],(?P<rank>\d+)\][ \t]*$",
+    "mpi_exit_code": r"^[ \t]*Exit code:[ \t]+(?P<exit_code>-?\d+)[ \t]*$",
     # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
     # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
@@ -195,6 +202,8 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
+    "mpi_exit_name": ("  Process name: [[2886,1],3]",),
+    "mpi_exit_code": ("  Exit code:    1",),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -227,6 +227,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
                      for rec in of_kind.get("worker_failed", ()))
     ids.sigtermed_pids.update(int(rec.fields["pid"]) for rec in of_kind.get("worker_sigterm", ()))
     _pod_exits(ids, of_kind)
+    _mpi_exits(ids, of_kind)
     for rec in of_kind.get("k8s_node", ()):
         ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
@@ -255,6 +256,21 @@ def _pod_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> 
         pod = pod_of.get(rec.source, rec.who.host)
         if pod is not None:
             ids.exits.append(ExitRecord(None, None, pod, None, int(rec.fields["exit_code"]), rec.source, rec.line_no))
+
+
+MPI_APP_JOB = 1  # ORTE/PRRTE's local job id of the application mpirun launched (0: its daemons)
+
+
+def _mpi_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """Open MPI's report of the first process to exit non-zero: its name line, then its exit code on the next line
+    of the same file. Only the launched application's (local job 1) vpid is a rank; a spawned job's is not."""
+    codes = {(rec.source, rec.line_no): rec for rec in of_kind.get("mpi_exit_code", ())}
+    for rec in of_kind.get("mpi_exit_name", ()):
+        code = codes.get((rec.source, rec.line_no + 1))
+        if code is None or int(rec.fields["job"]) != MPI_APP_JOB:
+            continue
+        ids.exits.append(ExitRecord(int(rec.fields["rank"]), None, None, None, int(code.fields["exit_code"]),
+                                    rec.source, code.line_no))
 
 
 def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:
