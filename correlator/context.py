@@ -90,6 +90,19 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"checkpoint (?:in [\w.]+ )?at last step, step \d+\.|"
     r"successfully saved checkpoint from iteration|Model weights saved in |checkpoint shards\. You can find where "
     r"each parameters has been saved|Checkpoint \S+ is ready now!",
+    # A training step's progress line, for the steps a failure lost (correlator/impact.py reads the step number from
+    # the line's text: no named group, so a speaker's lines fold into its first and its latest, kept.FOLDED_KINDS):
+    # torchtitan's metrics logger f"{color.red}step: {step:2}  {color.green}loss: ..." (ANSI colours between the
+    # fields unless disabled), Megatron-LM training.py training_log ' iteration {:8d}/{:8d} |', DeepSpeed's
+    # engine._report_progress f"step={step}, skipped={self.skipped_steps}, lr=..."
+    "train_step": r"(?:\bstep|\x1b\[[\d;]*mstep): *\d+ +(?:\x1b\[[\d;]*m)?loss: |\biteration +\d+/ *\d+ \||"
+    r"\bstep=\d+, skipped=\d+, lr=",
+    # The NVIDIA driver names a GPU once, before its first Xid (open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/
+    # kernel_rc.c, bGpuUuidLoggedOnce: "NVRM: GPU at PCI:%04x:%02x:%02x: %s" with the GPU's UUID, then "NVRM: GPU
+    # Board Serial Number: %s" when the board has one): what an RMA needs (correlator/gpu_ids.py pairs the two)
+    "nvrm_gpu": r"NVRM: GPU at PCI:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}): "
+    r"(?P<uuid>GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})",
+    "nvrm_serial": r"NVRM: GPU Board Serial Number: (?P<serial>[0-9A-Za-z]{4,32})[ \t]*$",
     # Ray prints the dead worker's address in the actor-died report
     # Anything that reads like an error, for the differential view of failures no entry knows.
     "errorish": r"(?i)\b(?:error|fatal|exception|failed|killed|abort(?:ed|ing)?|segmentation fault|core dumped|"
@@ -199,6 +212,16 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "ckpt_saved": ("[rank0]:[titan] 2026-12-03 10:21:07,118 - root - INFO - Finished saving the checkpoint (or "
                    "staging if async is enabled)in 4.21 seconds.",),
     "errorish": ("RuntimeError: CUDA error: an illegal memory access was encountered",),
+    "train_step": ("[rank0]:[titan] 2026-12-03 10:20:51,004 - root - INFO - step: 1200  loss:  2.8712  memory: "
+                   "61.02GiB(77.10%)  tps: 5,210  mfu: 38.20%",
+                   "[titan] 2026-12-03 10:20:51,004 - root - INFO - \x1b[31mstep: 12  \x1b[32mloss:  9.8123  "
+                   "\x1b[33mmemory: 61.02GiB(77.10%)\x1b[39m",
+                   " [2026-12-03 10:20:51] iteration     1200/  500000 | consumed samples:      1228800 | elapsed "
+                   "time per iteration (ms): 3412.7 |",
+                   "[2026-12-03 10:20:51,004] [INFO] [logging.py:96:log_dist] [Rank 0] step=1200, skipped=0, "
+                   "lr=[0.0003], mom=[(0.9, 0.95)]"),
+    "nvrm_gpu": ("[ 4254.197816] NVRM: GPU at PCI:0000:5d:00: GPU-f1906b9b-557a-e961-045c-9fe4be3ce012",),
+    "nvrm_serial": ("[ 4254.197854] NVRM: GPU Board Serial Number: 1653923026510",),
     "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),

@@ -15,6 +15,7 @@ from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.exits import cause_like, death_targets, exit_report, launcher_summary, task_exits
+from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.kept import ContextRecord
@@ -97,7 +98,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     made = _collateral_only(failures, ids, offsets) if not ranked else _assemble(
         ranked, failures, ids, offsets, results, catalog, notes, logged,
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
-    return with_impact(made, of_kind, failures, offsets, world or len(logged) or None, ended_at)
+    return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 
 def _rank_of_source(source: str, named: Named) -> int | None:

@@ -38,6 +38,8 @@ def render_text(d: Diagnosis, console: Console) -> None:
             console.print(f"  {i}. {escape(suspect_line(sus))}")
             for ev in sus.evidence[:2]:
                 console.print(f"     [cyan]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:200])}")
+    if rc.gpu:
+        console.print(f"[bold]GPU[/]  {escape(rc.gpu.label())}")
     console.print("[bold]Evidence[/]")
     for ev in rc.evidence:
         console.print(f"  [cyan]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:300])}")
@@ -79,6 +81,8 @@ def render_markdown(d: Diagnosis) -> str:
         out += [f"  {i}. {suspect_line(sus)}" for i, sus in enumerate(d.suspects, 1)]
     if rc.time:
         out.append(f"- **Time:** {rc.time.isoformat(timespec='seconds')}")
+    if rc.gpu:
+        out.append(f"- **GPU:** {rc.gpu.label()}")
     out += ["", "### Evidence", "```"]
     out += [f"{e.source}:{e.line}: {e.text[:300]}" for e in rc.evidence]
     out += ["```", "", "### Why this one"] + [f"- {s}" for s in rc.explanation]

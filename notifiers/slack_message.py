@@ -132,6 +132,8 @@ def _fields(incident: Incident) -> Block:
                                     "resolved: the fix did not hold"))
     if incident.regressed_by:
         pairs.append(("Failed again", f"`{incident.regressed_by}`: the same failure on this host after the fix"))
+    if rc and rc.gpu:  # last: Slack shows 10 fields, and what failed matters more than the board's serial
+        pairs.append(("GPU", escape(rc.gpu.label())))
     fields = [{"type": "mrkdwn", "text": clip(f"*{k}*\n{escape(v) if k in ('Initiating', 'Suspects') else v}",
                                               FIELD_CHARS)}
               for k, v in pairs[:10]]

@@ -32,6 +32,20 @@ class Evidence(BaseModel):
     text: str
 
 
+class GpuIdentity(BaseModel):
+    """The GPU a root cause is about, as the logs name it: what a hardware ticket (RMA) needs."""
+    model_config = ConfigDict(frozen=True)
+
+    pci_bus_id: str = Field(description="domain:bus:device, as the driver prints it (0000:3b:00)")
+    uuid: str | None = Field(None, description="GPU-…, from the driver's first report of the GPU")
+    serial: str | None = Field(None, description="the board's serial number, when the driver printed it")
+
+    def label(self) -> str:
+        """"0000:5d:00 (GPU-f190…, serial 1653923026510)": what to quote in a hardware ticket."""
+        known = [k for k in (self.uuid, f"serial {self.serial}" if self.serial else None) if k]
+        return f"{self.pci_bus_id} ({', '.join(known)})" if known else self.pci_bus_id
+
+
 class RootCause(BaseModel):
     signature: str | None
     title: str
@@ -43,6 +57,7 @@ class RootCause(BaseModel):
     time: datetime | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     explanation: list[str] = Field(default_factory=list)
+    gpu: GpuIdentity | None = None
 
     @field_serializer("time")
     def _time(self, value: datetime | None) -> str | None:

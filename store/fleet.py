@@ -3,7 +3,8 @@
 `incidents offenders` says which hosts keep failing; this says what happened on one of them, incident by
 incident (every root cause on the host, the hardware ones marked), and gathers what a hardware return needs:
 the Xid/ECC/InfiniBand evidence lines as the logs printed them, each GPU's PCI bus id and, when the logs print
-them (`nvidia-smi -q`, DCGM, Xid lines with a UUID), its serial number and UUID, and links to the incidents.
+them (the driver's naming of the GPU before its first Xid, read into the root cause's `gpu`; `nvidia-smi -q`,
+DCGM), its serial number and UUID, and links to the incidents.
 Evidence is redacted again on the way out (correlator.redact), though every diagnosis is redacted when made.
 """
 
@@ -141,7 +142,10 @@ def _gpus(rows: list[tuple[HostIncident, dict[str, Any]]]) -> list[RmaGpu]:
     gpus = []
     for pci, found in by_pci.items():
         texts = [str(ev.get("text", "")) for _, d in found for ev in (d.get("root_cause") or {}).get("evidence") or []]
-        gpus.append(RmaGpu(pci=pci, serial=_first(_SERIAL, "serial", texts), uuid=_first(_UUID, "uuid", texts),
+        named = [g for _, d in found if isinstance(g := (d.get("root_cause") or {}).get("gpu"), dict)]
+        serial = next((str(g["serial"]) for g in named if g.get("serial")), None) or _first(_SERIAL, "serial", texts)
+        uuid = next((str(g["uuid"]) for g in named if g.get("uuid")), None) or _first(_UUID, "uuid", texts)
+        gpus.append(RmaGpu(pci=pci, serial=serial, uuid=uuid,
                            incidents=len(found), jobs=len({e.job_id for e, _ in found}),
                            signatures=list(dict.fromkeys(e.signature for e, _ in found if e.signature)),
                            first_seen=min(e.at for e, _ in found), last_seen=max(e.at for e, _ in found)))

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from typing import Any
 
-# NVRM: Xid (PCI:0000:3b:00): 79 ... / GPU 0000:3b:00.0: ... / NCCL's busId 3b000
-_PCI_RE = re.compile(r"\b(?:PCI:|GPU )([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
+from correlator.gpu_ids import pci_in
 
-
-def pci_in(texts: Iterable[str]) -> str | None:
-    """The first PCI bus id the lines name, lower-cased."""
-    for text in texts:
-        if m := _PCI_RE.search(text):
-            return m.group(1).lower()
-    return None
+__all__ = ["gpu_of", "pci_in"]
 
 
 def gpu_of(diagnosis: dict[str, Any] | None) -> str | None:
-    """The PCI bus id a stored diagnosis's root-cause evidence names."""
-    evidence = ((diagnosis or {}).get("root_cause") or {}).get("evidence") or []
-    return pci_in(str(ev.get("text", "")) for ev in evidence)
+    """The PCI bus id of a stored diagnosis's root cause: its `gpu`, else what its evidence names (a diagnosis
+    stored before the root cause carried one)."""
+    root = (diagnosis or {}).get("root_cause") or {}
+    if isinstance(gpu := root.get("gpu"), dict) and gpu.get("pci_bus_id"):
+        return str(gpu["pci_bus_id"]).lower()
+    return pci_in(str(ev.get("text", "")) for ev in root.get("evidence") or [])

@@ -29,11 +29,13 @@ def test_diagnose_json_follows_the_contract() -> None:
     assert d["suspects"] == []
     assert set(d["impact"]) == {"world_size", "failed_at", "last_checkpoint_at", "lost_work_gpu_hours",
                                 "first_consequence_at", "ended_at", "idle_gpu_hours", "gpu_hours_lost", "level",
-                                "notes"}
+                                "notes", "lost_work_from", "last_step", "last_step_at", "checkpoint_step",
+                                "steps_lost", "seconds_per_step"}  # the step counters extend it
     assert d["impact"]["world_size"] == 64 and d["impact"]["idle_gpu_hours"] == 10.71  # 64 GPUs waited 10 min
     rc = d["root_cause"]
     assert set(rc) == {"signature", "title", "category", "tags", "rank", "host", "confidence", "time", "evidence",
-                       "explanation"}
+                       "explanation", "gpu"}  # `gpu` extends it: null here, an OOM kill names no GPU
+    assert rc["gpu"] is None
     assert d["verdict"] == "diagnosed"
     assert rc["rank"] == 37 and rc["host"] == "node004"
     assert all(set(e) == {"source", "line", "text"} for e in rc["evidence"])

@@ -106,3 +106,28 @@ def test_fit_lines_keeps_whole_lines_and_counts_the_rest() -> None:
 
 def test_rank_lists_are_compact() -> None:
     assert rank_ranges([5, 0, 1, 2, 3, 9, 10]) == "0-3,5,9-10"
+
+
+def test_the_post_names_the_gpu_for_a_hardware_ticket_and_the_steps_lost() -> None:
+    """The root cause's GPU (the driver's UUID and board serial, correlator/gpu_ids.py) and the steps the failure
+    lost (correlator/impact.py) are what the on-call engineer copies into the RMA and the restart note."""
+    from datetime import UTC, datetime
+
+    from schemas.diagnosis import GpuIdentity
+    from schemas.impact import Impact
+
+    incident = make_incident()
+    rc = incident.diagnosis.root_cause
+    assert rc is not None
+    at = datetime(2026, 3, 2, 9, 40, tzinfo=UTC)
+    impact = Impact(world_size=64, failed_at=at, last_checkpoint_at=at, lost_work_gpu_hours=2.0,
+                    lost_work_from="checkpoint", last_step=1900, checkpoint_step=1007, steps_lost=893,
+                    gpu_hours_lost=2.0, level="minor")
+    gpu = GpuIdentity(pci_bus_id="0000:5d:00", uuid="GPU-f1906b9b-557a-e961-045c-9fe4be3ce012", serial="1653923026510")
+    incident = incident.model_copy(update={"diagnosis": incident.diagnosis.model_copy(
+        update={"impact": impact, "root_cause": rc.model_copy(update={"gpu": gpu})})})
+    blocks = incident_blocks(incident, URL)
+    check_blocks(blocks)
+    body = texts(blocks)
+    assert "*GPU*\\n0000:5d:00 (GPU-f1906b9b-557a-e961-045c-9fe4be3ce012, serial 1653923026510)" in body
+    assert "step 1,007 → 1,900: 893 steps" in body
