@@ -237,7 +237,7 @@ static PyMethodDef module_methods[] = {
     {"count_newlines", count_newlines, METH_VARARGS, "data.count(b'\\n', start, end), vectorised"},
     {"captures", captures, METH_O, "a match's named groups that took part, decimal ones as ints"},
     {"match_line", (PyCFunction)(void (*)(void))match_line, METH_FASTCALL, "Matcher.match_line's loop"},
-    {"configure_who", configure_who, METH_VARARGS, "the types and memo who_and_stamp makes and reads"},
+    {"configure_who", (PyCFunction)(void (*)(void))configure_who, METH_VARARGS | METH_KEYWORDS, "the types and memo who_and_stamp makes and reads"},
     {"who_and_stamp", (PyCFunction)(void (*)(void))who_and_stamp, METH_FASTCALL,
      "_read_who_and_stamp for common ASCII lines, else None"},
     {"planner", planner, METH_O, "plan_for(line_match, raw) bound to a catalog.native_state.PlanState"},

@@ -5,8 +5,8 @@
  * For any other shape (non-ASCII text, a Ray or vLLM prefix, a syslog head, a dmesg boot stamp, a zoned ISO
  * stamp, a ctime or MM-DD stamp) it returns None and the Python functions read the line: they stay the
  * reference, and tests/unit/test_native_who.py checks the two agree on generated and real lines.
- * configure_who(Who, Stamp, UTC, not_hosts, glog_memo, memo_max) hands it the Python types and the glog memo
- * first. */
+ * configure_who(who_type=, stamp_type=, utc=, not_hosts=, glog_memo=, memo_max=) hands it the Python types and
+ * the glog memo first, by name. */
 #include <datetime.h>
 
 static PyTypeObject *who_type = NULL, *stamp_type = NULL;
@@ -16,12 +16,19 @@ static Py_ssize_t memo_max = 4096;
 #define WHO_HEAD 200   /* speakers.py: the NCCL header is looked for in a line's first 200 characters */
 #define STAMP_HEAD 160 /* timestamps.HEAD */
 
-static PyObject *configure_who(PyObject *mod, PyObject *args) {
-    PyObject *who, *stamp, *utc, *hosts, *memo;
-    Py_ssize_t most;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!n", &PyType_Type, &who, &PyType_Type, &stamp, &utc, &PyFrozenSet_Type,
-                          &hosts, &PyDict_Type, &memo, &most))
+static PyObject *configure_who(PyObject *mod, PyObject *args, PyObject *kwargs) {
+    /* keyword-only, every one required: a caller names what it hands over, and a renamed one fails loudly */
+    static char *names[] = {"who_type", "stamp_type", "utc", "not_hosts", "glog_memo", "memo_max", NULL};
+    PyObject *who = NULL, *stamp = NULL, *utc = NULL, *hosts = NULL, *memo = NULL;
+    Py_ssize_t most = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O!O!OO!O!n", names, &PyType_Type, &who, &PyType_Type, &stamp,
+                                     &utc, &PyFrozenSet_Type, &hosts, &PyDict_Type, &memo, &most))
         return NULL;
+    if (!who || !stamp || !utc || !hosts || !memo || most < 0) {
+        PyErr_SetString(PyExc_TypeError, "configure_who needs who_type, stamp_type, utc, not_hosts, glog_memo and "
+                                         "memo_max (>= 0)");
+        return NULL;
+    }
     if (!PyDateTimeAPI) {
         PyDateTime_IMPORT;
         if (!PyDateTimeAPI) return NULL;

@@ -57,7 +57,8 @@ def _python_who_and_stamp(line: str, base: Who, owner: str | None, year: int) ->
 
 
 # The C speaker and time-stamp reading (catalog/_linescan_who.h) builds these types itself.
-needs_setup(lambda module: module.configure_who(Who, Stamp, UTC, PDSH_NOT_HOST, glog_stamps, STAMP_MEMO))
+needs_setup(lambda module: module.configure_who(who_type=Who, stamp_type=Stamp, utc=UTC, not_hosts=PDSH_NOT_HOST,
+                                                glog_memo=glog_stamps, memo_max=STAMP_MEMO))
 
 
 def _errorish_folded(captures: dict[str, Any], who: Who, text: str, catalogued: bool
