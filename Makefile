@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test fuzz lint score bench bench-pipeline bench-history clean
+.PHONY: install demo test audit fuzz lint score bench bench-pipeline bench-history clean
 
 $(BIN)/firstfault: pyproject.toml setup.py $(wildcard catalog/_linescan*.[ch])
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: install
 	$(BIN)/mypy schemas catalog correlator config sources scan simulate ingest store pipeline runtime collect workers notifiers api firstfault
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n auto --durations=25
+
+# The pinned runtime dependencies against PyPI's vulnerability data (docs/operations.md, "Dependencies")
+audit:
+	$(PY) deploy/audit.py deploy/requirements.lock
 
 # Every fuzz target at 10,000+ inputs (CI runs the atheris targets at 10,000 and the hypothesis ones at a few
 # hundred: docs/fuzzing.md). ATHERIS_RUNS and EXAMPLES raise them; FF_FUZZ_SEED picks libFuzzer's seed.
