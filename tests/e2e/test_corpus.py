@@ -18,11 +18,15 @@ from scan.engine import default_matcher
 from tests.e2e.scoring import class_ok, initiating_ok, root_cause
 
 CORPUS = corpus_dir()
-# Counts measured 2026-12-03 (docs/accuracy.md): class of 34 and 36 logs, initiating of the 19 and 26 whose label
-# names a rank or host. Raise them, never lower them; no answer at >= 0.9 may be wrong.
-MIN_CLASS = {"tuning": 32, "checking": 27}
-MIN_INITIATING = {"tuning": 18, "checking": 13}
+# Counts measured 2026-12-04 (docs/accuracy.md): class of 34 and 36 logs, initiating of the 19 and 26 whose label
+# names a rank or host. Raise them, never lower them, but for an answer that was right for a wrong reason: the
+# checking half's initiating went from 13 to 12 when NCCL's proxy-service accept failure stopped counting as a
+# cause (c016 was a single rank's log naming that rank only because it printed that line). No answer at >= 0.9
+# may be wrong, and the answers wrong at >= 0.7 may only fall.
+MIN_CLASS = {"tuning": 32, "checking": 30}
+MIN_INITIATING = {"tuning": 18, "checking": 12}
 MAX_WRONG_AT_0_9 = 0
+MAX_WRONG_AT_0_7 = {"tuning": 0, "checking": 4}
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="labelled corpus not present on this machine")
 
@@ -33,6 +37,7 @@ def test_corpus_accuracy_does_not_regress() -> None:
     labels = [json.loads(line) for line in (CORPUS / "real" / "labels.jsonl").read_text().splitlines() if line]
     tally = {half: {"class": 0, "ini": 0} for half in MIN_CLASS}
     misses, wrong_at_0_9 = [], []
+    wrong_at_0_7: dict[str, list[str]] = {half: [] for half in MIN_CLASS}
     matcher = default_matcher()
     for lab in labels:
         rc = root_cause(matcher, Path(CORPUS) / "real" / (lab["id"] + ".log"))
@@ -43,6 +48,8 @@ def test_corpus_accuracy_does_not_regress() -> None:
         half["ini"] += bool(hit)
         if hit is False and float(rc.get("confidence") or 0) >= 0.9:
             wrong_at_0_9.append(lab["id"])
+        if hit is False and float(rc.get("confidence") or 0) >= 0.7:
+            wrong_at_0_7[half_of(lab)].append(lab["id"])
         if not ok or hit is False:
             misses.append(f"{lab['id']}: class={'ok' if ok else 'MISS'} got={rc.get('signature')} "
                           f"{rc.get('rank')}/{rc.get('host')}")
@@ -51,3 +58,5 @@ def test_corpus_accuracy_does_not_regress() -> None:
         assert counts["class"] >= MIN_CLASS[name], (name, misses)
         assert counts["ini"] >= MIN_INITIATING[name], (name, misses)
     assert len(wrong_at_0_9) <= MAX_WRONG_AT_0_9, wrong_at_0_9
+    for name, wrong in wrong_at_0_7.items():
+        assert len(wrong) <= MAX_WRONG_AT_0_7[name], (name, wrong)
