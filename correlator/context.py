@@ -109,6 +109,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"traceback)\b",
     # kubectl describe pod: the node the pod ran on
     "k8s_node": r"^Node:[ \t]+(?P<host>[\w.-]+)(?:/[\d.]+)?[ \t]*$",
+    # kube-scheduler's Scheduled event (pkg/scheduler/schedule_one.go: "Successfully assigned %v/%v to %v", the
+    # pod's namespace/name and node), in `kubectl describe pod` or `get events`: the node the pod's events are about
+    "k8s_assigned": r"Successfully assigned (?P<pod>[\w.-]+/[\w.-]+) to (?P<host>[A-Za-z0-9][\w.-]*)",
     # kubectl describe pod: a terminated container's exit status, under "State:" or "Last State:  Terminated"
     # (kubectl pkg/describe/describe.go, describeContainerState: "Exit Code:\t%d"); the file names the pod
     "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
@@ -223,6 +226,8 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "nvrm_gpu": ("[ 4254.197816] NVRM: GPU at PCI:0000:5d:00: GPU-f1906b9b-557a-e961-045c-9fe4be3ce012",),
     "nvrm_serial": ("[ 4254.197854] NVRM: GPU Board Serial Number: 1653923026510",),
     "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
+    "k8s_assigned": ("  Normal   Scheduled  9m22s  default-scheduler  Successfully assigned "
+                     "default/llama-worker-0-w5psk to gpu-node-17.cluster.internal",),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),

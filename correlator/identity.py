@@ -228,7 +228,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.sigtermed_pids.update(int(rec.fields["pid"]) for rec in of_kind.get("worker_sigterm", ()))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
-    for rec in of_kind.get("k8s_node", ()):
+    for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):
         ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)

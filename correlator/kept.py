@@ -29,17 +29,17 @@ from catalog.native_state import KeptState
 from correlator.speakers import Who
 
 FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
-                          "worker_sigterm", "k8s_node", "train_step", "nvrm_gpu", "nvrm_serial"})
+                          "worker_sigterm", "k8s_node", "k8s_assigned", "train_step", "nvrm_gpu", "nvrm_serial"})
 # Folded kinds whose readers take only sets and first-wins maps (identity.py: ring ranks, interface sets,
 # setdefault of addresses and nodes, SIGTERMed pids; nothing reads nccl_version; gpu_ids.py pairs a GPU's first
 # naming with its serial): a row's first occurrence is all. train_step is not: its latest line is the last step.
-FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker_sigterm", "k8s_node", "nvrm_gpu",
-                              "nvrm_serial"})
+FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker_sigterm", "k8s_node", "k8s_assigned",
+                              "nvrm_gpu", "nvrm_serial"})
 # Kinds whose records' text nothing reads once the scan is done: identity.py, naming.py, local_ranks.py,
 # one_rank_hosts.py and prepare.mark_stale read their fields, speaker, source and line alone (collectives.py reads
 # pg_status's text, derived.py rank_claim's, nccl_comm_start's and ckpt_saved's, the differential view errorish's).
 TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
-                               "worker_sigterm", "k8s_node", "nvrm_gpu", "nvrm_serial"})
+                               "worker_sigterm", "k8s_node", "k8s_assigned", "nvrm_gpu", "nvrm_serial"})
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
 _new_tuple = tuple.__new__

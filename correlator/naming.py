@@ -28,7 +28,7 @@ _ADDR_IN_USING = "nccl_using"
 # srun: error: HOST: task N: Exited with exit code C / Segmentation fault / Bus error
 _SRUN_EXITS = frozenset({"slurm.task_exit", "slurm.task_segfault", "slurm.task_sigbus"})
 _WHO, _SOURCE, _SPEAKER = attrgetter("who"), attrgetter("source"), attrgetter("speaker")
-_HOST_FIELDS = ("table_host", "k8s_node", "store_remote")  # record kinds whose fields name a host
+_HOST_FIELDS = ("table_host", "k8s_node", "k8s_assigned", "store_remote")  # record kinds whose fields name a host
 
 
 @dataclass
