@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.corpus --half all --diagnoser baseline
     .venv/bin/python -m bench.corpus --set field --half checking   # bench/field: 37 more real logs (its README)
     .venv/bin/python -m bench.corpus --set field2 --half checking  # bench/field2: 43 more, collected later
+    .venv/bin/python -m bench.corpus --set field3 --half checking  # bench/field3: 35 more, collected after that
 
 The split is by the repository a log came from (its label's `source`), never by log, so that two logs of the
 same project (the same launcher, the same cluster's naming) never sit on both sides: a log's half is bit 0 of
@@ -61,8 +62,9 @@ def labels(corpus: Path, half: str = "all") -> list[dict[str, object]]:
 
 FIELD = Path(__file__).resolve().parent / "field"
 # Sets of real logs collected blind (by someone who read none of firstfault), each with its own split and class map
-# additions: bench/field, and bench/field2 (collected later, never read while tuning; see its README).
-FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2")}
+# additions: bench/field, bench/field2 and bench/field3 (each collected later, never read while tuning; see their
+# READMEs).
+FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2"), "field3": FIELD.with_name("field3")}
 
 
 def field_rows(half: str, which: str = "field") -> list[dict[str, object]]:

@@ -207,9 +207,11 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     char c = s[i];
     if (c == '(') return -1;
     if (c == '[') {
-        /* mpirun --tag-output: ^\[\d+,(?P<rank>\d+)\]<stdxxx>: is read by speakers.py */
+        /* mpirun --tag-output ^\[\d+,(?P<rank>\d+)\]<stdxxx>: and horovodrun's ^\[(?P<rank>\d+)\]<stdxxx>: are
+           read by speakers.py */
         Py_ssize_t comma = digits_from(s, i + 1, n);
         if (comma > i + 1 && comma < n && s[comma] == ',') return -1;
+        if (comma > i + 1 && n - comma >= 2 && s[comma] == ']' && s[comma + 1] == '<') return -1;
         /* torchrun: ^\[(?:rank(?P<rank>\d+)|(?:default|trainer|worker)(?P<local_rank>\d+))\]:\s? */
         static const char *words[] = {"rank", "default", "trainer", "worker"};
         for (int k = 0; k < 4; k++) {

@@ -49,6 +49,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
     "table_host": r"^[ \t]*(?:\S+[ \t]+)?host[ \t]*: (?P<host>[\w.-]+)[ \t]*$",
     "table_exit": r"^[ \t]*(?:\S+[ \t]+)?exitcode[ \t]*: (?P<exit_code>-?\d+) \(pid: (?P<pid>\d+)\)",
+    # the header of the table's row for its first failure (errors/__init__.py _MSG_FORMAT_TEMPLATE: "Root Cause (first
+    # observed failure):" then the row of ChildFailedError.get_first_failure, the earliest timestamp)
+    "table_root": r"^[ \t]*(?:\S+[ \t]+)?Root Cause \(first observed failure\):[ \t]*$",
     # the row of a worker that wrote no error file (errors/__init__.py: _NOT_AVAILABLE): its table has no
     # traceback, so the cause is not in it (correlator/unexplained.py)
     "table_no_error_file": r"error_file:[ \t]*<N/A>",
@@ -142,6 +145,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "table_exit": r"exitcode[ \t]*: -?\d+ \(pid: \d+\)",
     "table_time": r"time[ \t]*: 20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d",
     "table_rule": r"(?:={30}|\*{30})[ \t]*$",
+    "table_root": r"Root Cause \(first observed failure\):[ \t]*$",
     "rdzv_group_rank": r"group_rank=\d+[ \t]*$",
     "rdzv_nodes": r"group_world_size=\d+[ \t]*$",
     "rdzv_local_ranks": r"local_ranks=\[[\d, ]*\][ \t]*$",
@@ -202,6 +206,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "table_exit": ("  exitcode  : -9 (pid: 2304)",),
     "table_no_error_file": ("  error_file: <N/A>",),
     "table_time": ("  time      : 2026-12-03_10:21:07",),
+    "table_root": ("Root Cause (first observed failure):", "01: Root Cause (first observed failure):"),
     "table_rule": ("=" * 60, "01: " + "=" * 60),
     "worker_failed": ("E1203 10:21:08.412000 2290 torch/distributed/elastic/multiprocessing/api.py:869] failed "
                       "(exitcode: -9) local_rank: 3 (pid: 2304) of binary: /usr/bin/python3",),

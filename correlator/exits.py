@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from catalog.model import Category, Implicates
-from correlator.events import Event, reports_exit, task_ids
+from correlator.events import Event, Target, reports_exit, task_ids
 from correlator.identity import METADATA, ExitRecord, IdentityMap
 from schemas.findings import Role
+
+TEARDOWN_CODES = frozenset({-15, 143, 15, -2, 130})  # SIGTERM / SIGINT: stopped by the agent or from outside
 
 # Killed or crashed: the code itself says what happened to the process (a SIGKILL from the OOM killer or the
 # scheduler, a segfault, a bus error), which a code of 1 or a SIGABRT after an exception does not.
@@ -84,6 +86,23 @@ def death_targets(exits: Iterable[ExitRecord], ids: IdentityMap) -> set[tuple[in
     out = set()
     for e in exits:
         sharing = len(who[e.exit_code])
-        if e.exit_code in DEATH_CODES and not (sharing >= 3 and sharing > len(everyone) / 3):
+        if e.exit_code in DEATH_CODES and not e.after_first and not (sharing >= 3 and sharing > len(everyone) / 3):
             out.add((e.rank, e.host if e.rank is None else ids.host_of_rank.get(e.rank, e.host)))
+    return out
+
+
+def first_failures(ids: IdentityMap, events: Iterable[Event]) -> list[tuple[Target, str]]:
+    """The ranks torchrun's failure tables head "Root Cause (first observed failure)": the worker its agent
+    recorded first (ChildFailedError.get_first_failure, the earliest timestamp), unless that rank's own watchdog
+    reported a collective failing (then it was waiting, and exited first because its timer ran out first) or
+    its row says it was stopped (SIGTERM, SIGINT)."""
+    waited = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None}
+    stopped = {e.rank for e in ids.exits if e.exit_code in TEARDOWN_CODES and e.rank is not None}
+    out, seen = [], set()
+    for rank, host, source, line_no in ids.first_failures:
+        if rank in waited or rank in stopped or rank in seen:
+            continue
+        seen.add(rank)
+        out.append((Target(rank, ids.host_of_rank.get(rank, host)),
+                    f"torchrun's failure table names it the first observed failure ({source}:{line_no})"))
     return out

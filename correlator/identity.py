@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: the exits are built here
+from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord
@@ -31,17 +33,6 @@ _HEX_DIGITS = "0123456789abcdefABCDEF"
 
 
 @dataclass
-class ExitRecord:
-    rank: int | None
-    local_rank: int | None
-    host: str | None
-    pid: int | None
-    exit_code: int
-    source: str
-    line_no: int
-
-
-@dataclass
 class IdentityMap:
     by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
     by_pid: dict[int, int] = field(default_factory=dict)
@@ -57,6 +48,8 @@ class IdentityMap:
     rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
     interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
+    # (rank, host) of each row a torchrun failure table heads "Root Cause (first observed failure)", with where
+    first_failures: list[tuple[int, str | None, str, int]] = field(default_factory=list)
     sole_rank: dict[str, int] = field(default_factory=dict)  # host -> rank, where the host runs that rank alone
     local_ranks: LocalRanks | None = None  # (node, local rank) -> rank, once naming has read them
     pod_on: dict[str, str] = field(default_factory=dict)  # a node -> the one pod of the job it ran (pod_nodes.py)
@@ -125,37 +118,6 @@ class IdentityMap:
 
     def ranks_on(self, host: str) -> list[int]:
         return self.host_of_rank.keys_on(host)
-
-
-def _table_rows(records: list[ContextRecord]) -> list[ExitRecord]:
-    """Assemble torchrun failure-table rows (time/host/rank/exitcode on neighbouring lines)."""
-    rows = []
-    # A table's other cells, by source: comparing each rank row with every record was quadratic (3.6 s at 4,096
-    # ranks, whose launchers print 512 tables).
-    cells: dict[str, list[ContextRecord]] = {}
-    for rec in records:
-        if rec.kind in ("table_host", "table_exit"):
-            cells.setdefault(rec.source, []).append(rec)
-    for rec in records:
-        if rec.kind != "table_rank":
-            continue
-        near = [r for r in cells.get(rec.source, ()) if abs(r.line_no - rec.line_no) <= 3]
-        host = next((r.fields["host"] for r in near if r.kind == "table_host"), rec.who.host)
-        exit_rec = next((r for r in near if r.kind == "table_exit"), None)
-        if exit_rec is None:
-            continue
-        rows.append(
-            ExitRecord(
-                rank=int(rec.fields["rank"]),
-                local_rank=int(rec.fields["local_rank"]),
-                host=host,
-                pid=int(exit_rec.fields["pid"]),
-                exit_code=int(exit_rec.fields["exit_code"]),
-                source=rec.source,
-                line_no=exit_rec.line_no,
-            )
-        )
-    return rows
 
 
 def addresses_in(detail: str) -> list[str]:
@@ -235,7 +197,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     rings = of_kind.get("nccl_ring", [])
     comms = of_kind.get("nccl_comm", [])
     # _table_rows reads each kind's cells in their order, never one kind's order against another's
-    tables = [rec for kind in ("table_rank", "table_host", "table_exit") for rec in of_kind.get(kind, ())]
+    tables = [rec for kind in ("table_rank", "table_host", "table_exit", "table_time", "table_rule", "table_root")
+              for rec in of_kind.get(kind, ())]
     _ring_ranks(ids, rings)
     _table_exits(ids, tables)
     _device_offsets(ids, comms)
@@ -275,7 +238,8 @@ def _mpi_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> 
 
 def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:
     """The exits torchrun's failure tables report, and the ranks their rows map (none overriding the logs')."""
-    for row in _table_rows(tables):
+    ids.first_failures.extend(first_failure_rows(tables))
+    for row in table_rows(tables):
         ids.exits.append(row)
         if row.rank is not None:
             if row.host:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from catalog.model import Implicates, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target
-from correlator.exits import DEATH_CODES, task_exits
+from correlator.exits import DEATH_CODES, first_failures, task_exits
 from correlator.exits import exit_report as exit_report  # re-exported: calibration reads it from here
 from correlator.identity import ExitRecord, IdentityMap
 from schemas.findings import Role
@@ -41,6 +41,7 @@ W_EXIT_ABORT = {-6, 134}
 W_EXIT_COMMON = 0.3  # an exit code a third of the job shares does not single anyone out
 W_EXIT_COMMON_SHARE = 1 / 3  # SIGABRT: what the NCCL watchdog does to its own process after a timeout
 W_EARLIEST = 0.5
+W_FIRST_FAILURE = 0.7  # torchrun's own pick of the earliest failed worker: above a same-second exit code 1
 W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent failures, the first started it
 SKEW_TOLERANCE = timedelta(seconds=2)
 
@@ -239,7 +240,8 @@ def _exits(board: Board, ids: IdentityMap, events: list[Event], records: list[Ex
     seen: set[tuple[int | None, str | None, int]] = set()
     for rec in records:
         weight = W_EXIT.get(rec.exit_code)
-        if weight is None or rec.exit_code in W_EXIT_TEARDOWN or (rec.rank, rec.host, rec.exit_code) in seen:
+        if (weight is None or rec.exit_code in W_EXIT_TEARDOWN or rec.after_first
+                or (rec.rank, rec.host, rec.exit_code) in seen):
             continue
         seen.add((rec.rank, rec.host, rec.exit_code))
         if rec.exit_code in W_EXIT_ABORT and rec.rank in timed_out:
@@ -373,6 +375,8 @@ def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timed
     _blame(board, events)
     _store_owner(board, ids, events)
     _exits(board, ids, events, ids.exits + task_exits(events, ids))
+    for target, reason in first_failures(ids, events):
+        board.get(target).add(W_FIRST_FAILURE, reason, own=True)
     if suspect is not None and suspect.unique and suspect.lines:
         _unique_errors(board, suspect, ids)
     _silent(board, events, ids, logged or set())

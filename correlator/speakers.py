@@ -22,7 +22,10 @@ from typing import NamedTuple
 # - Open MPI's mpirun --tag-output (Horovod's horovodrun passes it): "[jobid,rank]<stdout|stderr|stddiag>:", the
 #   rank being the process's MPI_COMM_WORLD rank (mpirun(1): "Tag each line of output to stdout, stderr, and
 #   stddiag with [jobid, MCW_rank]<stdxxx>"); with --timestamp-output the process's output line starts with the
-#   time in ctime's form, the tag right after it ("Fri Aug 11 12:31:45 2023[1,0]<stdout>:").
+#   time in ctime's form, the tag right after it ("Fri Aug 11 12:31:45 2023[1,0]<stdout>:"). Horovod's own launcher
+#   (horovodrun without MPI: horovod/runner/gloo_run.py runs each slot with index=slot_info.rank, and
+#   runner/common/util/safe_shell_exec.py prefix_connection writes '{time}[{rank}]<{prefix}>:', time.asctime when
+#   --prefix-output-with-timestamp) tags lines the same way without the job id: "[3]<stderr>:", the global rank.
 # - A collector's timestamp before everything else, naming no one but hiding the prefixes behind it: `kubectl logs
 #   --timestamps` and `docker logs -t` (RFC 3339 with nanoseconds, then a space), the kubelet's CRI log files under
 #   /var/log/pods ("2016-10-06T00:17:09.669794202Z stdout F ...": time, stream, P or F; kubernetes
@@ -37,7 +40,7 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("srun", re.compile(r"^\[?(?P<rank>\d{1,5})\]?: ")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
     ("pdsh", re.compile(rf"^(?P<host>{_IPV4}): (?=\S)")),
-    ("mpirun", re.compile(rf"^(?:{_CTIME})?\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
+    ("mpirun", re.compile(rf"^(?:{_CTIME})?\[(?:\d+,)?(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     ("stamp", re.compile(rf"^{_RFC3339}:? (?:(?:stdout|stderr) [FP] )?")),
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.

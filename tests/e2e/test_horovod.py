@@ -50,3 +50,18 @@ def test_the_stall_inspectors_missing_rank_is_named(tmp_path: Path, capsys: pyte
     log = tmp_path / "horovod.log"
     log.write_text("\n".join(lines) + "\n")
     assert cli_root_cause(log, capsys)["rank"] == 2
+
+
+def test_horovodruns_own_rank_tags_name_the_global_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # horovodrun without MPI (horovod/runner/gloo_run.py: index=slot_info.rank; safe_shell_exec.py
+    # prefix_connection: '{time}[{rank}]<{prefix}>:') tags each line with the global rank and no job id
+    lines = [f"[{r}]<stdout>:epoch 1 step 40 loss 1.2{r}" for r in range(4)]
+    lines += ["Wed Dec  2 09:14:05 2026[3]<stderr>:Traceback (most recent call last):",
+              "Wed Dec  2 09:14:05 2026[3]<stderr>:  File \"train.py\", line 88, in <module>",
+              "Wed Dec  2 09:14:05 2026[3]<stderr>:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+              "1.50 GiB. GPU 0 has a total capacity of 39.39 GiB of which 0.61 GiB is free."]
+    lines += [f"[{r}]<stderr>:RuntimeError: {SHUT_DOWN}" for r in (0, 1, 2)]
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["rank"], rc["signature"]) == (3, "cuda.oom")

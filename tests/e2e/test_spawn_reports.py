@@ -48,3 +48,28 @@ def test_on_several_nodes_the_process_index_is_not_a_global_rank(tmp_path: Path,
         (tmp_path / f"{node}.log").write_text("\n".join(lines) + "\n")
     rc = cli_root_cause(tmp_path, capsys)
     assert (rc["rank"], rc["host"]) == (None, "gpu-a02")  # the node whose process failed, no guessed rank
+
+
+JOIN_TRACE = [
+    "Traceback (most recent call last):",
+    '  File "train.py", line 97, in <module>',
+    "    mp.spawn(worker, nprocs=4, args=(cfg,))",
+    '  File "/opt/conda/lib/python3.9/site-packages/torch/multiprocessing/spawn.py", line 149, in join',
+    "    raise ProcessExitedException(",
+]
+
+
+@pytest.mark.parametrize(("line", "signature"), [
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGKILL",
+     "pytorch.mp.spawn_process_sigkilled"),
+    # torch before ProcessExitedException raised a plain Exception with the same text
+    ("Exception: process 2 terminated with signal SIGKILL", "pytorch.mp.spawn_process_sigkilled"),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGSEGV",
+     "pytorch.mp.spawn_process_segfault"),
+])
+def test_a_spawned_process_killed_by_a_signal_is_the_rank_on_one_node(line: str, signature: str, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(["epoch 0 iter 120 loss 2.31", *JOIN_TRACE, line]) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["rank"], rc["signature"]) == (2, signature)

@@ -31,6 +31,7 @@ def _signature(tmp_path: Path, error: str) -> tuple[str | None, int | None]:
     ("uncorrectable ECC error encountered", "cuda.ecc_uncorrectable"),
     ("an illegal memory access was encountered", "cuda.illegal_memory_access"),
     ("unspecified launch failure", "cuda.launch_failure"),
+    ("device-side assert triggered", "cuda.device_side_assert"),  # cudaGetErrorString(cudaErrorAssert)
 ])
 def test_the_watchdogs_cuda_error_is_read_as_the_error_it_carries(tmp_path: Path, error: str, entry: str) -> None:
     assert _signature(tmp_path, error) == (entry, 2)
