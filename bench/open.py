@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.open --exe /path/to/tool   # your diagnoser, if it prints diagnose's JSON
 
 Rows, each scored by ../shared/corpus/score.py on both diagnosers in the same run:
-- the real corpus's tuning and checking halves, and bench/field's and bench/field2's (real logs collected by
+- the real corpus's tuning and checking halves, and bench/field's, field2's and field3's (real logs collected by
   people who read none of firstfault; their checking halves were never read while tuning);
 - bench/independent's simulated jobs, seeds 2 and 3 (a simulator written apart from firstfault.simulate, from
   the formats' upstream sources; these seeds are never tuned on);
@@ -36,7 +36,7 @@ from bench.corpus import FIELD_SETS, corpus_dir
 OUT = Path(__file__).resolve().parent / "out"
 ROOT = Path(__file__).resolve().parents[1]
 SETS = (("corpus", "tuning"), ("corpus", "checking"), ("field", "tuning"), ("field", "checking"),
-        ("field2", "tuning"), ("field2", "checking"))
+        ("field2", "tuning"), ("field2", "checking"), ("field3", "tuning"), ("field3", "checking"))
 SEEDS = (2, 3)
 _SUMMARY = re.compile(r"cases (?P<n>\d+), class (?P<cls>\d+)/\d+ = \d+%, initiating rank (?P<rank>\d+)/(?P<rank_n>\d+)"
                       r" = \d+%, host (?P<host>\d+)/(?P<host_n>\d+) = \d+%, initiating \(firm labels\) "
