@@ -216,10 +216,11 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
             ids.host_of_ip.setdefault(m["ip"], host)
         if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
             ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
-    for rec in of_kind.get("nccl_busid", ()):
-        host = rec.who.host
-        bus = str(rec.fields["bus"])
-        if host is not None and not bus.strip(_HEX_DIGITS):  # only hex digits (str.strip: 12,000 lines)
+    # the init line's bus (context.py: nccl_comm), the last line's where several name one: a process's later
+    # communicators are numbered on the same GPU
+    for rec in of_kind.get("nccl_comm", ()):
+        host, bus = rec.who.host, rec.fields.get("bus")
+        if host is not None and isinstance(bus, str) and bus and not bus.strip(_HEX_DIGITS):  # hex (str.strip)
             ids.rank_of_bus[(host, int(bus, 16) >> 12)] = int(rec.fields["rank"])
     ids.store_hosts.extend((str(rec.fields["host"]), rec) for rec in of_kind.get("store_remote", ()))
     ids.exits.extend(ExitRecord(None, int(rec.fields["local_rank"]), rec.who.host, int(rec.fields["pid"]),

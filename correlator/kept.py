@@ -28,15 +28,15 @@ from catalog.native import needs_setup
 from catalog.native_state import KeptState
 from correlator.speakers import Who
 
-FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
-                          "worker_sigterm", "k8s_node"})
+FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
+                          "k8s_node"})
 # Folded kinds whose readers take only sets and first-wins maps (identity.py: ring ranks, interface sets,
 # setdefault of addresses and nodes, SIGTERMed pids; nothing reads nccl_version): a row's first occurrence is all.
 FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker_sigterm", "k8s_node"})
 # Kinds whose records' text nothing reads once the scan is done: identity.py, naming.py, local_ranks.py,
 # one_rank_hosts.py and prepare.mark_stale read their fields, speaker, source and line alone (collectives.py reads
 # pg_status's text, derived.py rank_claim's, nccl_comm_start's and ckpt_saved's, the differential view errorish's).
-TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
+TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_ring", "nccl_using", "nccl_version",
                                "worker_sigterm", "k8s_node"})
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
