@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
-from correlator.kept import ContextRecord
+from correlator.kept import ContextRecord, members
 from correlator.pod_nodes import lone_pods
 
 if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
@@ -208,14 +208,15 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         host = rec.who.host
         if host is None:
             continue
-        detail = str(rec.fields.get("detail", ""))
-        if (host, detail) in using_read:
-            continue
-        using_read.add((host, detail))
-        for m in _ADDR.finditer(detail):
-            ids.host_of_ip.setdefault(m["ip"], host)
-        if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
-            ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
+        for said in members(rec, "detail", ""):  # a run of the speaker's lines (correlator/kept.py: GROUPED_KINDS)
+            detail = str(said)
+            if (host, detail) in using_read:
+                continue
+            using_read.add((host, detail))
+            for m in _ADDR.finditer(detail):
+                ids.host_of_ip.setdefault(m["ip"], host)
+            if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
+                ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
     # the init line's bus (context.py: nccl_comm), the last line's where several name one: a process's later
     # communicators are numbered on the same GPU
     for rec in of_kind.get("nccl_comm", ()):
@@ -226,7 +227,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.exits.extend(ExitRecord(None, int(rec.fields["local_rank"]), rec.who.host, int(rec.fields["pid"]),
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
-    ids.sigtermed_pids.update(int(rec.fields["pid"]) for rec in of_kind.get("worker_sigterm", ()))
+    ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
     for rec in of_kind.get("k8s_node", ()):
