@@ -5,7 +5,7 @@ kind of job at N and 4N ranks (every survivor naming the dead rank's address, as
 each added rank costs are (4N's - N's) / 3N, so start-up and the catalog cancel out. Measured on this code (Python
 3.11): 4.5 KB a rank kept, 7.6 KB at the peak; before an NCCL init line became one record (its bus on nccl_comm),
 a speaker's runs of SIGTERMed pids and `Using` lines one record a run (correlator/kept.py: grouped), and the
-differential view and the events shared their keys, rows and Targets, 5.0 and 8.3 KB (main at df1417e, which
+differential view and the events shared their keys, rows and Targets, 5.06 and 8.3 KB (main at df1417e, which
 these bounds fail); before texts and field dicts were shared across sources (scan/interned.py), 7.6 and 11.2 KB.
 """
 
