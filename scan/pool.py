@@ -206,7 +206,7 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     tasks = [(i, sources[i], year, order_base(i)) for i in order]
     # Batches, not single files: a message per file cost ~1.5 ms of CPU each (5,120 rank logs of 200 kB). At most
     # MAX_BATCH files: a worker holds a batch's results and their pickle at once, and keeps the memory they took
-    # (at 32,768 ranks, batches of 1,280 files, each worker grew by 60 MB of the tree's 340).
+    # (at 32,768 ranks, in batches of 1,280 files, a worker ended the scan at 82 MB of the tree's 342; at 56 in 256).
     size = max(1, min(MAX_BATCH, len(tasks) // (workers * 16)))
     batches = [tasks[k : k + size] for k in range(0, len(tasks), size)]
     results: list[SourceResult | None] = [None] * len(sources)
