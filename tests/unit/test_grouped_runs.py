@@ -49,3 +49,15 @@ def test_a_speakers_lines_between_anothers_are_runs_of_their_own() -> None:
     records = [ContextRecord("worker_sigterm", {"pid": pid, "signal": "SIGTERM"}, "a.log", n, who, None)
                for n, (pid, who) in enumerate([(21, a), (22, a), (23, b), (24, a)])]
     assert [(r.who, members(r, "pid")) for r in grouped(records)] == [(a, (21, 22)), (b, (23,)), (a, (24,))]
+
+
+def test_a_run_stored_as_a_shard_reads_back_as_it_was() -> None:
+    import json
+
+    from correlator.shards import _context_from, _context_json
+
+    who = Who(0, "node1", 11)
+    for kind, name, values in (("worker_sigterm", "pid", (21, 22)), ("nccl_using", "detail", ("eth0:10.0.0.1<0>",))):
+        records = [ContextRecord(kind, {name: v}, "a.log", n, who, None) for n, v in enumerate(values)]
+        (run,) = grouped(records)
+        assert _context_from(json.loads(json.dumps(_context_json(run))), "a.log", 0) == run
