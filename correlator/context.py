@@ -8,8 +8,12 @@ from __future__ import annotations
 from catalog.siblings import Volatile
 
 CONTEXT_PATTERNS: dict[str, str] = {
-    # NCCL INFO comm 0x... rank 3 nranks 8 cudaDev 3 ... (Init START / COMPLETE, ncclCommInitRank)
-    "nccl_comm": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)",
+    # NCCL INFO comm 0x... rank 3 nranks 8 cudaDev 3 ... (Init START / COMPLETE, ncclCommInitRank), and where NCCL
+    # prints it (every format since nvmlDev: NVIDIA/nccl src/init.cc, "%s comm %p rank %d nranks %d cudaDev %d nvmlDev
+    # %d busId %lx ..."), the GPU's PCI bus, which the kernel's Xid lines name: one record a line, not one for the
+    # numbering and another for the bus (issue 23: a record a rank less)
+    "nccl_comm": r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)"
+    r"(?: nvmlDev \d+ busId (?P<bus>[0-9a-fA-F]+))?",
     # NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>  /  NET/Socket : Using [0]eth0:10.1.2.3<0> [1]...
     "nccl_using": r"(?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using (?P<detail>[^\n]{1,400})",
     # NCCL >= 2.19 (src/init.cc): comm 0x... rank 10 nRanks 16 nNodes 2 localRanks 8 localRank 2 MNNVL 0: how many
@@ -27,8 +31,6 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # configs:", one "  key : value" line each)
     "launch_nodes": r"^[ \t]*(?:\S+[ \t]+)?max_nodes[ \t]*: (?P<nodes>\d+)[ \t]*$",
     "launch_nproc": r"^[ \t]*(?:\S+[ \t]+)?nproc_per_node[ \t]*: (?P<nproc>\d+)[ \t]*$",
-    # ... cudaDev 3 nvmlDev 3 busId 1b000 ...: the GPU's PCI bus, which the kernel's Xid lines name
-    "nccl_busid": r"rank (?P<rank>\d+) nranks \d+ cudaDev \d+ nvmlDev \d+ busId (?P<bus>[0-9a-fA-F]+)",
     # ProcessGroupNCCL's progress: on a watchdog failure and on a dump signal. A rank that enqueued fewer
     # collectives than the others never joined the one they wait in.
     "pg_status": r"(?:work sequence id: (?P<seq>\d+) PG status: )?[Ll]ast enqueued (?:NCCL )?work: (?P<enqueued>\d+), "
@@ -173,7 +175,9 @@ CONTEXT_VOLATILE: dict[str, Volatile] = {
 # to drop `ray_dead_ip` from the full database, and a pattern it drops on an example is scanned with `re` as well.
 CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "nccl_comm": ("node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 busId 3e000 - Init "
-                  "COMPLETE",),
+                  "COMPLETE",
+                  "node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 3e000 "
+                  "commId 0x9a5e1c7b2d4f6a81 - Init START"),
     "nccl_using": ("node01:2301:2301 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
                    "node01:2301:2301 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; "
                    "OOB eth0:10.1.2.3<0>"),
@@ -185,8 +189,6 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "rdzv_global_ranks": ("  global_ranks=[4, 5, 6, 7]",),
     "launch_nodes": ("  max_nodes       : 4",),
     "launch_nproc": ("  nproc_per_node  : 8",),
-    "nccl_busid": ("node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 3e000 "
-                   "commId 0x9a5e1c7b2d4f6a81 - Init START",),
     "pg_status": ("[rank2]:[E1203 10:21:07.118 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
                   "Exception (either an error or timeout) detected by watchdog at work: 41, last enqueued NCCL work: "
                   "41, last completed NCCL work: 40.",),

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from correlator.kept import ContextRecord
+from correlator.speakers import Who
 from correlator.templates import shape
 
 
@@ -38,13 +39,20 @@ def _spoken(records: list[ContextRecord]) -> list[Spoken]:
     folded scan's records carry their row in their fields (SourceScanner masks each distinct text once, in the
     pool's workers); the others' texts are masked here, each distinct text once."""
     shapes = _Shapes()
+    # one key a speaker and one row a template, shared by the records that have them: this list is the peak of a
+    # diagnosis's memory (issue 23), and most of a job's error lines are a few templates printed by every rank
+    keys: dict[Who, tuple[int | None, str | None]] = {}
+    rows: dict[tuple[str, int], tuple[str, int]] = {}
     out: list[Spoken] = []
     append = out.append
     for rec in records:
         fields, who = rec.fields, rec.who
         masked, grave = fields.get("template"), fields.get("gravity")
         row = (masked, grave) if type(masked) is str and type(grave) is int else shapes[rec.text]
-        append(((who.rank, None) if who.rank is not None else (None, who.host), row, rec))
+        key = keys.get(who)
+        if key is None:
+            key = keys[who] = (who.rank, None) if who.rank is not None else (None, who.host)
+        append((key, rows.setdefault(row, row), rec))
     return out
 
 

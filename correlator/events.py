@@ -213,6 +213,8 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
     # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
     # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
     ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
+    # one Target a value: a rank's events name it again and again (frozen: sharing changes nothing read)
+    targets: dict[Target, Target] = {}
     events = []
     for members in groups.values():
         best: Finding | None = None
@@ -233,9 +235,12 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
         if best is None or sig is None:
             continue
         reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
+        reporter = targets.setdefault(reporter, reporter)
         ordered = members if len(members) == 1 else sorted(members, key=_ORDER)
         ev = Event(best, sig, ordered, reporter)
         _implicated(ev, ids)
+        if ev.implicated:
+            ev.implicated = [targets.setdefault(t, t) for t in ev.implicated]
         # A traceback through such a frame usually ends in the timeout it led to, which is the event's best line.
         if waiting is not None and reporter.rank != 0:
             ev.waits_on = (_target(0, None, ids), waiting)

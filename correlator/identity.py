@@ -17,7 +17,7 @@ from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: t
 from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
-from correlator.kept import ContextRecord
+from correlator.kept import ContextRecord, members
 from correlator.pod_nodes import lone_pods
 
 if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
@@ -170,24 +170,26 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         host = rec.who.host
         if host is None:
             continue
-        detail = str(rec.fields.get("detail", ""))
-        if (host, detail) in using_read:
-            continue
-        using_read.add((host, detail))
-        for m in _ADDR.finditer(detail):
-            ids.host_of_ip.setdefault(m["ip"], host)
-        if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
-            ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
-    for rec in of_kind.get("nccl_busid", ()):
-        host = rec.who.host
-        bus = str(rec.fields["bus"])
-        if host is not None and not bus.strip(_HEX_DIGITS):  # only hex digits (str.strip: 12,000 lines)
+        for said in members(rec, "detail", ""):  # a run of the speaker's lines (correlator/kept.py: GROUPED_KINDS)
+            detail = str(said)
+            if (host, detail) in using_read:
+                continue
+            using_read.add((host, detail))
+            for m in _ADDR.finditer(detail):
+                ids.host_of_ip.setdefault(m["ip"], host)
+            if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
+                ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
+    # the init line's bus (context.py: nccl_comm), the last line's where several name one: a process's later
+    # communicators are numbered on the same GPU
+    for rec in of_kind.get("nccl_comm", ()):
+        host, bus = rec.who.host, rec.fields.get("bus")
+        if host is not None and isinstance(bus, str) and bus and not bus.strip(_HEX_DIGITS):  # hex (str.strip)
             ids.rank_of_bus[(host, int(bus, 16) >> 12)] = int(rec.fields["rank"])
     ids.store_hosts.extend((str(rec.fields["host"]), rec) for rec in of_kind.get("store_remote", ()))
     ids.exits.extend(ExitRecord(None, int(rec.fields["local_rank"]), rec.who.host, int(rec.fields["pid"]),
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
-    ids.sigtermed_pids.update(int(rec.fields["pid"]) for rec in of_kind.get("worker_sigterm", ()))
+    ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
     for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):

@@ -13,6 +13,13 @@ per communicator: its commId makes every line a row of its own).
 `errorish` lines are kept once per (speaker, template, gravity, catalogued): the differential view weighs each
 distinct template a speaker printed once, from its first occurrence, so the later repeats are only counted
 (ContextRecord.repeats). A source with more distinct error templates than MAX_ERROR_ROWS keeps its earliest ones.
+
+Kinds whose readers take one field of each record, in order, and nothing else of it but its speaker and source
+(GROUPED_KINDS: SIGTERMed pids, NCCL's `Using` lines) come out of a source one record per run of its speaker: the
+records of that kind a speaker printed with no other speaker's record of that kind between them, as one record
+at the run's first, whose field holds the run's values in order (``members``). Every speaker and source stays
+first seen where it was, so does each value in its kind's order: a torchrun agent's eight SIGTERM lines are one
+record, a rank's two `Using` lines one (issue 23: memory per rank).
 Pure: no I/O here.
 """
 
@@ -28,8 +35,8 @@ from catalog.native import needs_setup
 from catalog.native_state import KeptState
 from correlator.speakers import Who
 
-FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
-                          "worker_sigterm", "k8s_node", "k8s_assigned", "train_step", "nvrm_gpu", "nvrm_serial"})
+FOLDED_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_ring", "nccl_using", "nccl_version", "worker_sigterm",
+                          "k8s_node", "k8s_assigned", "train_step", "nvrm_gpu", "nvrm_serial"})
 # Folded kinds whose readers take only sets and first-wins maps (identity.py: ring ranks, interface sets,
 # setdefault of addresses and nodes, SIGTERMed pids; nothing reads nccl_version; gpu_ids.py pairs a GPU's first
 # naming with its serial): a row's first occurrence is all. train_step is not: its latest line is the last step.
@@ -38,8 +45,10 @@ FIRST_ONLY_KINDS = frozenset({"nccl_ring", "nccl_using", "nccl_version", "worker
 # Kinds whose records' text nothing reads once the scan is done: identity.py, naming.py, local_ranks.py,
 # one_rank_hosts.py and prepare.mark_stale read their fields, speaker, source and line alone (collectives.py reads
 # pg_status's text, derived.py rank_claim's, nccl_comm_start's and ckpt_saved's, the differential view errorish's).
-TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_busid", "nccl_ring", "nccl_using", "nccl_version",
+TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_ring", "nccl_using", "nccl_version",
                                "worker_sigterm", "k8s_node", "k8s_assigned", "nvrm_gpu", "nvrm_serial"})
+# kind -> the one field its readers take of each record (see members): its records are grouped by run
+GROUPED_KINDS: dict[str, str] = {"worker_sigterm": "pid", "nccl_using": "detail"}
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
 _new_tuple = tuple.__new__
@@ -172,7 +181,48 @@ class KeptContext:
             kept += [(pos, _moved(first[row], line_no, time, text)) for row, (pos, line_no, time, text) in
                      state.last.items()]
         kept.sort(key=_position)  # stable: a line's records stay in the order they were kept
-        return [rec for _, rec in kept]
+        return grouped([rec for _, rec in kept])
+
+
+def grouped(records: list[ContextRecord]) -> list[ContextRecord]:
+    """One source's ``records`` with each run of a GROUPED_KINDS kind's records of one speaker as one record (see
+    the module's docstring), its field's values under the field's plural (``members`` reads either form)."""
+    runs: dict[str, tuple[Who, list[Any], int]] = {}  # kind -> its open run: speaker, values, index in out
+    out: list[ContextRecord] = []
+
+    def close(kind: str) -> None:
+        _, values, at = runs.pop(kind)
+        out[at] = out[at]._replace(fields={GROUPED_KINDS[kind] + "s": tuple(values)})
+
+    for rec in records:
+        name = GROUPED_KINDS.get(rec.kind)
+        if name is None:
+            out.append(rec)
+            continue
+        if name not in rec.fields:  # not a line of the kind's pattern: kept as it is, between runs
+            if rec.kind in runs:
+                close(rec.kind)
+            out.append(rec)
+            continue
+        run = runs.get(rec.kind)
+        if run is not None and run[0] == rec.who:
+            run[1].extend(members(rec, name))
+            continue
+        if run is not None:
+            close(rec.kind)
+        runs[rec.kind] = (rec.who, list(members(rec, name)), len(out))
+        out.append(rec)
+    for kind in list(runs):
+        close(kind)
+    return out
+
+
+def members(rec: ContextRecord, name: str, missing: Any = None) -> tuple[Any, ...]:
+    """The values of ``name`` a record of a GROUPED_KINDS kind stands for: a run's (``name`` + "s": see grouped),
+    or its own one (a record kept as it was printed: in a test, or in a shard stored before runs were grouped),
+    ``missing`` where it has none."""
+    many = rec.fields.get(name + "s")
+    return tuple(many) if many is not None else (rec.fields.get(name, missing),)
 
 
 needs_setup(lambda module: module.configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS))

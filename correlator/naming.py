@@ -15,7 +15,7 @@ from operator import attrgetter
 from correlator.events import task_ids
 from correlator.hostnames import aliases
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
-from correlator.kept import ContextRecord
+from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
@@ -282,7 +282,8 @@ def _advertised(of_kind: Mapping[str, list[ContextRecord]], ids: IdentityMap) ->
     pairs = {(host, ip) for ip, host in ids.host_of_ip.items()}
     # host_of_ip keeps an address's first host only: count them all; each (host, line) once (every rank of a node
     # prints the same lines)
-    lines = {(rec.who.host, str(rec.fields.get("detail", ""))) for rec in of_kind.get(_ADDR_IN_USING, ())}
+    lines = {(rec.who.host, str(detail)) for rec in of_kind.get(_ADDR_IN_USING, ())
+             for detail in members(rec, "detail", "")}
     for host, detail in lines:
         if host:
             pairs.update((host, ip) for ip in addresses_in(detail))

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from correlator.continuation import MAX_EVENT_GAP
-from correlator.kept import ContextRecord
+from correlator.kept import GROUPED_KINDS, ContextRecord
 from correlator.reading import SourceResult
 from correlator.speakers import Who, who_from_path
 from schemas.findings import Finding, finding_from_json, finding_json
@@ -78,6 +78,9 @@ def _context_from(row: Mapping[str, Any], source: str, offset: int) -> ContextRe
     data["who"] = Who(**data["who"])
     data["time"] = datetime.fromisoformat(data["time"]) if data.get("time") else None
     data["source"], data["line_no"] = source, data["line_no"] + offset
+    name = GROUPED_KINDS.get(data["kind"])
+    if name is not None and isinstance(data["fields"].get(name + "s"), list):  # a run's values: JSON has no tuple
+        data["fields"] = {**data["fields"], name + "s": tuple(data["fields"][name + "s"])}
     return ContextRecord(**data)
 
 

@@ -36,6 +36,7 @@ from schemas.findings import Finding, Speaker
 from sources.files import Source, chunks
 
 Task = tuple[int, Source, int, int]  # (index in the input, source, year, order base)
+MAX_BATCH = 256  # files a batch holds at most (see scan_in_pool)
 
 
 def _widen(pipe: Connection) -> None:
@@ -203,8 +204,10 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     sizes = [s.length() for s in sources]
     order = sorted(range(len(sources)), key=lambda i: -sizes[i])
     tasks = [(i, sources[i], year, order_base(i)) for i in order]
-    # Batches, not single files: a message per file cost ~1.5 ms of CPU each (5,120 rank logs of 200 kB).
-    size = max(1, len(tasks) // (workers * 16))
+    # Batches, not single files: a message per file cost ~1.5 ms of CPU each (5,120 rank logs of 200 kB). At most
+    # MAX_BATCH files: a worker holds a batch's results and their pickle at once, and keeps the memory they took
+    # (at 32,768 ranks, in batches of 1,280 files, a worker ended the scan at 82 MB of the tree's 342; at 56 in 256).
+    size = max(1, min(MAX_BATCH, len(tasks) // (workers * 16)))
     batches = [tasks[k : k + size] for k in range(0, len(tasks), size)]
     results: list[SourceResult | None] = [None] * len(sources)
     context = multiprocessing.get_context("fork")

@@ -78,8 +78,8 @@ def test_repeats_are_counted_once_and_diagnose_as_one_line(job: tuple[Path, dict
     found, kept_many = _diagnosis(many)
     assert expected.root_cause is not None and expected.root_cause.rank == truth["victim"]
     assert found.model_dump(mode="json") == expected.model_dump(mode="json")
-    # the line yields two records (nccl_comm, nccl_busid): at most one more last occurrence of each is kept
-    assert kept_many <= kept_once + 2
+    # the line yields one record (nccl_comm, its bus included): at most one more last occurrence is kept
+    assert kept_many <= kept_once + 1
 
 
 def test_folding_gives_the_diagnosis_keeping_every_record_gives(job: tuple[Path, dict[str, object]],
@@ -95,8 +95,8 @@ def test_folding_gives_the_diagnosis_keeping_every_record_gives(job: tuple[Path,
     folded, kept = _diagnosis(many)
     monkeypatch.setattr(correlator.kept, "FOLDED_KINDS", frozenset())
     every, total = _diagnosis(many)
-    assert total > 2 * REPEATS  # without folding, every repeat is kept
-    assert kept <= total - 2 * REPEATS  # fewer than the file without the repeats would keep unfolded
+    assert total > REPEATS  # without folding, every repeat is kept (one record a line: nccl_comm)
+    assert kept <= total - REPEATS  # fewer than the file without the repeats would keep unfolded
     assert folded.root_cause is not None and folded.root_cause.rank == truth["victim"]
     assert folded.model_dump(mode="json") == every.model_dump(mode="json")
 

@@ -150,8 +150,8 @@ def test_the_identity_map_of_folded_records_is_the_one_of_every_record(seed: int
     speakers = [Who(rng.choice([None, 0, 1]), rng.choice(["node1", "node2"]), rng.choice([11, 12, 13]),
                     rng.choice([0, 1])) for _ in range(5)]
     kinds = {
-        "nccl_comm": lambda: {"rank": rng.randrange(4), "nranks": rng.choice([2, 8]), "device": rng.randrange(2)},
-        "nccl_busid": lambda: {"rank": rng.randrange(4), "bus": rng.choice(["1b000", "3d000"])},
+        "nccl_comm": lambda: {"rank": rng.randrange(4), "nranks": rng.choice([2, 8]), "device": rng.randrange(2),
+                              **({"bus": b} if (b := rng.choice([None, "1b000", "3d000"])) else {})},
         "nccl_ring": lambda: {"rank": rng.randrange(4)},
         "nccl_using": lambda: {"detail": rng.choice(["eth0:10.0.0.1<0>", "[0]ib0:10.0.1.2<0>", "OOB eth1:10.0.0.9"])},
         "worker_sigterm": lambda: {"pid": rng.choice([11, 12]), "signal": "SIGTERM"},

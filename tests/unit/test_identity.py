@@ -29,6 +29,9 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
             comms.append(rec)
         elif kind.startswith("table_"):
             tables.append(rec)
+        bus = rec.fields.get("bus") if kind == "nccl_comm" else None
+        if who.host is not None and isinstance(bus, str) and all(ch in "0123456789abcdefABCDEF" for ch in bus):
+            ids.rank_of_bus[(who.host, int(bus, 16) >> 12)] = int(rec.fields["rank"])
         if kind == "nccl_comm" and who.pid is not None:
             rank, nranks = int(rec.fields["rank"]), int(rec.fields["nranks"])
             key = (who.host, who.pid)
@@ -45,10 +48,6 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
                 ids.host_of_ip.setdefault(m["ip"], who.host)
             if "OOB" not in detail:
                 ids.interfaces[who.host].update(m["name"] for m in identity._IFACE.finditer(detail))
-        elif kind == "nccl_busid" and who.host is not None:
-            bus = str(rec.fields["bus"])
-            if all(ch in "0123456789abcdefABCDEF" for ch in bus):
-                ids.rank_of_bus[(who.host, int(bus, 16) >> 12)] = int(rec.fields["rank"])
         elif kind == "store_remote":
             ids.store_hosts.append((str(rec.fields["host"]), rec))
         elif kind == "worker_failed":
@@ -72,8 +71,9 @@ def _records(rng: random.Random) -> list[ContextRecord]:
     speakers = [Who(rng.choice([None, 0, 1, 2, 5]), rng.choice(hosts), rng.choice([None, 11, 12, 13]),
                     rng.choice([None, 0, 1])) for _ in range(8)]
     make: dict[str, Any] = {
-        "nccl_comm": lambda: {"rank": rng.randrange(6), "nranks": rng.choice([2, 8, 16]), "device": rng.randrange(2)},
-        "nccl_busid": lambda: {"rank": rng.randrange(6), "bus": rng.choice(["1b000", "3d000", "zz", "3e000"])},
+        # NCCL's init line, with its bus where the format prints one (nvmlDev ... busId: context.py)
+        "nccl_comm": lambda: {"rank": rng.randrange(6), "nranks": rng.choice([2, 8, 16]), "device": rng.randrange(2),
+                              **({"bus": b} if (b := rng.choice([None, "1b000", "3d000", "zz", "3e000"])) else {})},
         "nccl_ring": lambda: {"rank": rng.randrange(6)},
         "nccl_using": lambda: {"detail": rng.choice(["eth0:10.0.0.1<0>", "[0]ib0:10.0.1.2<0>", "OOB eth1:10.0.0.9",
                                                       "[1]eth2:10.0.0.3<0>"])},

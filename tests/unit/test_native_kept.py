@@ -86,7 +86,7 @@ def test_error_rows_past_the_limit_are_counted_as_dropped() -> None:
 
 def test_a_job_scanned_through_either_keeps_the_same_records(tmp_path: Path) -> None:
     _native()
-    generate(tmp_path, ranks=8, size=300_000, seed=5, failure="oom_kill", quiet=True)
+    generate(tmp_path, ranks=16, size=600_000, seed=5, failure="oom_kill", quiet=True)
     matcher = default_matcher()
     paths = sorted((tmp_path / "logs").rglob("*.log"))
 
