@@ -241,7 +241,7 @@ static PyMethodDef module_methods[] = {
     {"who_and_stamp", (PyCFunction)(void (*)(void))who_and_stamp, METH_FASTCALL,
      "_read_who_and_stamp for common ASCII lines, else None"},
     {"planner", planner, METH_O, "plan_for(line_match, raw) bound to a catalog.native_state.PlanState"},
-    {"configure_kept", configure_kept, METH_VARARGS, "the record type, first-only kinds and error rows keep_line uses"},
+    {"configure_kept", (PyCFunction)(void (*)(void))configure_kept, METH_VARARGS | METH_KEYWORDS, "the record type, first-only kinds and error rows keep_line uses"},
     {"keeper", keeper, METH_O, "keep_line(contexts, ...) bound to a catalog.native_state.KeptState"},
     {NULL}};
 

@@ -4,7 +4,7 @@
  * counted (or moved to its latest occurrence), a new one is kept. At 4,096 ranks that is 60,000 records a
  * gigabyte, and in Python two method calls each. The steps here are repeat's then add's, in their order, on the
  * KeptContext's own lists and dicts, which its catalog.native_state.KeptState holds; the Python method stays the
- * fallback and the reference (tests/unit/test_native_kept.py compares the two). configure_kept gives it the
+ * fallback and the reference (tests/unit/test_native_kept.py compares the two). configure_kept (by name) gives it the
  * ContextRecord type, the kinds whose first occurrence is all that is kept, and MAX_ERROR_ROWS.
  *
  * keeper(state) reads a KeptState's fields by name once (a field missing, or of the wrong type, is a TypeError
@@ -18,10 +18,18 @@ enum { K_RECORDS, K_FIRST, K_LAST, K_ERRORS, K_DROPPED, K_STATE_SIZE };
 static PyObject *record_type = NULL, *first_only_kinds = NULL;
 static Py_ssize_t max_error_rows = 0;
 
-static PyObject *configure_kept(PyObject *mod, PyObject *args) {
-    PyObject *type, *kinds;
-    Py_ssize_t most;
-    if (!PyArg_ParseTuple(args, "O!O!n", &PyType_Type, &type, &PyFrozenSet_Type, &kinds, &most)) return NULL;
+static PyObject *configure_kept(PyObject *mod, PyObject *args, PyObject *kwargs) {
+    /* keyword-only, every one required: a caller names what it hands over, and a renamed one fails loudly */
+    static char *names[] = {"record_type", "first_only_kinds", "max_error_rows", NULL};
+    PyObject *type = NULL, *kinds = NULL;
+    Py_ssize_t most = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O!O!n", names, &PyType_Type, &type, &PyFrozenSet_Type, &kinds,
+                                     &most))
+        return NULL;
+    if (!type || !kinds || most < 0) {
+        PyErr_SetString(PyExc_TypeError, "configure_kept needs record_type, first_only_kinds and max_error_rows (>= 0)");
+        return NULL;
+    }
     if (!PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "the record type must be a tuple type");
         return NULL;

@@ -225,7 +225,8 @@ def members(rec: ContextRecord, name: str, missing: Any = None) -> tuple[Any, ..
     return tuple(many) if many is not None else (rec.fields.get(name, missing),)
 
 
-needs_setup(lambda module: module.configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS))
+needs_setup(lambda module: module.configure_kept(record_type=ContextRecord, first_only_kinds=FIRST_ONLY_KINDS,
+                                                 max_error_rows=MAX_ERROR_ROWS))
 
 
 def line_keeper(kept: KeptContext, module: ModuleType | None) -> Callable[..., None]:

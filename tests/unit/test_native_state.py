@@ -92,3 +92,27 @@ def test_the_c_loop_counts_dropped_errors_on_the_state_it_was_bound_to() -> None
              k << 4)
     assert kept.errors_dropped == 3 and len(kept.state.errors) == MAX_ERROR_ROWS
     assert len(kept.records()) == MAX_ERROR_ROWS
+
+
+def test_the_c_setup_takes_its_arguments_by_name_and_refuses_them_by_position() -> None:
+    """configure_who and configure_kept hand the C loop Python types and tables: by position, a reordered or
+    renamed argument would bind the wrong object silently; by name, it is a TypeError at once."""
+    from datetime import UTC
+
+    from correlator.kept import FIRST_ONLY_KINDS, MAX_ERROR_ROWS, ContextRecord
+    from correlator.timestamps import Stamp
+
+    module = _linescan()
+    with pytest.raises(TypeError):
+        module.configure_kept(ContextRecord, FIRST_ONLY_KINDS, MAX_ERROR_ROWS)
+    with pytest.raises(TypeError, match="max_error_rows"):
+        module.configure_kept(record_type=ContextRecord, first_only_kinds=FIRST_ONLY_KINDS)
+    with pytest.raises(TypeError, match="memo_max"):
+        module.configure_who(who_type=Who, stamp_type=Stamp, utc=UTC, not_hosts=frozenset(), glog_memo={})
+    # and the setup the scanners use still holds: a scanner made now keeps lines through the C loop
+    module.configure_kept(record_type=ContextRecord, first_only_kinds=FIRST_ONLY_KINDS, max_error_rows=MAX_ERROR_ROWS)
+    kept = KeptContext()
+    keep = module.keeper(kept.state)
+    keep([("nccl_version", {"version": "2.21.5"}, ("nccl_version", (("version", "2.21.5"),), Who()))], "a.log", 1,
+         Who(), None, "NCCL version 2.21.5", 0)
+    assert [r.kind for r in kept.records()] == ["nccl_version"]
