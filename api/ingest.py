@@ -78,7 +78,8 @@ def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
     async def post_shard(request: Request) -> JSONResponse:
         try:
             shard = LogShard.model_validate(await _body(request, "shard"))
-            decode_shard_data(shard)  # refuse undecodable data here, where the sender can still hear about it
+            # refuse undecodable data here, where the sender can still hear about it; the bytes go on with it
+            data = decode_shard_data(shard)
         except ValidationError as exc:
             metrics.rejected("shard", "http", "invalid")
             raise HTTPException(status_code=400, detail=_reason(exc)) from exc
@@ -86,6 +87,6 @@ def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
             metrics.rejected("shard", "http", "invalid")
             raise HTTPException(status_code=400, detail=exc.reason) from exc
         with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=shard.job_id, seq=shard.seq):
-            return hand_on("shard", lambda: dispatcher.submit_shard(shard, tracing.headers()), len(shard.data))
+            return hand_on("shard", lambda: dispatcher.submit_shard(shard, tracing.headers(), data), len(shard.data))
 
     return router

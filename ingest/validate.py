@@ -22,6 +22,12 @@ _MODELS: dict[Kind, type[JobEvent] | type[LogShard]] = {"job": JobEvent, "shard"
 
 def validate_message(kind: Kind, value: bytes | None, key: bytes | None) -> JobEvent | LogShard:
     """The model a message carries. Raises InvalidMessage (with the original bytes) when it is unusable."""
+    return validate_decoded(kind, value, key)[0]
+
+
+def validate_decoded(kind: Kind, value: bytes | None, key: bytes | None) -> tuple[JobEvent | LogShard, bytes | None]:
+    """validate_message, and for a shard the log bytes its data decoded to while being checked (None for a job
+    event): handed on with the shard, so that nothing downstream decodes it again."""
     raw = value or b""
     try:
         return _validate(kind, raw, key)
@@ -29,7 +35,7 @@ def validate_message(kind: Kind, value: bytes | None, key: bytes | None) -> JobE
         raise InvalidMessage(exc.reason, raw) from None
 
 
-def _validate(kind: Kind, raw: bytes, key: bytes | None) -> JobEvent | LogShard:
+def _validate(kind: Kind, raw: bytes, key: bytes | None) -> tuple[JobEvent | LogShard, bytes | None]:
     model_type = _MODELS[kind]
     name = model_type.__name__
     if not raw:
@@ -43,9 +49,7 @@ def _validate(kind: Kind, raw: bytes, key: bytes | None) -> JobEvent | LogShard:
     except ValidationError as exc:
         raise InvalidMessage(f"invalid {name}: {condense(exc)}") from None
     _check_key(key, model.job_id)
-    if isinstance(model, LogShard):
-        decode_shard_data(model)
-    return model
+    return model, decode_shard_data(model) if isinstance(model, LogShard) else None
 
 
 def _json_object(raw: bytes, name: str) -> dict[str, Any]:

@@ -16,8 +16,17 @@ from datetime import datetime
 
 from schemas.incident import Incident
 from schemas.subscription import Subscription
-from store.ports import (DELIVERABLE, SENDING, NotStorable, OnSaved, OutboxEntry, OutcomeEntry, ShardPayload, ShardRef,
-                         StoredSubscription)
+from store.ports import (
+    DELIVERABLE,
+    SENDING,
+    NotStorable,
+    OnSaved,
+    OutboxEntry,
+    OutcomeEntry,
+    ShardPayload,
+    ShardRef,
+    StoredSubscription,
+)
 
 
 @dataclass

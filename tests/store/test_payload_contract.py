@@ -86,7 +86,7 @@ def test_recording_a_shard_drops_its_payload_and_marks_it_scanned(case: Case) ->
     case.store.put_payloads([payload(r) for r in refs], NOW)
     case.record(refs[1:])
     assert case.store.payloads(refs) == [payload(refs[0]), None, None]
-    assert case.store.scanned(refs + [ref(seq=9)]) == [False, True, True, False]
+    assert case.store.scanned([*refs, ref(seq=9)]) == [False, True, True, False]
 
 
 def test_reclaim_takes_the_oldest_unclaimed_once_until_it_is_old_again(case: Case) -> None:
@@ -109,7 +109,7 @@ def test_concurrent_edges_storing_one_shard_keep_one_payload(case: Case) -> None
     def put(data: bytes) -> None:
         try:
             case.store.put_payloads([payload(ref(seq=5), data)], NOW)
-        except BaseException as exc:  # noqa: BLE001 (reported below)
+        except BaseException as exc:
             errors.append(exc)
     threads = [threading.Thread(target=put, args=(f"copy {i}\n".encode(),)) for i in range(4)]
     for t in threads:
