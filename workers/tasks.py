@@ -121,7 +121,7 @@ def sweep() -> int:
     from celery import current_app
 
     from config.settings import load_settings
-    from pipeline.sweep import resend_overdue
+    from pipeline.sweep import resend_overdue, resend_payloads
     from workers.dispatch import CeleryDispatcher
 
     p, settings = pipeline(), load_settings()
@@ -130,9 +130,9 @@ def sweep() -> int:
     if sent:
         log.warning("sweep: re-sent %d overdue correlation(s), their tasks were gone: %s", len(sent),
                     ", ".join(sent[:20]))
-    refs = p.store.payloads.reclaim_payloads(now - timedelta(seconds=settings.payload_grace_s), now, 1000)
+    resend = CeleryDispatcher(current_app, p.store.payloads, p.clock).resend
+    refs = resend_payloads(p.store.payloads, resend, now, timedelta(seconds=settings.payload_grace_s))
     if refs:
-        CeleryDispatcher(current_app, p.store.payloads, p.clock).resend(refs)
         log.warning("sweep: re-sent %d shard task(s) whose payload waited over %g s: %s", len(refs),
                     settings.payload_grace_s, ", ".join(f"{r.job_id}/{r.source_key.name}#{r.seq}" for r in refs[:20]))
     return len(sent) + len(refs)
