@@ -1,13 +1,16 @@
 """Bytes a shard's Celery task puts on the broker: the whole LogShard as an argument (what tasks carried before
 issue 24, item 5) against the ShardRef they carry now, for the shards `firstfault ship` cuts from one rank's log.
 
-    python -m bench.task_bytes [--rank-mb 12] [--redis redis://127.0.0.1:6379/9]
+    python -m bench.task_bytes [--rank-mb 12] [--redis redis://127.0.0.1:6379/9] [--pg postgresql://...]
 
 The rank's log comes from bench.generate (realistic training lines, 8 ranks); ship's own chunking cuts it
 (ingest.ship.stream_shards: 4 MiB of raw log a shard, zstd). Each shard's task is published both ways to a queue of
 this run's own on Redis (no worker), and what Redis holds is read back: the length of each message as stored
 (kombu's JSON envelope with the body base64-encoded, headers and properties included). Also printed: the payload
-the edge keeps in the store instead (the decoded bytes) and the wire message's size.
+the edge keeps in the store instead (the decoded bytes) and the wire message's size. With --pg (an admin URL: a
+scratch database is created and dropped), what keeping the first shard's payload costs PostgreSQL: the bytes it
+stores (pg_column_size, after TOAST's compression) and the time to put and to get it, median of 5, for the decoded
+bytes (what the edge keeps) and, for comparison, the producer's compressed bytes (what a worker would inflate).
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
@@ -23,6 +28,7 @@ import redis
 from bench.generate import generate, parse_size
 from config.settings import Settings
 from ingest.ship import Overrides, plan, stream_shards
+from schemas.wire import LogShard
 from sources.shard_data import decode_shard_data
 from store.testing import MemoryPayloadStore
 from workers.app import make_app
@@ -33,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.task_bytes", description=__doc__.split("\n\n")[0])
     p.add_argument("--rank-mb", type=float, default=12.0, help="size of the rank's log, MB")
     p.add_argument("--redis", default="redis://127.0.0.1:6379/9")
+    p.add_argument("--pg", default=None, help="PostgreSQL admin URL: also time the payload in the store")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         generate(Path(tmp), ranks=8, size=parse_size(f"{args.rank_mb * 8:g}MB"), seed=1)
@@ -58,7 +65,45 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in (("wire message (LogShard JSON)", wire), ("task on Redis, whole shard", before),
                          ("task on Redis, ShardRef", after), ("payload kept in the store (decoded)", raw)):
         print(f"  {name:<38} median {statistics.median(values):>11,.0f} B   max {max(values):>11,} B")
+    if args.pg:
+        _in_postgres(args.pg, shards[0])
     return 0
+
+
+def _in_postgres(admin: str, shard: LogShard) -> None:
+    import base64
+
+    import psycopg
+    import sqlalchemy as sa
+
+    from store.incidents import Store
+    from store.ports import ShardPayload, ShardRef
+
+    name = f"ff_bytes_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    store = Store.open(f"{admin.rsplit('/', 1)[0]}/{name}")
+    try:
+        ref = ShardRef(shard.job_id, shard.stream, shard.rank, shard.host, shard.source, shard.seq)
+        for kind, data in (("decoded (kept)", decode_shard_data(shard)),
+                           ("compressed (alternative)", base64.b64decode(shard.data))):
+            puts, gets, stored = [], [], 0
+            for _ in range(5):
+                start = time.perf_counter()
+                store.payloads.put_payloads([ShardPayload(ref, shard.eof, data)], datetime.now(UTC))
+                puts.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                store.payloads.payloads([ref])
+                gets.append(time.perf_counter() - start)
+                with store.engine.connect() as conn:
+                    stored = conn.execute(sa.text("select pg_column_size(data) from shard_payloads")).scalar_one()
+                store.payloads.drop_payloads([ref])
+            print(f"  PostgreSQL, {kind:<25} {len(data):>11,} B stored as {stored:>11,} B   put "
+                  f"{statistics.median(puts) * 1e3:5.1f} ms   get {statistics.median(gets) * 1e3:5.1f} ms")
+    finally:
+        store.close()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _published(client: redis.Redis, prefix: str, send: object) -> int:
