@@ -72,22 +72,27 @@ def _dead_letter_shard(item: Any, reason: str) -> None:
         _dead_letter("shard", "firstfault.match_shard", dict(item), reason)
         return
     try:
-        [found] = pipeline().store.payloads.payloads([ref])
+        payloads = pipeline().store.payloads
+        [found] = payloads.payloads([ref])
+        # a task of several jobs' shards may fail after storing some of them: those are no dead letters
+        recorded = found is None and payloads.scanned([ref]) == [True]
     except Exception:  # the store is failing: the payload stays, and the sweep sends its task again later
         log.exception("dead letter: the payload of %s could not be read; left for the sweep", ref)
+        return
+    if recorded:
         return
     if found is None:
         _dead_letter("shard", "firstfault.match_shard", ref.to_json(), f"{reason} (its payload is gone)")
         return
     _dead_letter("shard", "firstfault.match_shard", as_shard(found).model_dump(mode="json"), reason)
     try:
-        pipeline().store.payloads.drop_payloads([ref])
+        payloads.drop_payloads([ref])
     except Exception:  # kept twice then (as the letter and the payload): the sweep's resend records it or fails
         log.exception("dead letter: the payload of %s could not be dropped", ref)
 
 
 def as_shard(payload: ShardPayload) -> LogShard:
-    """A stored payload as the LogShard a producer would send (zstd, or text when it is UTF-8: `pack`)."""
+    """A stored payload as the LogShard a producer would send: zstd-compressed, as `firstfault ship` packs it."""
     compression, data = pack(payload.data, "zstd")
     r = payload.ref
     return LogShard.model_validate({"job_id": r.job_id, "rank": r.rank, "host": r.host, "stream": r.stream,
