@@ -7,10 +7,12 @@ The rank's log comes from bench.generate (realistic training lines, 8 ranks); sh
 (ingest.ship.stream_shards: 4 MiB of raw log a shard, zstd). Each shard's task is published both ways to a queue of
 this run's own on Redis (no worker), and what Redis holds is read back: the length of each message as stored
 (kombu's JSON envelope with the body base64-encoded, headers and properties included). Also printed: the payload
-the edge keeps in the store instead (the decoded bytes) and the wire message's size. With --pg (an admin URL: a
-scratch database is created and dropped), what keeping the first shard's payload costs PostgreSQL: the bytes it
-stores (pg_column_size, after TOAST's compression) and the time to put and to get it, median of 5, for the decoded
-bytes (what the edge keeps) and, for comparison, the producer's compressed bytes (what a worker would inflate).
+the edge keeps in the store instead (the producer's compressed bytes), the log bytes they inflate to, and the wire
+message's size. With --pg (an admin URL: a scratch database is created and dropped), what keeping the first
+shard's payload costs PostgreSQL: the bytes it stores (pg_column_size, after TOAST's compression) and the time to
+put and to get it, median of 5, for the compressed bytes (what the edge keeps) and, for comparison, the decoded
+bytes (what the worker would load had the edge kept the log), with the time the worker spends inflating the
+compressed ones (sources.shard_data.inflate, median of 5).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from bench.generate import generate, parse_size
 from config.settings import Settings
 from ingest.ship import Overrides, plan, stream_shards
 from schemas.wire import LogShard
-from sources.shard_data import decode_shard_data
+from sources.shard_data import decode_shard_data, inflate, packed_shard_data
 from store.testing import MemoryPayloadStore
 from workers.app import make_app
 from workers.dispatch import CeleryDispatcher
@@ -60,10 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             client.delete(key)
         client.close()
     wire = [len(s.model_dump_json()) for s in shards]
+    kept = [len(packed_shard_data(s)) for s in shards]
     raw = [len(decode_shard_data(s)) for s in shards]
     print(f"{len(shards)} shards of one {args.rank_mb:g} MB rank log (ship: zstd, <= 4 MiB raw a shard)")
     for name, values in (("wire message (LogShard JSON)", wire), ("task on Redis, whole shard", before),
-                         ("task on Redis, ShardRef", after), ("payload kept in the store (decoded)", raw)):
+                         ("task on Redis, ShardRef", after), ("payload kept in the store (compressed)", kept),
+                         ("log bytes it inflates to", raw)):
         print(f"  {name:<38} median {statistics.median(values):>11,.0f} B   max {max(values):>11,} B")
     if args.pg:
         _in_postgres(args.pg, shards[0])
@@ -71,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _in_postgres(admin: str, shard: LogShard) -> None:
-    import base64
-
     import psycopg
     import sqlalchemy as sa
 
@@ -85,12 +87,13 @@ def _in_postgres(admin: str, shard: LogShard) -> None:
     store = Store.open(f"{admin.rsplit('/', 1)[0]}/{name}")
     try:
         ref = ShardRef(shard.job_id, shard.stream, shard.rank, shard.host, shard.source, shard.seq)
-        for kind, data in (("decoded (kept)", decode_shard_data(shard)),
-                           ("compressed (alternative)", base64.b64decode(shard.data))):
+        packed = packed_shard_data(shard)
+        for kind, compression, data in (("compressed (kept)", shard.compression, packed),
+                                        ("decoded (alternative)", "none", decode_shard_data(shard))):
             puts, gets, stored = [], [], 0
             for _ in range(5):
                 start = time.perf_counter()
-                store.payloads.put_payloads([ShardPayload(ref, shard.eof, data)], datetime.now(UTC))
+                store.payloads.put_payloads([ShardPayload(ref, shard.eof, compression, data)], datetime.now(UTC))
                 puts.append(time.perf_counter() - start)
                 start = time.perf_counter()
                 store.payloads.payloads([ref])
@@ -100,6 +103,12 @@ def _in_postgres(admin: str, shard: LogShard) -> None:
                 store.payloads.drop_payloads([ref])
             print(f"  PostgreSQL, {kind:<25} {len(data):>11,} B stored as {stored:>11,} B   put "
                   f"{statistics.median(puts) * 1e3:5.1f} ms   get {statistics.median(gets) * 1e3:5.1f} ms")
+        inflating = []
+        for _ in range(5):
+            start = time.perf_counter()
+            inflate(shard.compression, packed)
+            inflating.append(time.perf_counter() - start)
+        print(f"  worker, inflating the compressed payload  {statistics.median(inflating) * 1e3:5.1f} ms")
     finally:
         store.close()
         with psycopg.connect(admin, autocommit=True) as conn:

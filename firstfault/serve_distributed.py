@@ -1,5 +1,5 @@
 """`firstfault serve` without --embedded: the Kafka consumer and the HTTP ingest, each handing what it validated to
-Celery through one StoringDispatcher (a job event stored here, a shard's decoded bytes stored and its task sent
+Celery through one StoringDispatcher (a job event stored here, a shard's packed bytes stored and its task sent
 by reference). Workers run apart: `celery -A workers.app worker -Q <queue>`."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ log = logging.getLogger("firstfault.serve")
 def _http(settings: Settings, dispatcher: Dispatcher, store: Store, host: str, port: int) -> threading.Thread:
     import uvicorn
 
-    # straight to the workers, as the consumer hands on: through Kafka too, the shard would be decoded once more
+    # straight to the workers, as the consumer hands on: through Kafka too, the shard would be validated once more
     # by the consumer, and cross one more broker whole
     app = create_app(settings, dispatcher, store, needs=DISTRIBUTED)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None))

@@ -20,7 +20,7 @@ from ingest.dispatch import BatchDispatcher, Dispatcher
 from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Kind, Topics
-from ingest.validate import validate_decoded
+from ingest.validate import validate_packed
 from pipeline import metrics, tracing
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
 from schemas.retry import CONSUMER, RetryPolicy
@@ -229,7 +229,7 @@ def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAUL
 class _Group:
     records: list[Record] = field(default_factory=list)
     shards: list[LogShard] = field(default_factory=list)
-    data: list[bytes] = field(default_factory=list)  # each shard's log bytes, decoded when it was validated
+    data: list[bytes] = field(default_factory=list)  # each shard's packed bytes, checked when it was validated
     headers: list[dict[str, str]] = field(default_factory=list)
     size: int = 0
 
@@ -248,10 +248,10 @@ class _Group:
 
 
 def _validated(kind: Kind, record: Record) -> tuple[JobEvent | LogShard, bytes | None]:
-    """validate_decoded, where a bug that lets another exception out dead-letters the message instead of
+    """validate_packed, where a bug that lets another exception out dead-letters the message instead of
     stopping the loop on it again at every restart (a poison message)."""
     try:
-        return validate_decoded(kind, record.value, record.key)
+        return validate_packed(kind, record.value, record.key)
     except InvalidMessage:
         raise
     except Exception as exc:

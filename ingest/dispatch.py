@@ -4,8 +4,9 @@ in distributed mode it enqueues Celery tasks, in embedded mode it runs the same 
 A dispatcher returns only once the work is durably handed on (the consumer commits offsets after that); when it
 cannot hand on, it raises RetryableError and the consumer retries the same message later.
 
-A shard comes with the log bytes its data decoded to when the edge validated it (`data`; None when the caller has
-not decoded it): a dispatcher that needs them uses those rather than decoding the shard again.
+A shard comes with its data as the producer packed it, base64 undone, once the edge has checked that it inflates
+within the bound (`data`: sources.shard_data.packed_shard_data; None when the caller has not checked it): a
+dispatcher that needs them uses those rather than checking the shard again.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
-from sources.shard_data import decode_shard_data
+from sources.shard_data import decode_shard_data, inflate
 from store.attempts import close_chain
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
@@ -98,9 +98,10 @@ class Pipeline:
                                       partial(decode_shard_data, s)) for s in shards], headers, drop=False)
 
     def accept_stored(self, refs: Sequence[ShardRef], headers: Sequence[Mapping[str, str]] | None = None) -> Stored:
-        """accept_shards for shards the edge validated, decoded and left in the store (a task's ShardRefs): each
-        payload loaded as the bytes the edge decoded (no JSON, no base64, no inflating here), scanned, and dropped
-        in the transaction that records its shard. A ref without a payload is a redelivery when its shard is
+        """accept_shards for shards the edge validated and left in the store (a task's ShardRefs): each payload
+        loaded as the producer packed it (no JSON, no base64 here), inflated under the bound the edge checked it
+        against (sources.shard_data.inflate: the same limit and errors), scanned, and dropped in the transaction
+        that records its shard. A ref without a payload is a redelivery when its shard is
         recorded (its job re-evaluated, as a redelivered shard's is), else lost (Stored.lost: the caller
         dead-letters it)."""
         found = self.store.payloads.payloads(refs)
@@ -112,7 +113,7 @@ class Pipeline:
         for job_id in sorted(set(again)):
             self._consider(job_id, late_evidence=False)
         present = [(i, p) for i, p in enumerate(found) if p is not None]
-        arrivals = [_Arrival(p.ref.job_id, p.ref.source_key, p.ref.seq, p.eof, partial(_given, p.data))
+        arrivals = [_Arrival(p.ref.job_id, p.ref.source_key, p.ref.seq, p.eof, partial(inflate, p.compression, p.data))
                     for _, p in present]
         fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True)
         return Stored(fresh, lost)
@@ -262,10 +263,6 @@ class Pipeline:
             value = sig.severity.value
             return value if value in ("critical", "error", "warning", "info") else "error"  # type: ignore[return-value]
         return "warning" if diagnosis.verdict == "no_failure_found" else "error"
-
-
-def _given(data: bytes) -> bytes:
-    return data
 
 
 REPEATS_CRITICAL = 2  # the third attempt of a job to fail the same way is critical

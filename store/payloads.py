@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from schemas.errors import TransportError
+from schemas.wire import Compression
 from store.ports import ShardPayload, ShardRef
 from store.tables import ShardPayloadRow, ShardRow
 
@@ -57,23 +58,24 @@ class SqlPayloadStore:
                 seen.add(p.ref.key)
                 r = p.ref
                 rows.append({"job_id": r.job_id, "source_token": r.source_key.token, "seq": r.seq, "stream": r.stream,
-                             "rank": r.rank, "host": r.host, "source": r.source, "eof": p.eof, "data": p.data,
+                             "rank": r.rank, "host": r.host, "source": r.source, "eof": p.eof,
+                             "compression": p.compression, "data": p.data,
                              "created_at": now, "sent_at": now})
             if rows:
                 conn.execute(PAYLOADS.insert(), rows)
 
     def payloads(self, refs: Sequence[ShardRef]) -> list[ShardPayload | None]:
-        found: dict[tuple[str, str, int], tuple[bool, bytes]] = {}
+        found: dict[tuple[str, str, int], tuple[bool, Compression, bytes]] = {}
         with self._begin() as conn:
             for chunk in _chunks(refs):
-                rows = conn.execute(sa.select(_p.job_id, _p.source_token, _p.seq, _p.eof, _p.data)
+                rows = conn.execute(sa.select(_p.job_id, _p.source_token, _p.seq, _p.eof, _p.compression, _p.data)
                                     .where(*_near(_p, chunk)))
-                for job_id, token, seq, eof, data in rows:
-                    found[(job_id, token, seq)] = (bool(eof), bytes(data))
+                for job_id, token, seq, eof, compression, data in rows:
+                    found[(job_id, token, seq)] = (bool(eof), compression, bytes(data))
         out: list[ShardPayload | None] = []
         for ref in refs:
             hit = found.get(ref.key)
-            out.append(ShardPayload(ref, hit[0], hit[1]) if hit is not None else None)
+            out.append(ShardPayload(ref, *hit) if hit is not None else None)
         return out
 
     def drop_payloads(self, refs: Sequence[ShardRef]) -> int:

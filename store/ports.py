@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from correlator.shards import SourceKey, source_key
 from schemas.incident import Incident
 from schemas.subscription import Subscription
+from schemas.wire import Compression
 
 DELIVERABLE = ("pending", "held")  # a worker may claim these once next_attempt_at has come
 SENDING = "sending"  # claimed: a worker holds it until lease_until
@@ -213,15 +214,18 @@ def _int(value: object) -> bool:
 
 @dataclass(frozen=True)
 class ShardPayload:
-    """A shard as the edge decoded it: its reference, whether it ends its source, and its log bytes."""
+    """A shard as the edge validated it: its reference, whether it ends its source, and its data as the producer
+    packed it (`data` compressed by `compression`, base64 undone: sources.shard_data.packed_shard_data), which the
+    worker inflates (sources.shard_data.inflate). A few times smaller than the log it holds, so cheaper to keep."""
 
     ref: ShardRef
     eof: bool
+    compression: Compression
     data: bytes
 
 
 class PayloadStore(Protocol):
-    """Where the edge (the HTTP ingest, the Kafka consumer) leaves a validated shard's decoded bytes for the worker
+    """Where the edge (the HTTP ingest, the Kafka consumer) leaves a validated shard's packed bytes for the worker
     that scans it, so that a task carries a ShardRef, not the shard. Two implementations: the SQL store's
     (``Store.payloads``: store/payloads.py) and ``store.testing.MemoryPayloadStore``;
     ``tests/store/test_payload_contract.py`` runs one suite against each.

@@ -12,7 +12,7 @@ from kombu.exceptions import OperationalError
 from schemas.clock import Clock, system_clock
 from schemas.errors import TransportError
 from schemas.wire import JobEvent, LogShard
-from sources.shard_data import decode_shard_data
+from sources.shard_data import packed_shard_data
 from store.ports import PayloadStore, ShardPayload, ShardRef
 
 PUBLISH_RETRY = {"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 2}
@@ -28,9 +28,10 @@ def _send(app: Celery, task: str, args: tuple[Any, ...], headers: Mapping[str, s
 
 
 class CeleryDispatcher:
-    """Hands validated messages to the workers; returns once the broker has them. A shard's decoded bytes go to
-    the store (`payloads`, the PayloadStore port) and its task carries a ShardRef, so neither broker holds the log
-    and the worker decodes nothing: a typical shard's task message is a few hundred bytes, not the shard's."""
+    """Hands validated messages to the workers; returns once the broker has them. A shard's packed bytes (as its
+    producer compressed them) go to the store (`payloads`, the PayloadStore port) and its task carries a ShardRef,
+    so the broker holds no log and the worker parses no message: a typical shard's task message is a few hundred
+    bytes, not the shard's, and its payload the producer's compressed bytes, not the log's."""
 
     def __init__(self, app: Celery, payloads: PayloadStore, clock: Clock = system_clock) -> None:
         self.app, self.payloads, self.clock = app, payloads, clock
@@ -56,9 +57,9 @@ class CeleryDispatcher:
     def _keep(self, shards: Sequence[LogShard], data: Sequence[bytes] | None) -> list[ShardRef]:
         """The shards' payloads stored (in one transaction; TransportError when the store is down, which the
         edge retries like a broker that is), before any task names them."""
-        decoded = list(data) if data is not None else [decode_shard_data(s) for s in shards]
-        payloads = [ShardPayload(ShardRef(s.job_id, s.stream, s.rank, s.host, s.source, s.seq), s.eof, d)
-                    for s, d in zip(shards, decoded, strict=True)]
+        packed = list(data) if data is not None else [packed_shard_data(s) for s in shards]
+        payloads = [ShardPayload(ShardRef(s.job_id, s.stream, s.rank, s.host, s.source, s.seq), s.eof,
+                                 s.compression, d) for s, d in zip(shards, packed, strict=True)]
         self.payloads.put_payloads(payloads, self.clock())
         return [p.ref for p in payloads]
 

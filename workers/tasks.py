@@ -11,12 +11,12 @@ from celery import Task, shared_task
 from kombu.exceptions import OperationalError
 from pydantic import ValidationError
 
-from ingest.chunking import pack
 from pipeline.service import Pipeline
 from schemas.clock import system_clock
 from schemas.errors import PermanentError, RetryableError
 from schemas.retry import TASKS
 from schemas.wire import JobEvent, LogShard
+from sources.shard_data import wire_data
 from store.ports import ShardPayload, ShardRef
 
 log = logging.getLogger("firstfault.workers")
@@ -92,12 +92,11 @@ def _dead_letter_shard(item: Any, reason: str) -> None:
 
 
 def as_shard(payload: ShardPayload) -> LogShard:
-    """A stored payload as the LogShard a producer would send: zstd-compressed, as `firstfault ship` packs it."""
-    compression, data = pack(payload.data, "zstd")
+    """A stored payload as the LogShard its producer sent: the same compression and the same compressed bytes."""
     r = payload.ref
     return LogShard.model_validate({"job_id": r.job_id, "rank": r.rank, "host": r.host, "stream": r.stream,
-                                    "seq": r.seq, "eof": payload.eof, "compression": compression, "data": data,
-                                    "source": r.source})
+                                    "seq": r.seq, "eof": payload.eof, "compression": payload.compression,
+                                    "data": wire_data(payload.compression, payload.data), "source": r.source})
 
 
 class DeadLettering(Task):  # type: ignore[misc]

@@ -1,7 +1,8 @@
 """One suite for every PayloadStore (store/ports.py): the in-memory one, SQLite, and PostgreSQL (integration).
 
-What the edge (storing a validated shard's bytes), the worker (loading them by a task's ShardRef) and the sweep
-(re-sending a payload whose task was lost) rely on, asserted the same way against each.
+What the edge (storing a validated shard's packed bytes and their compression), the worker (loading them by a
+task's ShardRef) and the sweep (re-sending a payload whose task was lost) rely on, asserted the same way against
+each.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from schemas.wire import Compression
 from store.ports import PayloadStore, ShardPayload, ShardRef
 
 NOW = datetime(2026, 12, 4, 14, 0, tzinfo=UTC)
-BINARY = bytes(range(256)) * 3 + b"\x00 not UTF-8 \xff\n"
+BINARY = bytes(range(256)) * 3 + b"\x00 not UTF-8 \xff\n"  # what compressed data looks like
 
 
 def ref(job: str = "j1", seq: int = 0, rank: int | None = 3, host: str | None = "node001",
@@ -24,8 +26,8 @@ def ref(job: str = "j1", seq: int = 0, rank: int | None = 3, host: str | None = 
     return ShardRef(job, stream, rank, host, source, seq)
 
 
-def payload(r: ShardRef, data: bytes = b"line\n", eof: bool = False) -> ShardPayload:
-    return ShardPayload(r, eof, data)
+def payload(r: ShardRef, data: bytes = b"line\n", eof: bool = False, compression: Compression = "none") -> ShardPayload:
+    return ShardPayload(r, eof, compression, data)
 
 
 @dataclass
@@ -57,11 +59,14 @@ def case(request: pytest.FixtureRequest) -> Iterator[Case]:
     opened.close()
 
 
-def test_a_payload_comes_back_byte_for_byte_with_its_ref_and_eof(case: Case) -> None:
-    a, b, c = ref(seq=0), ref(seq=1), ref(job="j2", rank=None, host="node009", source=None, stream="dmesg")
-    case.store.put_payloads([payload(a, BINARY), payload(b, b"", eof=True), payload(c, b"oom-kill\n")], NOW)
-    found = case.store.payloads([c, ref(seq=7), a, b])
-    assert found == [payload(c, b"oom-kill\n"), None, payload(a, BINARY), payload(b, b"", eof=True)]
+def test_a_payload_comes_back_byte_for_byte_with_its_ref_eof_and_compression(case: Case) -> None:
+    a, b, c, d = (ref(seq=0), ref(seq=1), ref(job="j2", rank=None, host="node009", source=None, stream="dmesg"),
+                  ref(seq=2))
+    sent = [payload(a, BINARY, compression="zstd"), payload(b, b"", eof=True), payload(c, b"oom-kill\n"),
+            payload(d, BINARY[::-1], compression="gzip")]
+    case.store.put_payloads(sent, NOW)
+    found = case.store.payloads([c, ref(seq=7), a, d, b])
+    assert found == [sent[2], None, sent[0], sent[3], sent[1]]
 
 
 def test_refs_differ_by_source_rank_and_seq_but_a_redelivery_keeps_the_first(case: Case) -> None:

@@ -1,7 +1,8 @@
-"""Celery tasks carry a ShardRef, not the shard (issue 24, item 5): the edge that validated a shard stores its
-decoded bytes and sends a reference; the worker loads them, scans them without decoding anything, and drops the
-payload in the transaction that records the shard. The tasks run here in-process (Task.apply) on a SQLite store;
-tests/integration/test_celery_refs.py runs them in real workers on Redis and PostgreSQL."""
+"""Celery tasks carry a ShardRef, not the shard (issue 24, item 5): the edge that validated a shard stores its data
+as the producer packed it (compressed, with its compression) and sends a reference; the worker loads it, inflates
+it under the edge's bound, scans it, and drops the payload in the transaction that records the shard. The tasks run
+here in-process (Task.apply) on a SQLite store; tests/integration/test_celery_refs.py runs them in real workers on
+Redis and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import zstandard
 from fastapi import FastAPI
 
+import pipeline.service as pipeline_service
 import sources.shard_data as shard_data
 from api.ingest import ingest_router
 from ingest.consumer import IngestLoop
@@ -32,7 +34,7 @@ from schemas.errors import InvalidMessage, TransportError
 from schemas.wire import LogShard
 from store.dead_letters import listed
 from store.incidents import Store
-from store.ports import ShardRef
+from store.ports import ShardPayload, ShardRef
 from store.testing import MemoryPayloadStore
 from tests.api.server import serving
 from tests.fakes.ingest import DlqProducer, ListSource
@@ -103,19 +105,26 @@ def zstd_shard(job_id: str, seq: int = 0, eof: bool = True, data: bytes = LOG, h
 
 @dataclass
 class Counts:
-    inflated: int = 0  # zstd streams decompressed (sources.shard_data: the decoding of a shard's data)
+    inflated: int = 0  # zstd streams decompressed (sources.shard_data: checking or inflating a shard's data)
     validated: int = 0  # LogShard models validated from JSON-shaped input
+    kept: int = 0  # bytes of those streams joined into a log (what the edge's check lets go of is not)
 
 
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     seen = Counts()
-    inflate = shard_data._unzstd
+    unzstd, inflate = shard_data._unzstd, shard_data.inflate
 
-    def counted_inflate(packed: bytes, limit: int) -> bytes:
+    def counted_unzstd(packed: bytes, limit: int) -> Iterator[bytes]:
         seen.inflated += 1
-        return inflate(packed, limit)
-    monkeypatch.setattr(shard_data, "_unzstd", counted_inflate)
+        return unzstd(packed, limit)
+
+    def counted_inflate(*args: Any) -> bytes:
+        data = inflate(*args)
+        seen.kept += len(data)
+        return data
+    monkeypatch.setattr(shard_data, "_unzstd", counted_unzstd)
+    monkeypatch.setattr(pipeline_service, "inflate", counted_inflate)
     validate = LogShard.model_validate.__func__  # type: ignore[attr-defined]
 
     def counted_validate(cls: type[LogShard], obj: Any, **kw: Any) -> LogShard:
@@ -125,27 +134,36 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     return seen
 
 
-# -- decoded once ---------------------------------------------------------------------------------------------------
-def test_a_shard_through_http_the_task_and_the_worker_is_decoded_once(rig: Rig, counts: Counts) -> None:
+# -- validated once, inflated by the edge's check and by the worker -----------------------------------------------
+def test_a_shard_through_http_the_task_and_the_worker_is_validated_once_and_inflated_where_checked_and_scanned(
+        rig: Rig, counts: Counts) -> None:
+    """The JSON is validated once, at the edge. Its data is inflated twice: by the edge's check (that it inflates
+    within the bound and is valid, which only inflating it tells: a zstd frame's content size and gzip's length
+    trailer are the sender's claims), streamed and let go, and by the worker that scans it. The payload kept in
+    between is the producer's compressed bytes."""
     api = FastAPI()
     api.include_router(ingest_router(rig.dispatcher, None))
     rig.pipeline.accept_job(failed_job("j1"))
-    body = zstd_shard("j1").model_dump_json()
+    shard = zstd_shard("j1")
+    body = shard.model_dump_json()
     with serving(api) as url:
         assert httpx.post(f"{url}/v1/shards", content=body, timeout=30).status_code == 202
     [(name, args, _)] = rig.app.sent
     assert name == "firstfault.match_shard" and args == (ShardRef("j1", "dmesg", None, "node004",
                                                                   "node004/dmesg.log", 0).to_json(),)
     assert len(json.dumps(args)) < 200 < len(body)  # the task names the shard; the bytes stayed in the store
+    assert (counts.inflated, counts.validated, counts.kept) == (1, 1, 0)
+    [kept] = rig.store.payloads.payloads([ShardRef.from_json(args[0])])
+    assert kept is not None and (kept.compression, kept.data) == ("zstd", base64.b64decode(shard.data))
     rig.run_sent()
-    assert (counts.inflated, counts.validated) == (1, 1)
+    assert (counts.inflated, counts.validated, counts.kept) == (2, 1, len(LOG))
     assert rig.shards("j1") == [("node004/dmesg.log", 0)]
     [stored] = rig.store.job("j1").shards
     assert any(f["signature"] == "host.oom_killer" for f in stored.scanned["findings"])
     assert rig.payload_rows() == 0  # dropped with the shard's recording
 
 
-def test_shards_through_the_consumer_go_as_one_task_of_refs_each_decoded_once(rig: Rig, counts: Counts) -> None:
+def test_shards_through_the_consumer_go_as_one_task_of_refs_each_validated_once(rig: Rig, counts: Counts) -> None:
     rig.pipeline.accept_job(failed_job("j2"))
     records = [Record(DEFAULT_TOPICS.shards, 0, seq, b"j2", zstd_shard("j2", seq, eof=seq == 2).model_dump_json()
                       .encode(), {}) for seq in range(3)]
@@ -155,8 +173,9 @@ def test_shards_through_the_consumer_go_as_one_task_of_refs_each_decoded_once(ri
     [(name, (refs, traces), _)] = rig.app.sent
     assert name == "firstfault.match_shards" and [r["seq"] for r in refs] == [0, 1, 2] and len(traces) == 3
     assert rig.payload_rows() == 3
+    assert (counts.inflated, counts.validated, counts.kept) == (3, 3, 0)
     rig.run_sent()
-    assert (counts.inflated, counts.validated) == (3, 3)
+    assert (counts.inflated, counts.validated, counts.kept) == (6, 3, 3 * len(LOG))
     assert rig.shards("j2") == [("node004/dmesg.log", s) for s in range(3)]
     assert rig.payload_rows() == 0
 
@@ -198,7 +217,7 @@ def test_a_hand_off_the_store_or_broker_refuses_is_not_committed_and_its_redeliv
     assert source.committed == {(DEFAULT_TOPICS.shards, 0): 42} and len(app.sent) == 1
     ref = ShardRef.from_json(app.sent[0][1][0])
     [kept] = payloads.payloads([ref])
-    assert kept is not None and kept.data == LOG and kept.eof
+    assert kept is not None and kept.eof and shard_data.inflate(kept.compression, kept.data) == LOG
 
 
 def _no_wait() -> Any:
@@ -246,9 +265,26 @@ def test_a_task_failing_for_good_leaves_the_shard_itself_as_a_dead_letter_and_dr
     assert [(x.kind, x.where, x.payload["seq"]) for x in letters] == [("shard", "firstfault.match_shard", 0),
                                                                       ("shard", "firstfault.match_shard", 1)]
     assert [_replayable(x.payload) for x in letters] == [LOG, text]
+    # the shards the producer sent, byte for byte: the payload kept their compressed data
+    assert [x.payload for x in letters] == [zstd_shard("j6", 0, False).model_dump(mode="json"),
+                                            zstd_shard("j6", 1, True, data=text).model_dump(mode="json")]
     assert letters[1].payload["eof"] is True and letters[1].payload["source"] == "node004/dmesg.log"
     assert str(failure) in letters[0].reason
     assert rig.payload_rows() == 0
+
+
+def test_a_payload_inflating_past_the_bound_is_refused_by_the_worker_as_the_edge_refuses_it(rig: Rig) -> None:
+    rig.pipeline.accept_job(failed_job("j9"))
+    bomb = zstd_shard("j9", data=b"\0" * (shard_data.MAX_DECODED_BYTES + 1))
+    with pytest.raises(InvalidMessage) as at_edge:
+        shard_data.packed_shard_data(bomb)
+    ref = ShardRef("j9", "dmesg", None, "node004", "node004/dmesg.log", 0)
+    # stored past the edge's check (an edge with another bound, or a row written by hand)
+    rig.store.payloads.put_payloads([ShardPayload(ref, True, "zstd", base64.b64decode(bomb.data))], T0)
+    tasks.match_shard.apply(args=(ref.to_json(),))
+    [letter] = listed(rig.store)
+    assert at_edge.value.reason in letter.reason and letter.payload == bomb.model_dump(mode="json")
+    assert rig.shards("j9") == [] and rig.payload_rows() == 0
 
 
 def test_a_whole_shard_task_queued_by_an_older_sender_still_runs(rig: Rig) -> None:

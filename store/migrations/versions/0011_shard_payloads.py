@@ -1,5 +1,5 @@
-"""shard_payloads: a validated shard's decoded bytes between the edge's hand-off and its scan, so that a Celery
-task carries a reference to the shard, not the shard
+"""shard_payloads: a validated shard's data as its producer packed it (compressed, with its compression) between
+the edge's hand-off and its scan, so that a Celery task carries a reference to the shard, not the shard
 
 Revision ID: 0011
 Revises: 0010
@@ -29,6 +29,7 @@ def upgrade() -> None:
         sa.Column('host', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
         sa.Column('source', sqlmodel.sql.sqltypes.AutoString(length=1024), nullable=True),
         sa.Column('eof', sa.Boolean(), nullable=False),
+        sa.Column('compression', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
         sa.Column('data', sa.LargeBinary(), nullable=False),
         sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.Column('sent_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
