@@ -65,7 +65,7 @@ class Counter:
     def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
         pass
 
-    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
         self.shards += 1
         self.eofs += shard.eof
 

@@ -153,8 +153,8 @@ def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[floa
         store = Store.open(pg)
         topics = Topics(f"{prefix}jobs", f"{prefix}shards", f"{prefix}dlq")
         create_topics(bootstrap, topics)
-        loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings)), topics, f"{prefix}g", batch=256,
-                            poll_timeout_s=0.05)
+        loop = kafka_ingest(bootstrap, CeleryDispatcher(make_app(settings), store.payloads), topics, f"{prefix}g",
+                            batch=256, poll_timeout_s=0.05)
         stop = threading.Event()
         consumer = threading.Thread(target=loop.run, args=(stop,), daemon=True)
         consumer.start()

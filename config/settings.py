@@ -40,6 +40,9 @@ class Settings(BaseModel):
     # beat re-sends a noted correlation overdue by more than sweep_grace_s, looking every sweep_every_s
     sweep_every_s: float = Field(default=30.0, gt=0)
     sweep_grace_s: float = Field(default=60.0, gt=0)
+    # ... and the task of a stored shard payload (store/payloads.py) not scanned this long after it was sent,
+    # taken as lost (a broker that lost its queue): longer than a backlog's wait, or the backlog is sent twice
+    payload_grace_s: float = Field(default=900.0, gt=0)
     # a Celery worker's /metrics (workers/metrics.py; needs PROMETHEUS_MULTIPROC_DIR); None: not served
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     worker_metrics_host: str = "0.0.0.0"  # Prometheus scrapes it from outside the pod

@@ -97,6 +97,9 @@ def _replay(row: DeadLetterRow, url: str, token: str | None) -> None:
     if row.kind not in ("job", "shard"):
         raise UsageError(f"dead letter {row.id} is a {row.kind}: only jobs and shards are replayed (a job's "
                          "correlation runs again when its job event or a shard is sent again)")
+    if row.kind == "shard" and "data" not in row.payload:
+        raise UsageError(f"dead letter {row.id} names a shard whose payload was lost before it was scanned: ship "
+                         "that shard again from the producer (`firstfault dlq show` names it)")
     try:
         model: JobEvent | LogShard = (JobEvent if row.kind == "job" else LogShard).model_validate(row.payload)
     except ValidationError as exc:

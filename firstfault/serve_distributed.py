@@ -1,5 +1,6 @@
-"""`firstfault serve` without --embedded: the Kafka consumer handing messages to Celery, and the HTTP ingest
-producing to Kafka. Workers run apart: `celery -A workers.app worker -Q <queue>`."""
+"""`firstfault serve` without --embedded: the Kafka consumer and the HTTP ingest, each handing what it validated to
+Celery through one StoringDispatcher (a job event stored here, a shard's packed bytes stored and its task sent
+by reference). Workers run apart: `celery -A workers.app worker -Q <queue>`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import threading
 from api.app import create_app
 from config.settings import Settings
 from ingest.consumer import kafka_ingest, stop_on_signals
-from ingest.kafka import KafkaDispatcher, WireProducer, create_topics
+from ingest.dispatch import Dispatcher
+from ingest.kafka import create_topics
 from ingest.topics import DEFAULT_TOPICS
 from runtime.build import pipeline_for
 from runtime.health import DISTRIBUTED
@@ -22,10 +24,12 @@ from workers.dispatch import CeleryScheduler, StoringDispatcher
 log = logging.getLogger("firstfault.serve")
 
 
-def _http(settings: Settings, producer: WireProducer, store: Store, host: str, port: int) -> threading.Thread:
+def _http(settings: Settings, dispatcher: Dispatcher, store: Store, host: str, port: int) -> threading.Thread:
     import uvicorn
 
-    app = create_app(settings, KafkaDispatcher(producer, DEFAULT_TOPICS), store, needs=DISTRIBUTED)
+    # straight to the workers, as the consumer hands on: through Kafka too, the shard would be validated once more
+    # by the consumer, and cross one more broker whole
+    app = create_app(settings, dispatcher, store, needs=DISTRIBUTED)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None))
     thread = threading.Thread(target=server.run, name="firstfault-http", daemon=True)
     thread.start()
@@ -47,15 +51,12 @@ def run_distributed(settings: Settings, host: str, port: int, http: bool = True)
                         also=lambda letter: keep_message(store, letter))
     stop = threading.Event()
     stop_on_signals(stop)
-    producer = WireProducer(bootstrap) if http else None  # the HTTP ingest's, closed on the way out
-    if producer is not None:
-        _http(settings, producer, store, host, port)
+    if http:
+        _http(settings, dispatcher, store, host, port)
     log.info("consuming %s and %s from %s", DEFAULT_TOPICS.jobs, DEFAULT_TOPICS.shards, bootstrap)
     try:
         loop.run(stop)
     finally:
         loop.close()
-        if producer is not None:
-            producer.close(timeout_s=10)  # what a request handed on is acknowledged already; no more to wait for
         store.close()
     return 0

@@ -20,7 +20,7 @@ from ingest.dispatch import BatchDispatcher, Dispatcher
 from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import GROUP, KafkaSource, Record, WireProducer
 from ingest.topics import DEFAULT_TOPICS, Kind, Topics
-from ingest.validate import validate_message
+from ingest.validate import validate_packed
 from pipeline import metrics, tracing
 from schemas.errors import InvalidMessage, PermanentError, RetryableError, TransportError
 from schemas.retry import CONSUMER, RetryPolicy
@@ -137,14 +137,14 @@ class IngestLoop:
         if not isinstance(self._dispatcher, BatchDispatcher) or self._topics.kind(record.topic) != "shard":
             return False
         try:
-            model = _validated("shard", record)
+            model, data = _validated("shard", record)
         except InvalidMessage:
             return False  # _handle validates it again and dead-letters it
-        if not isinstance(model, LogShard):
+        if not isinstance(model, LogShard) or data is None:
             return False
         with tracing.span("firstfault.consume", record.headers, topic=record.topic, offset=record.offset,
                           job_id=model.job_id):
-            group.add(record, model, {**record.headers, **tracing.headers()})
+            group.add(record, model, data, {**record.headers, **tracing.headers()})
         return True
 
     def _flush(self, group: _Group, next_offsets: dict[tuple[str, int], int], progress: Progress) -> None:
@@ -152,7 +152,7 @@ class IngestLoop:
         if not group.records:
             return
         assert isinstance(self._dispatcher, BatchDispatcher)
-        self._dispatcher.submit_shards(group.shards, group.headers)
+        self._dispatcher.submit_shards(group.shards, group.headers, group.data)
         for record, shard in zip(group.records, group.shards, strict=True):
             next_offsets[(record.topic, record.partition)] = record.offset + 1
             metrics.accepted("shard", "kafka", len(shard.data))
@@ -165,7 +165,7 @@ class IngestLoop:
         try:
             if kind is None:
                 raise InvalidMessage(f"topic {record.topic!r} is not one firstfault ingests")
-            model = _validated(kind, record)
+            model, data = _validated(kind, record)
             with tracing.span("firstfault.consume", record.headers, topic=record.topic, offset=record.offset,
                               job_id=model.job_id):
                 # the next hop continues this span's trace (itself a child of the producer's traceparent)
@@ -173,7 +173,7 @@ class IngestLoop:
                 if isinstance(model, JobEvent):
                     self._dispatcher.submit_job(model, headers)
                 else:
-                    self._dispatcher.submit_shard(model, headers)
+                    self._dispatcher.submit_shard(model, headers, data)
             metrics.accepted(kind, "kafka", len(model.data) if isinstance(model, LogShard) else 0)
             return True
         except InvalidMessage as exc:
@@ -229,12 +229,14 @@ def kafka_ingest(bootstrap: str, dispatcher: Dispatcher, topics: Topics = DEFAUL
 class _Group:
     records: list[Record] = field(default_factory=list)
     shards: list[LogShard] = field(default_factory=list)
+    data: list[bytes] = field(default_factory=list)  # each shard's packed bytes, checked when it was validated
     headers: list[dict[str, str]] = field(default_factory=list)
     size: int = 0
 
-    def add(self, record: Record, shard: LogShard, headers: dict[str, str]) -> None:
+    def add(self, record: Record, shard: LogShard, data: bytes, headers: dict[str, str]) -> None:
         self.records.append(record)
         self.shards.append(shard)
+        self.data.append(data)
         self.headers.append(headers)
         self.size += len(shard.data)
 
@@ -242,14 +244,14 @@ class _Group:
         return len(self.records) >= GROUP_SHARDS or self.size >= GROUP_BYTES
 
     def clear(self) -> None:
-        self.records, self.shards, self.headers, self.size = [], [], [], 0
+        self.records, self.shards, self.data, self.headers, self.size = [], [], [], [], 0
 
 
-def _validated(kind: Kind, record: Record) -> JobEvent | LogShard:
-    """validate_message, where a bug that lets another exception out dead-letters the message instead of
+def _validated(kind: Kind, record: Record) -> tuple[JobEvent | LogShard, bytes | None]:
+    """validate_packed, where a bug that lets another exception out dead-letters the message instead of
     stopping the loop on it again at every restart (a poison message)."""
     try:
-        return validate_message(kind, record.value, record.key)
+        return validate_packed(kind, record.value, record.key)
     except InvalidMessage:
         raise
     except Exception as exc:

@@ -193,8 +193,8 @@ class KafkaDispatcher:
         self._producer.send_job(event, self._topics, headers)
         self._producer.flush()
 
-    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
-        self._producer.send_shard(shard, self._topics, headers)
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
+        self._producer.send_shard(shard, self._topics, headers)  # the message as received: its consumer decodes
         self._producer.flush()
 
 

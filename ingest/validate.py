@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from ingest.topics import Kind
 from schemas.errors import InvalidMessage
 from schemas.wire import MAX_JSON_DEPTH, MAX_SHARD_BYTES, JobEvent, LogShard
-from sources.shard_data import decode_shard_data
+from sources.shard_data import packed_shard_data
 
 _MAX_REASONS = 4
 _MODELS: dict[Kind, type[JobEvent] | type[LogShard]] = {"job": JobEvent, "shard": LogShard}
@@ -22,6 +22,13 @@ _MODELS: dict[Kind, type[JobEvent] | type[LogShard]] = {"job": JobEvent, "shard"
 
 def validate_message(kind: Kind, value: bytes | None, key: bytes | None) -> JobEvent | LogShard:
     """The model a message carries. Raises InvalidMessage (with the original bytes) when it is unusable."""
+    return validate_packed(kind, value, key)[0]
+
+
+def validate_packed(kind: Kind, value: bytes | None, key: bytes | None) -> tuple[JobEvent | LogShard, bytes | None]:
+    """validate_message, and for a shard its data as the producer packed it, base64 undone, once checked to inflate
+    within the bound (sources.shard_data.packed_shard_data; None for a job event): handed on with the shard, so
+    that nothing downstream parses the message or undoes the base64 again."""
     raw = value or b""
     try:
         return _validate(kind, raw, key)
@@ -29,7 +36,7 @@ def validate_message(kind: Kind, value: bytes | None, key: bytes | None) -> JobE
         raise InvalidMessage(exc.reason, raw) from None
 
 
-def _validate(kind: Kind, raw: bytes, key: bytes | None) -> JobEvent | LogShard:
+def _validate(kind: Kind, raw: bytes, key: bytes | None) -> tuple[JobEvent | LogShard, bytes | None]:
     model_type = _MODELS[kind]
     name = model_type.__name__
     if not raw:
@@ -43,9 +50,7 @@ def _validate(kind: Kind, raw: bytes, key: bytes | None) -> JobEvent | LogShard:
     except ValidationError as exc:
         raise InvalidMessage(f"invalid {name}: {condense(exc)}") from None
     _check_key(key, model.job_id)
-    if isinstance(model, LogShard):
-        decode_shard_data(model)
-    return model
+    return model, packed_shard_data(model) if isinstance(model, LogShard) else None
 
 
 def _json_object(raw: bytes, name: str) -> dict[str, Any]:

@@ -66,7 +66,9 @@ class EmbeddedRunner:
         self._put(Item(lambda: self._bound().accept_job(event, headers), 0,
                        ("job", "record_job", event.model_dump(mode="json"))))
 
-    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
+        # the queue holds the shard as received, not its decoded bytes (up to 16 times larger): a full queue of
+        # those is what bounds this process's memory, so the worker thread decodes it again
         self._put(Item(lambda: self._bound().accept_shard(shard, headers), 0,
                        ("shard", "match_shard", shard.model_dump(mode="json")), (shard, headers)))
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 
 from catalog.matcher import Matcher
@@ -20,10 +21,11 @@ from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
-from sources.shard_data import decode_shard_data
+from sources.shard_data import decode_shard_data, inflate
 from store.attempts import close_chain
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
+from store.ports import ShardRef
 
 log = logging.getLogger("firstfault.pipeline")
 
@@ -32,6 +34,25 @@ class Scheduler(Protocol):
     """Runs `Pipeline.correlate(job_id)` at or after `at` (Celery countdown, or the embedded timer)."""
 
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Arrival:
+    """A shard to scan: its identity, and its log bytes (decoded when the scan asks, inside its span)."""
+
+    job_id: str
+    key: SourceKey
+    seq: int
+    eof: bool
+    data: Callable[[], bytes]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What accept_stored did: fresh per ref that had a payload (in order), and the refs whose payload is lost."""
+
+    fresh: list[bool]
+    lost: list[ShardRef]
 
 
 class Pipeline:
@@ -57,7 +78,8 @@ class Pipeline:
         with (tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp,
               metrics.SCAN_SECONDS.time()):
             now = self.clock()
-            key, result, scanned = self._scan(shard, now.year)
+            key = source_key(shard.stream, shard.rank, shard.host, shard.source)
+            result, scanned = self._scan(key, decode_shard_data(shard), now.year)
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
             recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, scanned, now)
             if recorded.fresh:
@@ -72,22 +94,48 @@ class Pipeline:
         """accept_shard for several shards (what a queue holds at once): each scanned, then each job's stored in
         one transaction and its completion decided once, from its counts after the last of them. The same
         outcome as one by one (a decision reads only the store's state, which the last shard leaves)."""
+        return self._accept([_Arrival(s.job_id, source_key(s.stream, s.rank, s.host, s.source), s.seq, s.eof,
+                                      partial(decode_shard_data, s)) for s in shards], headers, drop=False)
+
+    def accept_stored(self, refs: Sequence[ShardRef], headers: Sequence[Mapping[str, str]] | None = None) -> Stored:
+        """accept_shards for shards the edge validated and left in the store (a task's ShardRefs): each payload
+        loaded as the producer packed it (no JSON, no base64 here), inflated under the bound the edge checked it
+        against (sources.shard_data.inflate: the same limit and errors), scanned, and dropped in the transaction
+        that records its shard. A ref without a payload is a redelivery when its shard is
+        recorded (its job re-evaluated, as a redelivered shard's is), else lost (Stored.lost: the caller
+        dead-letters it)."""
+        found = self.store.payloads.payloads(refs)
+        missing = [i for i, p in enumerate(found) if p is None]
+        scanned = self.store.payloads.scanned([refs[i] for i in missing]) if missing else []
+        lost = [refs[i] for i, done in zip(missing, scanned, strict=True) if not done]
+        again = [refs[i].job_id for i, done in zip(missing, scanned, strict=True) if done]
+        metrics.SHARDS_SCANNED.labels("redelivery").inc(len(again))
+        for job_id in sorted(set(again)):
+            self._consider(job_id, late_evidence=False)
+        present = [(i, p) for i, p in enumerate(found) if p is not None]
+        arrivals = [_Arrival(p.ref.job_id, p.ref.source_key, p.ref.seq, p.eof, partial(inflate, p.compression, p.data))
+                    for _, p in present]
+        fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True)
+        return Stored(fresh, lost)
+
+    def _accept(self, arrivals: Sequence[_Arrival], headers: Sequence[Mapping[str, str]] | None,
+                drop: bool) -> list[bool]:
         now = self.clock()
         by_job: dict[str, list[int]] = defaultdict(list)
         items: list[tuple[SourceKey, int, bool, dict[str, Any]]] = []
         results: list[SourceResult] = []
-        for index, shard in enumerate(shards):
+        for index, shard in enumerate(arrivals):
             with (tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
                                seq=shard.seq),
                   metrics.SCAN_SECONDS.time()):
-                key, result, scanned = self._scan(shard, now.year)
-            items.append((key, shard.seq, shard.eof, scanned))
+                result, scanned = self._scan(shard.key, shard.data(), now.year)
+            items.append((shard.key, shard.seq, shard.eof, scanned))
             results.append(result)
             by_job[shard.job_id].append(index)
-        fresh = [False] * len(shards)
-        with tracing.span("firstfault.store_shards", None, shards=len(shards)):
+        fresh = [False] * len(arrivals)
+        with tracing.span("firstfault.store_shards", None, shards=len(arrivals)):
             for job_id, indexes in by_job.items():
-                stored, decides = self.store.record_shards(job_id, [items[i] for i in indexes], now)
+                stored, decides = self.store.record_shards(job_id, [items[i] for i in indexes], now, drop)
                 if decides:
                     self._consider(job_id, late_evidence=any(stored))
                 for index, kept in zip(indexes, stored, strict=True):
@@ -97,12 +145,11 @@ class Pipeline:
                     metrics.SHARDS_SCANNED.labels("stored" if kept else "redelivery").inc()
         return fresh
 
-    def _scan(self, shard: LogShard, year: int) -> tuple[SourceKey, SourceResult, dict[str, Any]]:
-        key = source_key(shard.stream, shard.rank, shard.host, shard.source)
+    def _scan(self, key: SourceKey, data: bytes, year: int) -> tuple[SourceResult, dict[str, Any]]:
         scanner = SourceScanner(self.matcher, key.name, base_who(key), year, fold_context=True)
-        scanner.feed(decode_shard_data(shard))
+        scanner.feed(data)
         result = scanner.finish()
-        return key, result, result_to_json(result)
+        return result, result_to_json(result)
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
         now = self.clock()

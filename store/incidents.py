@@ -25,6 +25,7 @@ from store import progress
 from store.db import make_engine, migrate
 from store.gpus import gpu_of
 from store.notify_sql import SqlNotifyTx, not_storable
+from store.payloads import SqlPayloadStore
 from store.ports import OnSaved as OnSaved  # re-exported: the pipeline and runtime name the hook by this module
 from store.ports import Regressed as Regressed
 from store.progress import STALE, Recorded, recorded, shard_values
@@ -62,6 +63,7 @@ class JobProgress:
 class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.payloads = SqlPayloadStore(engine)  # the shards the edge handed on, until scanned (store/ports.py)
 
     @classmethod
     def open(cls, url: str, migrate_schema: bool = True) -> Store:
@@ -143,34 +145,39 @@ class Store:
             )
 
     def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
-                     now: datetime) -> Recorded:
+                     now: datetime, drop_payload: bool = False) -> Recorded:
         """Store one scanned shard (not fresh when it was stored already: a redelivery), count it in its source
         and its job (store/progress.py), and say, from those counts, what deciding whether it matters needs: for
         a shard of a source still incomplete while a correlation is pending, settled; else the pending
-        correlation's counts (see Recorded). One commit per shard, no read of the job's other shards."""
+        correlation's counts (see Recorded). One commit per shard, no read of the job's other shards. With
+        drop_payload, the shard's payload (store/payloads.py) goes in that commit, or alone for a redelivery."""
         try:
             with self.engine.begin() as conn:
                 # The job's row is locked first: two workers storing a job's last two shards at once would each
                 # count the other's as missing (neither committed yet) and neither would correlate. Locked, the
                 # second waits for the first's commit and counts both.
-                counted = progress.record(conn, shard_values(job_id, key, seq, eof, scanned, now), key)
+                counted = progress.record(conn, shard_values(job_id, key, seq, eof, scanned, now), key,
+                                          drop_payload)
         except sa.exc.IntegrityError:
+            if drop_payload:
+                self.payloads.drop_keys([(job_id, key.token, seq)])
             return Recorded(False)
         except sa.exc.OperationalError as exc:  # unreachable, locked, failed over: try again later
             raise TransportError(f"database: {exc.orig}") from exc
         return recorded(counted, now)
 
     def record_shards(self, job_id: str, shards: list[tuple[SourceKey, int, bool, dict[str, Any]]],
-                      now: datetime) -> tuple[list[bool], bool]:
+                      now: datetime, drop_payloads: bool = False) -> tuple[list[bool], bool]:
         """record_shard for several scanned shards of one job (key, seq, eof, scanned), in one transaction:
         (fresh per shard, whether they may decide anything: False only when a correlation is pending and, by the
         counts, none of them can have completed the job). Redeliveries among them: stored one by one."""
         values = [shard_values(job_id, key, seq, eof, scanned, now) for key, seq, eof, scanned in shards]
         try:
             with self.engine.begin() as conn:
-                counted = progress.record_batch(conn, job_id, values, [key for key, *_ in shards])
+                counted = progress.record_batch(conn, job_id, values, [key for key, *_ in shards], drop_payloads)
         except sa.exc.IntegrityError:
-            each = [self.record_shard(job_id, key, seq, eof, scanned, now) for key, seq, eof, scanned in shards]
+            each = [self.record_shard(job_id, key, seq, eof, scanned, now, drop_payloads)
+                    for key, seq, eof, scanned in shards]
             return [r.fresh for r in each], any(r.decides for r in each)
         except sa.exc.OperationalError as exc:
             raise TransportError(f"database: {exc.orig}") from exc

@@ -18,14 +18,16 @@ Datetimes come back aware (UTC), whatever the database hands back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from correlator.shards import SourceKey, source_key
 from schemas.incident import Incident
 from schemas.subscription import Subscription
+from schemas.wire import Compression
 
 DELIVERABLE = ("pending", "held")  # a worker may claim these once next_attempt_at has come
 SENDING = "sending"  # claimed: a worker holds it until lease_until
@@ -162,6 +164,97 @@ class NotifyTx(Protocol):
 class NotifyStore(Protocol):
     def notify(self) -> AbstractContextManager[NotifyTx]:
         """A transaction: committed when the block ends, rolled back when it raises."""
+        ...
+
+
+# -- shard payloads: what a task's reference points to ------------------------------------------------------------
+@dataclass(frozen=True)
+class ShardRef:
+    """A stored shard's payload as a Celery task names it: the shard's identity without its data. Its key is the
+    one a stored shard is unique on (job, source token, seq), so the payload and the shard it becomes match."""
+
+    job_id: str
+    stream: str
+    rank: int | None
+    host: str | None
+    source: str | None
+    seq: int
+
+    @property
+    def source_key(self) -> SourceKey:
+        return source_key(self.stream, self.rank, self.host, self.source)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.job_id, self.source_key.token, self.seq
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "stream": self.stream, "rank": self.rank, "host": self.host,
+                "source": self.source, "seq": self.seq}
+
+    @classmethod
+    def from_json(cls, value: Any) -> ShardRef:
+        """A task's argument back; ValueError when it is not one (a task of another sender)."""
+        if not isinstance(value, dict) or set(value) != _REF_FIELDS:
+            raise ValueError(f"not a shard reference: {str(value)[:200]}")
+        job_id, stream, rank, host, source, seq = (value[f] for f in _REF_ORDER)
+        if not (isinstance(job_id, str) and isinstance(stream, str) and _int(seq) and (rank is None or _int(rank))
+                and (host is None or isinstance(host, str)) and (source is None or isinstance(source, str))):
+            raise ValueError(f"not a shard reference: {str(value)[:200]}")
+        return cls(job_id, stream, rank, host, source, seq)
+
+
+_REF_ORDER = ("job_id", "stream", "rank", "host", "source", "seq")
+_REF_FIELDS = set(_REF_ORDER)
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class ShardPayload:
+    """A shard as the edge validated it: its reference, whether it ends its source, and its data as the producer
+    packed it (`data` compressed by `compression`, base64 undone: sources.shard_data.packed_shard_data), which the
+    worker inflates (sources.shard_data.inflate). A few times smaller than the log it holds, so cheaper to keep."""
+
+    ref: ShardRef
+    eof: bool
+    compression: Compression
+    data: bytes
+
+
+class PayloadStore(Protocol):
+    """Where the edge (the HTTP ingest, the Kafka consumer) leaves a validated shard's packed bytes for the worker
+    that scans it, so that a task carries a ShardRef, not the shard. Two implementations: the SQL store's
+    (``Store.payloads``: store/payloads.py) and ``store.testing.MemoryPayloadStore``;
+    ``tests/store/test_payload_contract.py`` runs one suite against each.
+
+    A payload lives from the hand-off until its shard is recorded: the SQL store drops it in the transaction that
+    records the shard (``Store.record_shard(s)(..., drop_payloads=True)``), or ``drop_payloads`` does."""
+
+    def put_payloads(self, payloads: Sequence[ShardPayload], now: datetime) -> None:
+        """Keep them, in one transaction. A payload whose key is kept already stays as it was (a redelivered
+        message is the same shard). TransportError when the store is unreachable."""
+        ...
+
+    def payloads(self, refs: Sequence[ShardRef]) -> list[ShardPayload | None]:
+        """Each ref's payload, in order; None for one not kept (dropped, or never stored)."""
+        ...
+
+    def drop_payloads(self, refs: Sequence[ShardRef]) -> int:
+        """Forget them; how many there were."""
+        ...
+
+    def scanned(self, refs: Sequence[ShardRef]) -> list[bool]:
+        """Whether each ref's shard is recorded (scanned and stored), in order: a task whose payload is gone for
+        such a shard is a redelivery, not a loss."""
+        ...
+
+    def reclaim_payloads(self, sent_before: datetime, now: datetime, limit: int) -> list[ShardRef]:
+        """The payloads last handed on before `sent_before`, oldest first, each noted as handed on again at `now`
+        (so that two sweepers, or the next sweep, do not take it too): what a sweeper re-sends when its task was
+        lost. At most `limit`."""
         ...
 
 

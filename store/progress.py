@@ -20,6 +20,7 @@ from sqlmodel import Session
 from correlator.jobs import Expected, Progress, may_be_complete
 from correlator.shards import SourceKey
 from schemas.wire import JobEvent
+from store.payloads import DROP, drop_params
 from store.tables import JobRow, ShardRow, SourceRow
 
 STALE = timedelta(minutes=10)  # a pending correlation overdue by more than this is taken as lost
@@ -50,16 +51,18 @@ class Counted:
     job: tuple[datetime | None, Expected, Progress] | None  # the pending correlation's due time, and the counts
 
 
-def record(conn: Connection, shard: dict[str, Any], key: SourceKey) -> Counted:
+def record(conn: Connection, shard: dict[str, Any], key: SourceKey, drop_payload: bool = False) -> Counted:
     """Insert one shard's row and count it in its source's row and the job's counters, in the caller's
     transaction, in prepared SQL statements without the ORM (whose bookkeeping was two thirds of a shard's
     cost). The job's row is locked first (see Store.record_shard); a redelivered shard raises IntegrityError at
     its insert, before anything is counted. Without a job row yet, record_job counts the sources when the event
-    arrives."""
+    arrives. With drop_payload, the shard's payload (the edge's hand-off) is deleted with it."""
     job_id, seq, eof = shard["job_id"], shard["seq"], shard["eof"]
     where = {"k_job": job_id, "k_token": key.token, "k_host": key.host or ""}
     job = conn.execute(_JOB, where).first()
     conn.execute(SHARDS.insert(), shard)
+    if drop_payload:
+        conn.execute(DROP, drop_params(job_id, key.token, seq))
     was = conn.execute(_SOURCE, where).first()
     last = seq if eof else (was.last_seq if was else None)
     now = {"shards": (was.shards if was else 0) + 1, "max_seq": max(was.max_seq if was else seq, seq),
@@ -95,13 +98,17 @@ class _Source:
     first_end: bool = False  # its eof arrived in this batch
 
 
-def record_batch(conn: Connection, job_id: str, shards: list[dict[str, Any]], keys: list[SourceKey]) -> Counted:
+def record_batch(conn: Connection, job_id: str, shards: list[dict[str, Any]], keys: list[SourceKey],
+                 drop_payloads: bool = False) -> Counted:
     """`record` for several shards of one job at once: the job's row locked once, the shards inserted in one
     statement (IntegrityError when any is a redelivery: the caller stores them one by one instead), their
     sources read in one query and written in one statement each way, the job's counters once. The state is the
     one after the last shard; `complete` says whether any of the batch's sources is complete."""
     job = conn.execute(_JOB, {"k_job": job_id}).first()
     conn.execute(SHARDS.insert(), shards)
+    if drop_payloads:
+        conn.execute(DROP, [drop_params(job_id, key.token, shard["seq"]) for shard, key in zip(shards, keys,
+                                                                                              strict=True)])
     sources = _stored_sources(conn, job_id, keys)
     for shard, key in zip(shards, keys, strict=True):
         src = sources.setdefault((key.token, key.host or ""), _Source(key, max_seq=shard["seq"]))

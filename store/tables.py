@@ -127,3 +127,27 @@ class RevisionRow(SQLModel, table=True):
     diagnosis: dict[str, Any] = _json()
     changes: list[str] = _json_list()
     created_at: datetime
+
+
+class ShardPayloadRow(SQLModel, table=True):
+    """A validated shard's data as its producer packed it (compressed, base64 undone) with its compression, from
+    the edge's hand-off until its shard is recorded (which drops
+    the row in the same transaction): what a task's ShardRef (store/ports.py) points to. Unique on the shard's
+    own key, so a redelivered message keeps one row."""
+
+    __tablename__ = "shard_payloads"
+    __table_args__ = (sa.UniqueConstraint("job_id", "source_token", "seq", name="uq_shard_payload"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: str = Field(max_length=256)
+    source_token: str = Field(max_length=1024)
+    seq: int
+    stream: str
+    rank: int | None = None
+    host: str | None = None
+    source: str | None = Field(default=None, max_length=1024)
+    eof: bool = False
+    compression: str = Field(max_length=8)  # schemas.wire.Compression: none, gzip or zstd
+    data: bytes = Field(sa_column=sa.Column(sa.LargeBinary, nullable=False))
+    created_at: datetime
+    sent_at: datetime = Field(index=True)  # when its task was last sent: a sweeper re-sends one long unclaimed

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from schemas.incident import Incident
 from schemas.subscription import Subscription
-from store.ports import DELIVERABLE, SENDING, NotStorable, OnSaved, OutboxEntry, OutcomeEntry, StoredSubscription
+from store.ports import (
+    DELIVERABLE,
+    SENDING,
+    NotStorable,
+    OnSaved,
+    OutboxEntry,
+    OutcomeEntry,
+    ShardPayload,
+    ShardRef,
+    StoredSubscription,
+)
 
 
 @dataclass
@@ -146,3 +156,44 @@ class MemoryNotifyStore:
                 on_saved(tx, new, current if current and current.id == new.id else None)
             self._incidents[job_id] = new
             return new
+
+
+class MemoryPayloadStore:
+    """The PayloadStore port (store/ports.py) in memory. `record` stands for the SQL store's recording of a shard
+    (Store.record_shard with drop_payload): the shard is scanned from then on and its payload is gone."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str, int], tuple[ShardPayload, datetime]] = {}  # the payload, when last sent
+        self._scanned: set[tuple[str, str, int]] = set()
+        self._lock = threading.Lock()
+
+    def put_payloads(self, payloads: Sequence[ShardPayload], now: datetime) -> None:
+        with self._lock:
+            for p in payloads:
+                self._rows.setdefault(p.ref.key, (p, now))
+
+    def payloads(self, refs: Sequence[ShardRef]) -> list[ShardPayload | None]:
+        with self._lock:
+            return [hit[0] if (hit := self._rows.get(ref.key)) is not None else None for ref in refs]
+
+    def drop_payloads(self, refs: Sequence[ShardRef]) -> int:
+        with self._lock:
+            return sum(self._rows.pop(ref.key, None) is not None for ref in refs)
+
+    def record(self, refs: Sequence[ShardRef]) -> None:
+        with self._lock:
+            for ref in refs:
+                self._rows.pop(ref.key, None)
+                self._scanned.add(ref.key)
+
+    def scanned(self, refs: Sequence[ShardRef]) -> list[bool]:
+        with self._lock:
+            return [ref.key in self._scanned for ref in refs]
+
+    def reclaim_payloads(self, sent_before: datetime, now: datetime, limit: int) -> list[ShardRef]:
+        with self._lock:
+            old = sorted((sent, i, key) for i, (key, (_, sent)) in enumerate(self._rows.items()) if sent < sent_before)
+            taken = [key for _, _, key in old[:limit]]
+            for key in taken:
+                self._rows[key] = (self._rows[key][0], now)
+            return [self._rows[key][0].ref for key in taken]

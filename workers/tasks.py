@@ -16,6 +16,8 @@ from schemas.clock import system_clock
 from schemas.errors import PermanentError, RetryableError
 from schemas.retry import TASKS
 from schemas.wire import JobEvent, LogShard
+from sources.shard_data import wire_data
+from store.ports import ShardPayload, ShardRef
 
 log = logging.getLogger("firstfault.workers")
 RETRY = {"autoretry_for": (RetryableError,), **TASKS.celery_options()}
@@ -56,6 +58,47 @@ def _dead_letter(kind: str, where: str, payload: dict[str, Any], reason: str) ->
     log.error("dead letter #%d: %s: %s", letter_id, where, reason)
 
 
+def _dead_letter_shard(item: Any, reason: str) -> None:
+    """A shard task's argument that failed for good, kept as the shard itself: a ShardRef's payload is read back
+    and packed as the LogShard it came as (so `firstfault dlq replay` sends it again), then dropped. A whole shard
+    (a task of an older sender) is kept as it is; a ref whose payload is gone is kept as the ref."""
+    if not (isinstance(item, Mapping) and "data" not in item):
+        _dead_letter("shard", "firstfault.match_shard", dict(item) if isinstance(item, Mapping) else {"item": item},
+                     reason)
+        return
+    try:
+        ref = ShardRef.from_json(dict(item))
+    except ValueError:
+        _dead_letter("shard", "firstfault.match_shard", dict(item), reason)
+        return
+    try:
+        payloads = pipeline().store.payloads
+        [found] = payloads.payloads([ref])
+        # a task of several jobs' shards may fail after storing some of them: those are no dead letters
+        recorded = found is None and payloads.scanned([ref]) == [True]
+    except Exception:  # the store is failing: the payload stays, and the sweep sends its task again later
+        log.exception("dead letter: the payload of %s could not be read; left for the sweep", ref)
+        return
+    if recorded:
+        return
+    if found is None:
+        _dead_letter("shard", "firstfault.match_shard", ref.to_json(), f"{reason} (its payload is gone)")
+        return
+    _dead_letter("shard", "firstfault.match_shard", as_shard(found).model_dump(mode="json"), reason)
+    try:
+        payloads.drop_payloads([ref])
+    except Exception:  # kept twice then (as the letter and the payload): the sweep's resend records it or fails
+        log.exception("dead letter: the payload of %s could not be dropped", ref)
+
+
+def as_shard(payload: ShardPayload) -> LogShard:
+    """A stored payload as the LogShard its producer sent: the same compression and the same compressed bytes."""
+    r = payload.ref
+    return LogShard.model_validate({"job_id": r.job_id, "rank": r.rank, "host": r.host, "stream": r.stream,
+                                    "seq": r.seq, "eof": payload.eof, "compression": payload.compression,
+                                    "data": wire_data(payload.compression, payload.data), "source": r.source})
+
+
 class DeadLettering(Task):  # type: ignore[misc]
     """A task that fails for good (a bug, or retries exhausted) leaves a dead letter instead of vanishing."""
 
@@ -65,7 +108,10 @@ class DeadLettering(Task):  # type: ignore[misc]
         reason = f"{type(exc).__name__}: {exc}"
         if isinstance(first, list):  # match_shards: a letter a shard, each replayable as the one-shard task
             for shard in first:
-                _dead_letter("shard", "firstfault.match_shard", dict(shard), reason)
+                _dead_letter_shard(shard, reason)
+            return
+        if self.name == "firstfault.match_shard":
+            _dead_letter_shard(first, reason)
             return
         payload = dict(first) if isinstance(first, Mapping) else {"job_id": first}
         _dead_letter(KINDS.get(self.name, "task"), self.name, payload, reason)
@@ -76,15 +122,24 @@ def sweep() -> int:
     """Re-send the correlations whose time has come and gone (pipeline/sweep.py); beat runs it."""
     from datetime import timedelta
 
-    from config.settings import load_settings
-    from pipeline.sweep import resend_overdue
+    from celery import current_app
 
-    p = pipeline()
-    sent = resend_overdue(p.store, p.scheduler, p.clock(), timedelta(seconds=load_settings().sweep_grace_s))
+    from config.settings import load_settings
+    from pipeline.sweep import resend_overdue, resend_payloads
+    from workers.dispatch import CeleryDispatcher
+
+    p, settings = pipeline(), load_settings()
+    now = p.clock()
+    sent = resend_overdue(p.store, p.scheduler, now, timedelta(seconds=settings.sweep_grace_s))
     if sent:
         log.warning("sweep: re-sent %d overdue correlation(s), their tasks were gone: %s", len(sent),
                     ", ".join(sent[:20]))
-    return len(sent)
+    resend = CeleryDispatcher(current_app, p.store.payloads, p.clock).resend
+    refs = resend_payloads(p.store.payloads, resend, now, timedelta(seconds=settings.payload_grace_s))
+    if refs:
+        log.warning("sweep: re-sent %d shard task(s) whose payload waited over %g s: %s", len(refs),
+                    settings.payload_grace_s, ", ".join(f"{r.job_id}/{r.source_key.name}#{r.seq}" for r in refs[:20]))
+    return len(sent) + len(refs)
 
 
 def _beat() -> None:
@@ -112,16 +167,50 @@ def record_job(self: Task, event: Mapping[str, Any]) -> None:
 
 @shared_task(name="firstfault.match_shard", bind=True, base=DeadLettering, **RETRY)
 def match_shard(self: Task, shard: Mapping[str, Any]) -> None:
-    try:
-        pipeline().accept_shard(LogShard.model_validate(shard), _trace(self))
-    except (PermanentError, ValidationError) as exc:
-        _dead_letter("shard", self.name, dict(shard), str(exc))
+    """A ShardRef (CeleryDispatcher): the shard the edge stored. A whole shard (`data` in it: a task an older
+    sender queued) is validated and scanned as it was."""
+    if isinstance(shard, Mapping) and "data" in shard:
+        try:
+            pipeline().accept_shard(LogShard.model_validate(shard), _trace(self))
+        except (PermanentError, ValidationError) as exc:
+            _dead_letter("shard", self.name, dict(shard), str(exc))
+        return
+    _match_refs([shard], [_trace(self)])
 
 
 @shared_task(name="firstfault.match_shards", bind=True, base=DeadLettering, **RETRY)
 def match_shards(self: Task, shards: list[Mapping[str, Any]], traces: list[Mapping[str, str]]) -> None:
-    """The consumer's shards in a row (CeleryDispatcher.submit_shards): a shard that does not validate is dead-
-    lettered alone; the rest are stored together. A retry redoes them all (storing is idempotent)."""
+    """The consumer's shards in a row (CeleryDispatcher.submit_shards): the job's stored together; an argument
+    that is not a ref is dead-lettered alone. A retry redoes them all (storing is idempotent)."""
+    if any(isinstance(s, Mapping) and "data" in s for s in shards):
+        _match_whole(shards, traces)
+        return
+    _match_refs(shards, [{k: v for k, v in t.items() if k == "traceparent"} for t in traces])
+
+
+def _match_refs(items: list[Any], headers: list[Mapping[str, str]]) -> None:
+    refs: list[ShardRef] = []
+    kept: list[Mapping[str, str]] = []
+    for item, trace in zip(items, headers, strict=True):
+        try:
+            refs.append(ShardRef.from_json(item))
+            kept.append(trace)
+        except ValueError as exc:
+            _dead_letter("shard", "firstfault.match_shard", dict(item) if isinstance(item, Mapping) else
+                         {"item": item}, str(exc))
+    try:
+        stored = pipeline().accept_stored(refs, kept)
+    except PermanentError as exc:  # each kept with why, replayable alone
+        for ref in refs:
+            _dead_letter_shard(ref.to_json(), str(exc))
+        return
+    for ref in stored.lost:
+        _dead_letter("shard", "firstfault.match_shard", ref.to_json(),
+                     "its payload is gone and the shard was never recorded: send the shard again")
+
+
+def _match_whole(shards: list[Mapping[str, Any]], traces: list[Mapping[str, str]]) -> None:
+    """match_shards of whole shards (queued by an older sender): validated here, as they were."""
     valid: list[LogShard] = []
     headers: list[Mapping[str, str]] = []
     for shard, trace in zip(shards, traces, strict=True):
@@ -132,7 +221,7 @@ def match_shards(self: Task, shards: list[Mapping[str, Any]], traces: list[Mappi
             _dead_letter("shard", "firstfault.match_shard", dict(shard), str(exc))
     try:
         pipeline().accept_shards(valid, headers)
-    except PermanentError as exc:  # as match_shard does for one: each kept with why, replayable alone
+    except PermanentError as exc:
         for kept in valid:
             _dead_letter("shard", "firstfault.match_shard", kept.model_dump(mode="json"), str(exc))
 

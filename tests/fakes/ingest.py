@@ -31,7 +31,7 @@ class RecordingDispatcher:
         self._attempt(event)
         self.jobs.append((event, dict(headers)))
 
-    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
         self._attempt(shard)
         self.shards.append((shard, dict(headers)))
 
@@ -89,7 +89,7 @@ class FileDispatcher:
     def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
         self._write(f"job {event.job_id}")
 
-    def submit_shard(self, shard: LogShard, headers: Mapping[str, str]) -> None:
+    def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
         self._write(f"shard {shard.job_id} {shard.seq}")
 
     def _write(self, line: str) -> None:

@@ -79,7 +79,7 @@ def test_workers_killed_at_unaimed_moments_lose_no_shard_on_amqp(env: dict[str, 
     """Three SIGKILLs while the shards are being stored, each at whatever the worker was doing (the moment Redis's
     transport can lose a task in): every shard is stored, the job has one incident naming rank 37."""
     log = tmp_path / "worker.log"
-    dispatcher = CeleryDispatcher(make_app(load_settings(environ=env)))
+    dispatcher = CeleryDispatcher(make_app(load_settings(environ=env)), store.payloads)
     dispatcher.submit_job(failed_job("job-amqp"), {})
     shards = shards_of("job-amqp", EXAMPLE, chunk=8 * 1024)
     for shard in shards:
@@ -115,7 +115,7 @@ def test_a_task_held_by_a_killed_worker_comes_back_at_once_not_after_the_visibil
 
     slow = {**env, "FIRSTFAULT_VISIBILITY_TIMEOUT_S": "3600"}
     log = tmp_path / "worker.log"
-    dispatcher = CeleryDispatcher(make_app(load_settings(environ=slow)))
+    dispatcher = CeleryDispatcher(make_app(load_settings(environ=slow)), store.payloads)
     dispatcher.submit_job(failed_job("job-held"), {})
     shards = shards_of("job-held", EXAMPLE, chunk=16 * 1024)
     for shard in shards:

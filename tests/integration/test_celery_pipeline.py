@@ -34,8 +34,8 @@ def store(fresh_pg_url: str) -> Iterator[Store]:
     opened.close()
 
 
-def _dispatcher(env: dict[str, str]) -> CeleryDispatcher:
-    return CeleryDispatcher(make_app(load_settings(environ=env)))
+def _dispatcher(env: dict[str, str], store: Store) -> CeleryDispatcher:
+    return CeleryDispatcher(make_app(load_settings(environ=env)), store.payloads)
 
 
 def _counts(store: Store) -> tuple[int, int, int]:
@@ -104,7 +104,7 @@ def _ship(dispatcher: CeleryDispatcher, job_id: str) -> int:
 def test_a_failed_job_becomes_one_incident(env: dict[str, str], store: Store, tmp_path: Path) -> None:
     worker = Worker(env, tmp_path / "worker.log")
     try:
-        _ship(_dispatcher(env), "job-1")
+        _ship(_dispatcher(env, store), "job-1")
         # under load group_wait may pass before the last shard: then a revision names the cause; wait for it
         incident = wait_for(lambda: _named_cause(store, "job-1"), 90, "the incident naming the OOM kill")
     finally:
@@ -119,7 +119,7 @@ def test_shards_handed_on_in_groups_are_stored_together_and_a_bad_one_alone(env:
     as the one-shard task, and does not cost the others."""
     from store.dead_letters import listed
 
-    dispatcher = _dispatcher(env)
+    dispatcher = _dispatcher(env, store)
     dispatcher.submit_job(failed_job("job-g"), {})
     shards = shards_of("job-g", EXAMPLE, chunk=16 * 1024)
     bad = {**shards[0].model_dump(mode="json"), "seq": -1}  # past the producer's check: the worker's
@@ -144,7 +144,7 @@ def test_a_worker_killed_mid_task_leaves_exactly_one_incident(env: dict[str, str
     log = tmp_path / "worker.log"
     worker = Worker(env, log)
     try:
-        total = _ship(_dispatcher(env), "job-2")
+        total = _ship(_dispatcher(env, store), "job-2")
         wait_for(lambda: _counts(store)[0] >= total // 3, 90, "a third of the shards")
         # SIGKILL with a task in hand, never acknowledged: the test holds the worker inside one (its INSERT waits
         # on a table lock), because a kill in the instant between Redis popping a task and kombu recording it as

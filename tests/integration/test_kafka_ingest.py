@@ -242,7 +242,7 @@ def test_sigterm_stops_the_consumer_cleanly_after_committing(kafka_bootstrap: st
 def test_the_kafka_dispatcher_hands_on_to_the_consumer_with_trace_context(kafka_bootstrap: str,
                                                                           topics: Topics) -> None:
     producer = WireProducer(kafka_bootstrap)
-    upstream = KafkaDispatcher(producer, topics)  # what the HTTP ingest hands to in distributed mode
+    upstream = KafkaDispatcher(producer, topics)  # a producer handing on to Kafka (a relay, a test rig)
     trace = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
     upstream.submit_job(JobEvent(job_id="job-http", state="failed"), trace)
     upstream.submit_shard(LogShard(job_id="job-http", rank=1, seq=0, eof=True, data="boom\n"), trace)

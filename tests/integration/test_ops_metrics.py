@@ -95,13 +95,14 @@ def test_a_prefork_worker_serves_what_its_children_scanned(sqlite_url: str, brok
     env = service_env(sqlite_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix, FIRSTFAULT_QUEUE=f"{broker_prefix}q",
                       FIRSTFAULT_WORKER_METRICS_PORT=str(port), FIRSTFAULT_WORKER_METRICS_HOST="127.0.0.1",
                       PROMETHEUS_MULTIPROC_DIR=str(folder))
+    payloads = Store.open(sqlite_url)  # the schema, before the workers open it
     with (tmp_path / "worker.log").open("wb") as log:
         worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--concurrency=2",
                                    "-Q", f"{broker_prefix}q", "--without-gossip", "--without-mingle"],
                                   cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         shards = list(shards_of("w1", EXAMPLE, chunk=32 * 1024))[:6]
-        dispatcher = CeleryDispatcher(make_app(load_settings(environ=env, path="/dev/null")))
+        dispatcher = CeleryDispatcher(make_app(load_settings(environ=env, path="/dev/null")), payloads.payloads)
         dispatcher.submit_job(failed_job("w1"), {})
         for shard in shards:
             dispatcher.submit_shard(shard, {})
@@ -116,5 +117,6 @@ def test_a_prefork_worker_serves_what_its_children_scanned(sqlite_url: str, brok
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+        payloads.close()
     assert f"firstfault_scan_seconds_count {len(shards)}.0" in text.splitlines()
     assert len({p.name.split("_")[-1] for p in folder.glob("histogram_*.db")}) >= 1  # written by the children

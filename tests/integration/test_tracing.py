@@ -114,9 +114,10 @@ def test_trace_context_crosses_the_celery_hop(spans: InMemorySpanExporter) -> No
     tasks.pipeline = lambda: _Recording()  # type: ignore[assignment,return-value]
     try:
         with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+            from store.testing import MemoryPayloadStore
             from workers.dispatch import CeleryDispatcher
 
-            CeleryDispatcher(app).submit_job(failed_job("t2"), {"traceparent": TRACEPARENT})
+            CeleryDispatcher(app, MemoryPayloadStore()).submit_job(failed_job("t2"), {"traceparent": TRACEPARENT})
             wait_for(lambda: seen, 30, "the task")
     finally:
         tasks.pipeline = original

@@ -145,19 +145,28 @@ def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
         producer.close()
     else:
         request.applymarker(pytest.mark.integration)
+        from store.ports import ShardRef
+        from store.testing import MemoryPayloadStore
         from workers.dispatch import CeleryDispatcher
 
         app = _celery_app(request.getfixturevalue("broker_prefix"))
+        payloads = MemoryPayloadStore()
 
         def published(kinds: list[str]) -> list[Seen]:
+            """A shard's task names its payload, which is there, whole (the shard's data as sent, with its
+            compression)."""
             out: list[Seen] = []
             for msg in _celery_messages(app):
                 (arg,), _, _ = msg.payload
                 kind_ = "job" if msg.headers["task"] == "firstfault.record_job" else "shard"
+                if kind_ == "shard":
+                    [kept] = payloads.payloads([ShardRef.from_json(arg)])
+                    assert kept is not None and (kept.compression, kept.data) == ("none",
+                                                                                 f"line {arg['seq']}\n".encode())
                 out.append((kind_, arg["job_id"], arg.get("seq") if kind_ == "shard" else None,
                             {k: msg.headers[k] for k in HEADERS if k in msg.headers}))
             return out
-        yield Case(CeleryDispatcher(app), published)
+        yield Case(CeleryDispatcher(app, payloads), published)
 
 
 def _shard(job_id: str, seq: int, eof: bool = False) -> LogShard:

@@ -101,8 +101,8 @@ def test_two_workers_storing_a_job_s_last_shards_at_once_one_sees_them_all(fresh
             store.record_shard("race", source_key("stdout", rank, None, None), 0, True, scanned, now)
         inside, original = threading.Event(), progress.record
 
-        def held(conn: object, shard: object, key: object) -> object:
-            counted = original(conn, shard, key)  # type: ignore[arg-type]
+        def held(conn: object, shard: object, key: object, *rest: bool) -> object:
+            counted = original(conn, shard, key, *rest)  # type: ignore[arg-type]
             if threading.current_thread().name == "A":
                 inside.set()
                 time.sleep(1.0)  # counted, not committed yet: B runs meanwhile

@@ -27,7 +27,9 @@ class GroupingDispatcher(RecordingDispatcher):
     groups: list[list[int]] = field(default_factory=list)
     refuse_groups: int = 0
 
-    def submit_shards(self, shards: Sequence[LogShard], headers: Sequence[Mapping[str, str]]) -> None:
+    def submit_shards(self, shards: Sequence[LogShard], headers: Sequence[Mapping[str, str]],
+                      data: Sequence[bytes] | None = None) -> None:
+        assert data is not None and len(data) == len(shards)  # decoded once, by the consumer's validation
         if self.refuse_groups:
             self.refuse_groups -= 1
             raise RetryableError("broker down", retry_after=0.0)

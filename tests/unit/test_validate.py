@@ -12,7 +12,7 @@ import zstandard
 from ingest.validate import validate_message
 from schemas.errors import InvalidMessage
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
-from sources.shard_data import decode_shard_data
+from sources.shard_data import decode_shard_data, inflate, packed_shard_data, wire_data
 
 
 def _reason(kind: str, value: bytes | None, key: bytes | None = b"j1") -> str:
@@ -106,3 +106,40 @@ def test_the_decode_limit_is_a_parameter() -> None:
     assert decode_shard_data(shard, limit=100) == b"a" * 100
     with pytest.raises(InvalidMessage, match="inflates past 99 bytes"):
         decode_shard_data(shard, limit=99)
+
+
+def _outcome(run: object) -> bytes | str:
+    try:
+        return run()  # type: ignore[operator,no-any-return]
+    except InvalidMessage as exc:
+        return exc.reason
+
+
+LINES = b"".join(b"rank %d step %d loss 0.%04d\n" % (i % 64, i, i * 7919 % 10_000) for i in range(150_000))
+
+
+@pytest.mark.parametrize(("compression", "packed", "limit", "expected"), [
+    ("gzip", gzip.compress(LINES), 16 << 20, LINES),  # inflated over several blocks
+    ("gzip", gzip.compress(LINES[:1000]) + gzip.compress(LINES[1000:]), 16 << 20, LINES),  # two members
+    ("gzip", gzip.compress(LINES), len(LINES), LINES),  # exactly the limit
+    ("gzip", gzip.compress(LINES), len(LINES) - 1, "inflates past"),  # one byte past it
+    ("gzip", gzip.compress(LINES)[:-6], 16 << 20, "gzip data is truncated"),
+    ("gzip", gzip.compress(LINES) + b"junk", 16 << 20, "not valid gzip"),
+    ("zstd", zstandard.compress(LINES), len(LINES), LINES),
+    ("zstd", zstandard.compress(LINES), len(LINES) - 1, "inflates past"),
+    ("zstd", zstandard.compress(LINES)[:-6], 16 << 20, "zstd data is truncated"),
+    ("none", LINES, len(LINES) - 1, "over the"),
+])
+def test_the_edge_check_and_the_workers_inflating_agree_on_every_outcome(compression: str, packed: bytes,
+                                                                          limit: int, expected: bytes | str) -> None:
+    """The edge keeps the packed bytes once checked (packed_shard_data, which lets go of what it inflates); a worker
+    inflates them later (inflate): the same bytes or the same refusal as decoding the shard in one go."""
+    shard = LogShard(job_id="j1", seq=0, compression=compression,  # type: ignore[arg-type]
+                     data=wire_data(compression, packed))  # type: ignore[arg-type]
+    whole = _outcome(lambda: decode_shard_data(shard, limit))
+    if isinstance(expected, bytes):
+        assert whole == expected
+    else:
+        assert isinstance(whole, str) and expected in whole
+    assert _outcome(lambda: packed_shard_data(shard, limit)) == (packed if isinstance(whole, bytes) else whole)
+    assert _outcome(lambda: inflate(shard.compression, packed, limit)) == whole

@@ -113,7 +113,7 @@ def test_a_bug_in_validation_dead_letters_the_message_instead_of_stopping_the_co
     def broken(kind: object, value: object, key: object) -> None:
         raise MemoryError("a bug")
 
-    monkeypatch.setattr(ingest.consumer, "validate_message", broken)
+    monkeypatch.setattr(ingest.consumer, "validate_packed", broken)
     producer = DlqProducer()
     loop = IngestLoop(ListSource([Record(DEFAULT_TOPICS.jobs, 0, 0, b"j", b"{}", {})]), RecordingDispatcher(),
                       DeadLetterWriter(producer, clock=lambda: NOW))
