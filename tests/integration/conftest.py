@@ -80,3 +80,14 @@ def topics(kafka_bootstrap: str) -> Topics:
     fresh = Topics(f"{prefix}.jobs", f"{prefix}.shards", f"{prefix}.dlq")
     create_topics(kafka_bootstrap, fresh, partitions=3)
     return fresh
+
+
+@pytest.fixture
+def env(fresh_pg_url: str, broker_prefix: str) -> dict[str, str]:
+    """The environment of a Celery worker (tests/integration/celery_worker.py) on Redis and a fresh PostgreSQL
+    database, its queue and keys under this test's own prefix. A module whose services differ defines its own."""
+    from tests.conftest import BROKER
+    from tests.integration.celery_worker import service_env
+
+    return service_env(fresh_pg_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
+                       FIRSTFAULT_QUEUE=f"{broker_prefix}firstfault")

@@ -13,18 +13,12 @@ import sqlalchemy as sa
 from config.settings import load_settings
 from store.incidents import Store
 from tests.conftest import BROKER
-from tests.integration.celery_worker import Worker, service_env, wait_for
+from tests.integration.celery_worker import Worker, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
 from workers.app import make_app
 from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def env(fresh_pg_url: str, broker_prefix: str) -> dict[str, str]:
-    return service_env(fresh_pg_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
-                       FIRSTFAULT_QUEUE=f"{broker_prefix}firstfault")
 
 
 @pytest.fixture

@@ -24,18 +24,12 @@ from store.dead_letters import listed
 from store.incidents import Store
 from tests.api.server import serving
 from tests.conftest import BROKER
-from tests.integration.celery_worker import Worker, service_env, wait_for
+from tests.integration.celery_worker import Worker, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job
 from workers.app import make_app
 from workers.dispatch import CeleryScheduler, StoringDispatcher
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def env(fresh_pg_url: str, broker_prefix: str) -> dict[str, str]:
-    return service_env(fresh_pg_url, BROKER, FIRSTFAULT_BROKER_PREFIX=broker_prefix,
-                       FIRSTFAULT_QUEUE=f"{broker_prefix}firstfault")
 
 
 @pytest.fixture
