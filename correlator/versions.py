@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from correlator.events import Event
+from correlator.exits import task_exits
 from correlator.identity import IdentityMap
 
 _RELEASE = re.compile(r"NCCL version (\d+)\.(\d+)\.(\d+)")
@@ -25,9 +26,13 @@ def _code(major: str, minor: str, patch: str) -> int:
 
 
 def _hosts_of_ranks(failures: Sequence[Event], ids: IdentityMap) -> dict[int, str]:
-    """rank -> host from the identity map, and from the failing lines whose speaker names both (an srun -l task
-    label before an NCCL header): the version check's lines are often the only lines that do."""
+    """rank -> host from the identity map, the launchers' exit reports, and the failing lines whose speaker names
+    both (an srun -l task label before an NCCL header): the version check's lines are often the only lines that
+    do."""
     found: dict[int, str] = {}
+    for rec in (*ids.exits, *task_exits(failures, ids)):  # srun's `HOST: tasks 48-55: Exited ...` without torchrun
+        if rec.rank is not None and rec.host is not None:
+            found.setdefault(rec.rank, rec.host)
     for ev in failures:
         for f in ev.findings:
             if f.speaker.rank is not None and f.speaker.host is not None:

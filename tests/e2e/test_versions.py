@@ -75,3 +75,28 @@ def test_srun_labels_and_the_check_lines_alone_place_the_ranks(tmp_path: Path,
     assert main(["diagnose", str(F.write(tmp_path, {"slurm-1671383.out": lines})), "--format", "json"]) == 0
     rc = json.loads(capsys.readouterr().out)["root_cause"]
     assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)
+
+
+def test_torchs_wrapper_before_ncclss_last_error_still_names_the_version_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`srun -l python train.py` (task id = global rank) without NCCL_DEBUG: each rank prints torch's wrapper first
+    (`DistBackendError: NCCL error in: ..., invalid usage ..., NCCL version X`, ProcessGroupNCCL.cpp) and NCCL's
+    own message after it, under `Last error:` (ncclGetLastError). The wrapper only carries what it wraps: the
+    class is the version check's, and srun's exit lines (src/srun/launch.c _task_finish) place the ranks on
+    their hosts, so the host of the rarer release is named."""
+    job = F.Job(hosts=("h100-207", "h100-211", "h100-213", "h100-214"), per_host=4)
+    odd = "h100-211"
+    lines: list[str] = []
+    for r in range(job.world):
+        mine, release = (22304, "2.23.4") if job.host(r) == odd else (21806, "2.18.6")
+        peer = 0 if job.host(r) == odd else job.hosts.index(odd) * job.per_host
+        peer_code = 21806 if mine == 22304 else 22304
+        lines += [f"{r:03d}: " + _ERROR.split("]: ", 1)[1].format(v=release),
+                  f"{r:03d}: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+                  f"{r:03d}: Last error:",
+                  f"{r:03d}: Mismatched NCCL version detected : "
+                  f"rank {peer} version {peer_code} rank {r} version {mine}"]
+    lines += [F.srun_exit(h, f"{job.per_host * i}-{job.per_host * (i + 1) - 1}", 1) for i, h in enumerate(job.hosts)]
+    assert main(["diagnose", str(F.write(tmp_path, {"slurm-7805830.out": lines})), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)
