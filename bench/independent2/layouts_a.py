@@ -224,7 +224,7 @@ def mp_spawn(topo: Topo, st: Story) -> dict[str, str]:
         if topo.torch_new:
             for q in range(topo.world):
                 if q != r:
-                    out.append((t + 0.1 + q * 1e-3, topo.stamp(f"W@GLOG@000 {topo.pids[0] - 7} torch/"
+                    out.append((t + 0.1 + q * 1e-3, topo.stamp(f"W@GLOG@ {140_000_000_000_000 + topo.pids[0]} torch/"
                                 f"multiprocessing/spawn.py:160] Terminating process {topo.pids[q]} via signal SIGTERM",
                                 t + 0.1, 0)))
         frames = [("/workspace/train.py", 301, "<module>", "mp.spawn(main, args=(world_size,), nprocs=world_size, "

@@ -10,10 +10,11 @@ from .topo import Topo
 
 
 def c10(topo: Topo, level: str, where: str, msg: str) -> str:
-    """pytorch/pytorch c10/util/Logging.cpp MessageLogger: '[E1207 01:02:03.123456789 File.cpp:N] msg' (2.4+),
+    """pytorch/pytorch c10/util/Logging.cpp MessageLogger: '[E1207 01:02:03.123456789 File.cpp:N] msg' (2.4+; the
+    month is not zero-padded, e.g. '[E515 18:36:47.341808597' in pytorch/pytorch#152623),
     '[E File.cpp:N] msg' in 2.0-2.2 (the glog-less fallback formatter)."""
     if topo.torch_new:
-        return f"[{level}@GLOG@123 {where}] {msg}"
+        return f"[{level}@C10@ {where}] {msg}"
     return f"[{level} {where}] {msg}"
 
 

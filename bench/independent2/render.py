@@ -125,15 +125,22 @@ def elastic_agent_lines(topo: Topo, st: Story, node: int, poll: float) -> list[L
         return []
     t = (int(min(tt for tt, _ in mine.values()) / poll) + 1) * poll
     first = min(r for r, (tt, _) in mine.items() if tt <= t)  # the poll walks local ranks in order
+    tid = 140_000_000_000_000 + topo.pids[0] * 4096
+
+    def log(lvl: str, where: str, msg: str) -> str:
+        # torch >= 2.3: glog-style '%(levelname).1s%(asctime)s.%(msecs)06d %(thread)d %(pathname)s:%(lineno)d]';
+        # earlier: the default logging format 'LEVEL:logger.name:msg'
+        if topo.torch_new:
+            return f"{lvl[0]}@GLOG@ {tid} torch/distributed/elastic/multiprocessing/api.py:{where}] {msg}"
+        return f"{lvl}:torch.distributed.elastic.multiprocessing.api:{msg}"
+
     out = []
     for r in topo.ranks_on(node):
         if r not in mine or mine[r][0] > t:
-            out.append((t, topo.stamp(f"W@GLOG@000 {topo.pids[0] % 9999 + 1000} torch/distributed/elastic/"
-                                      f"multiprocessing/api.py:897] Sending process {topo.pids[r]} closing signal "
-                                      "SIGTERM", t, node)))
-    out.append((t + 0.5, topo.stamp(f"E@GLOG@000 {topo.pids[0] % 9999 + 1000} torch/distributed/elastic/"
-                                    f"multiprocessing/api.py:869] failed (exitcode: {mine[first][1]}) local_rank: "
-                                    f"{topo.local(first)} (pid: {topo.pids[first]}) of binary: /usr/bin/python3",
+            out.append((t, topo.stamp(log("WARNING", "897", f"Sending process {topo.pids[r]} closing signal SIGTERM"),
+                                      t, node)))
+    out.append((t + 0.5, topo.stamp(log("ERROR", "869", f"failed (exitcode: {mine[first][1]}) local_rank: "
+                                        f"{topo.local(first)} (pid: {topo.pids[first]}) of binary: /usr/bin/python3"),
                                     t + 0.5, node)))
     return out
 

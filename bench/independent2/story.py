@@ -156,3 +156,13 @@ def collateral(topo: Topo, st: Story, dead: set[int], t_fail: float, fw: str, si
     end = max([t for t, _ in st.exits.values()] + [t_fail + 1])
     for r in silent:
         st.exit(r, end + rng.uniform(1, 5), -15)
+
+
+def fw_of(caps: set[str]) -> str:
+    return "jax" if "jax" in caps else "horovod" if "horovod" in caps else "torch"
+
+
+def start(topo: Topo, caps: set[str]) -> tuple[Story, float, int]:
+    st = Story()
+    t = prelude(topo, st, fw_of(caps), "megatron" in caps)
+    return st, t, topo.rng.randrange(topo.world)

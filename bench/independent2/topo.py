@@ -22,7 +22,8 @@ class Ev:
 
     src: "rank" (stdout/stderr of a rank), "kernel" (a host's kernel ring buffer), "sched" (Slurm/k8s/Ray
     control plane), "agent" (a per-node launcher). Text may hold clock placeholders rendered per host:
-    @GLOG@ (MMDD HH:MM:SS.ffffff), @PYTS@ (YYYY-MM-DD HH:MM:SS,mmm), @ISO@ (YYYY-MM-DDTHH:MM:SS).
+    @GLOG@ (MMDD HH:MM:SS.ffffff), @C10@ (c10's own: month unpadded, nanoseconds), @PYTS@ (YYYY-MM-DD
+    HH:MM:SS,mmm), @ISO@ (YYYY-MM-DDTHH:MM:SS).
     """
 
     t: float
@@ -75,8 +76,10 @@ class Topo:
         dt = datetime.fromtimestamp(self.t0 + t + skew, tz=UTC)
         if "@" not in text:
             return text
+        c10 = f"{dt.month}{dt.day:02d} {dt.strftime('%H:%M:%S')}.{dt.microsecond * 1000 + int(t * 1e9) % 1000:09d}"
         return (
-            text.replace("@GLOG@", dt.strftime("%m%d %H:%M:%S.%f"))
+            text.replace("@C10@", c10)
+            .replace("@GLOG@", dt.strftime("%m%d %H:%M:%S.%f"))
             .replace("@PYTS@", dt.strftime("%Y-%m-%d %H:%M:%S,") + f"{dt.microsecond // 1000:03d}")
             .replace("@ISO@", dt.strftime("%Y-%m-%dT%H:%M:%S"))
         )
