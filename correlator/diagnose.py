@@ -20,6 +20,7 @@ from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.kept import ContextRecord
 from correlator.locate import locate, node_wide, pick
+from correlator.named_by_elimination import place_named_rank
 from correlator.naming import Named, settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
@@ -73,6 +74,8 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # one name per host and per rank
     named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
     findings, context, of_kind, ids = named.findings, named.context, named.of_kind, named.ids
+    # a coordination service's named task, on the host that fell silent
+    place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]

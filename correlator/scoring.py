@@ -65,7 +65,7 @@ class Candidate:
         self.reasons.append(f"{reason} (+{weight:.1f})")
 
     def best_event(self) -> Event | None:
-        def key(ev: Event) -> tuple[int, int, int, float, bool, int]:
+        def key(ev: Event) -> tuple[int, int, int, float, int, bool, int]:
             # an absence from a collective only shows that something happened to it: any line of its own says what;
             # and how it ended (an exit code, a signal: `failed (exitcode: -9)`) says less than who ended it (the
             # OOM killer's `Killed process <pid>`) or why; a code with a class of its own, more than a report
@@ -75,8 +75,11 @@ class Candidate:
             # a fault of the node (Xid 79) explains the rank's own (its watchdog's CUDA error), not the reverse.
             # A wrapper (torch's `NCCL error in: ..., invalid usage`) carries what it wraps (NCCL's own WARN line,
             # printed beside it): the wrapped line names the cause.
+            # What a process says of itself says more than the others' report naming it (the coordination
+            # service's "task:5 stopped sending heartbeats" beside task 5's own OOM).
             return (says, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
-                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], ev.signature.scope is Scope.NODE,
+                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity],
+                    1 if ev.signature.implicates is Implicates.SELF else 0, ev.signature.scope is Scope.NODE,
                     -ev.best.order)
         if self.own_events:
             return max(self.own_events, key=key)

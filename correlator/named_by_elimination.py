@@ -1,0 +1,53 @@
+"""A rank that others name, placed on the one failing host that did not name it. Pure.
+
+A coordination service names the process that stopped (JAX/XLA's "The following tasks are unhealthy (stopped
+sending heartbeats): /job:jax_worker/replica:0/task:25", coordination_service.cc): every surviving process prints
+it, and the task number is the process index, the rank. Nothing in a multi-host JAX job's logs ties a process
+index to its host, so the named rank stays hostless while its host's own cause (the kernel's OOM kill, the
+allocator's OOM, an Xid) stays rankless, and the two compete as strangers. The survivors are the hosts that
+printed the report; a host that printed a cause of its own and not the report is the named process's, when it is
+the only such host, it ran no other known rank, and the named rank is the only one without a host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from catalog.loader import Catalog
+from catalog.model import Implicates
+from correlator.identity import IdentityMap
+from schemas.findings import Finding, Role
+
+
+def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap,
+                     source_hosts: Iterable[str] = ()) -> str | None:
+    """Put the named rank on its host in ``ids`` (host_of_rank, sole_rank) where elimination leaves one; the
+    host, or None. ``source_hosts``: the host each log read is named after (logs/<host>.log), printed or not:
+    where no host printed a cause, the one whose log holds no report at all is the named process's (its kernel
+    log, where the OOM killer said why, was not collected)."""
+    named: set[int] = set()
+    survivors: set[str] = set()
+    causes: set[str] = set()
+    ranked_hosts = {host for host in ids.host_of_rank.values()}
+    for f in findings:
+        sig = catalog.get(f.signature)
+        if sig is None:
+            continue
+        rank = f.fields.get("rank")
+        if sig.implicates is Implicates.NAMED and isinstance(rank, int):
+            named.add(rank)
+            if f.speaker.host is not None:
+                survivors.add(f.speaker.host)
+        elif (f.role is Role.INITIATING and sig.implicates is Implicates.SELF and f.speaker.rank is None
+              and f.speaker.host is not None and not f.generic):
+            causes.add(f.speaker.host)
+    hostless = [rank for rank in named if rank not in ids.host_of_rank]
+    left = causes - survivors - ranked_hosts
+    if not left:
+        left = set(source_hosts) - survivors - ranked_hosts - causes
+    if len(named) != 1 or len(hostless) != 1 or len(left) != 1 or not survivors:
+        return None
+    host = next(iter(left))
+    ids.host_of_rank[hostless[0]] = host
+    ids.sole_rank.setdefault(host, hostless[0])
+    return host

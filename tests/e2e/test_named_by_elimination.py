@@ -1,0 +1,78 @@
+"""A task the coordination service names, placed on the one host that did not name it
+(correlator/named_by_elimination.py). Fixtures written from the formats upstream prints:
+
+- every surviving JAX process ends with the coordination agent's fatal error (xla/tsl/distributed_runtime/
+  coordination: "Terminating process because the JAX distributed service detected fatal errors. ... absl::Status:
+  UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):", then one task name a line,
+  "/job:jax_worker/replica:0/task:N", then "The tasks have crashed. ..."), in absl's glog format;
+- the task number is the process index (jax.process_index()), the rank; one process per host;
+- XLA's device allocator: "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying
+  to allocate N bytes."; the kernel's OOM killer (linux mm/oom_kill.c) in dmesg.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+_HOSTS = ("gpu-j01", "gpu-j02", "gpu-j03", "gpu-j04", "gpu-j05")
+_START = "I0423 16:00:01.500000  {pid} distributed.py:101] Connecting to JAX distributed service on 10.0.0.1:1234"
+_FATAL = ("F0423 17:04:47.604206  {pid} client.h:77] Terminating process because the JAX distributed service detected "
+          "fatal errors. This most likely indicates that another task died; see the other task logs for more "
+          "details. absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):")
+_OOM = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+        "8589934592 bytes.")
+
+
+def _job(tmp_path: Path, dead: int, silent: tuple[int, ...] = (), cause: bool = True, dmesg: bool = False) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for task, host in enumerate(_HOSTS):
+        lines = [_START.format(pid=4100 + task),
+                 f"I0423 16:30:00.000000  {4100 + task} train.py:233] step 100, loss 8.0"]
+        if task == dead and cause and not dmesg:
+            lines += ["Traceback (most recent call last):", '  File "/workspace/train_jax.py", line 201, in <module>',
+                      "    state, metrics = p_train_step(state, batch)", _OOM]
+        elif task != dead and task not in silent:
+            lines += [_FATAL.format(pid=4100 + task), f"/job:jax_worker/replica:0/task:{dead}",
+                      "The tasks have crashed. Check the task logs for an earlier error to debug further."]
+        (logs / f"{host}.log").write_text("\n".join(lines) + "\n")
+    if dmesg:
+        (tmp_path / "dmesg").mkdir()
+        (tmp_path / "dmesg" / f"{_HOSTS[dead]}.log").write_text(
+            "[3766135.399395] Out of memory: Killed process 3345269 (python) total-vm:592000000kB, "
+            "anon-rss:552000000kB, file-rss:81920kB, shmem-rss:0kB, UID:1000 pgtables:1104000kB oom_score_adj:0\n")
+    return tmp_path
+
+
+def _root(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, int | None, str | None]:
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    return rc["signature"], rc["rank"], rc["host"]
+
+
+def test_the_named_task_is_the_host_with_the_cause_that_did_not_name_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _root(_job(tmp_path, dead=2), capsys) == ("cuda.oom", 2, "gpu-j03")
+
+
+def test_the_kernels_kill_on_the_silent_host_is_the_named_tasks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The process's own log just stops; its node's dmesg says why."""
+    assert _root(_job(tmp_path, dead=3, dmesg=True), capsys) == ("host.oom_killer", 3, "gpu-j04")
+
+
+def test_the_one_host_whose_log_holds_no_report_is_the_named_tasks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No cause was collected; every other host printed the report."""
+    assert _root(_job(tmp_path, dead=1, cause=False), capsys)[1:] == (1, "gpu-j02")
+
+
+def test_two_silent_hosts_leave_the_named_task_without_a_host(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another host's report is missing too: either could be task 1's, so neither is named."""
+    assert _root(_job(tmp_path, dead=1, silent=(4,), cause=False), capsys)[1:] == (1, None)
