@@ -253,6 +253,8 @@ def _nodes(out: LocalRanks, of_kind: Mapping[str, list[ContextRecord]], ids: Ide
         out.nodes_said = True
         out.single_node = max(counts) == 1
     elif world is not None:
-        out.single_node = world <= max_local + 1
+        # every rank of the job numbered by NCCL's init lines on one host: that host is the job's one node
+        placed = {rank: host for (host, _), rank in ids.by_host_pid.items() if rank < world}
+        out.single_node = world <= max_local + 1 or (len(placed) == world and len(set(placed.values())) == 1)
     else:
         out.single_node = not hosts_named

@@ -461,3 +461,18 @@ def test_one_srun_file_of_several_nodes_lends_no_node_anothers_local_ranks(tmp_p
     (tmp_path / "slurm-4417.out").write_text("\n".join(lines) + "\n")
     signature, rank, _ = _root(_diagnose(tmp_path))
     assert (signature, rank) == ("cuda.oom", None)
+
+
+def test_every_rank_numbered_on_one_host_makes_a_one_node_job(tmp_path: Path) -> None:
+    """torch.multiprocessing.spawn on one machine, NCCL_DEBUG=INFO: NCCL's pre-2.19 init lines ("comm %p rank %d
+    nranks %d cudaDev %d ...", no node count) number ranks 0 and 1, both under the header of node-9. spawn's
+    report names the failed worker by its process index (spawn.py ProcessExitedException: "process %d terminated
+    with signal %s"), which on one node is the rank."""
+    job = F.Job(hosts=("node-9",), per_host=2)
+    lines = [line for r in range(job.world) for line in F.nccl_init(job, r)]
+    lines += ["Traceback (most recent call last):",
+              '  File "/workspace/train.py", line 301, in <module>',
+              "    mp.spawn(main, args=(world_size,), nprocs=world_size, join=True)",
+              "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGSEGV"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    assert _root(_diagnose(tmp_path)) == ("pytorch.mp.spawn_process_segfault", 1, "node-9")
