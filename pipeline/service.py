@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
@@ -19,6 +19,7 @@ from pipeline import metrics, tracing
 from pipeline.recent import RecentScans
 from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
+from schemas.errors import PermanentError
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data, inflate
@@ -49,10 +50,12 @@ class _Arrival:
 
 @dataclass(frozen=True)
 class Stored:
-    """What accept_stored did: fresh per ref that had a payload (in order), and the refs whose payload is lost."""
+    """What accept_stored did: fresh per ref that had a payload (in order; False for a bad one), the refs whose
+    payload is lost, and the refs whose payload does not inflate, with why (their payloads are left in the store)."""
 
     fresh: list[bool]
     lost: list[ShardRef]
+    bad: list[tuple[ShardRef, str]] = field(default_factory=list)
 
 
 class Pipeline:
@@ -103,7 +106,8 @@ class Pipeline:
         against (sources.shard_data.inflate: the same limit and errors), scanned, and dropped in the transaction
         that records its shard. A ref without a payload is a redelivery when its shard is
         recorded (its job re-evaluated, as a redelivered shard's is), else lost (Stored.lost: the caller
-        dead-letters it)."""
+        dead-letters it). A payload that does not inflate (Stored.bad) is not recorded and the others are: one
+        corrupt shard in a task costs that shard, not the task's others."""
         found = self.store.payloads.payloads(refs)
         missing = [i for i, p in enumerate(found) if p is None]
         scanned = self.store.payloads.scanned([refs[i] for i in missing]) if missing else []
@@ -115,22 +119,33 @@ class Pipeline:
         present = [(i, p) for i, p in enumerate(found) if p is not None]
         arrivals = [_Arrival(p.ref.job_id, p.ref.source_key, p.ref.seq, p.eof, partial(inflate, p.compression, p.data))
                     for _, p in present]
-        fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True)
-        return Stored(fresh, lost)
+        bad: dict[int, str] = {}
+        fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True, bad=bad)
+        return Stored(fresh, lost, [(present[i][1].ref, why) for i, why in sorted(bad.items())])
 
     def _accept(self, arrivals: Sequence[_Arrival], headers: Sequence[Mapping[str, str]] | None,
-                drop: bool) -> list[bool]:
+                drop: bool, bad: dict[int, str] | None = None) -> list[bool]:
+        """`bad` given: an arrival whose data does not decode (PermanentError) is left out and noted there by
+        index, and the others are stored; else that error is raised and nothing is stored."""
         now = self.clock()
         by_job: dict[str, list[int]] = defaultdict(list)
-        items: list[tuple[SourceKey, int, bool, dict[str, Any]]] = []
-        results: list[SourceResult] = []
+        items: dict[int, tuple[SourceKey, int, bool, dict[str, Any]]] = {}
+        results: dict[int, SourceResult] = {}
         for index, shard in enumerate(arrivals):
             with (tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
                                seq=shard.seq),
                   metrics.SCAN_SECONDS.time()):
-                result, scanned = self._scan(shard.key, shard.data(), now.year)
-            items.append((shard.key, shard.seq, shard.eof, scanned))
-            results.append(result)
+                try:
+                    data = shard.data()
+                except PermanentError as exc:
+                    if bad is None:
+                        raise
+                    bad[index] = str(exc)
+                    continue
+                result, scanned = self._scan(shard.key, data, now.year)
+                del data
+            items[index] = (shard.key, shard.seq, shard.eof, scanned)
+            results[index] = result
             by_job[shard.job_id].append(index)
         fresh = [False] * len(arrivals)
         with tracing.span("firstfault.store_shards", None, shards=len(arrivals)):

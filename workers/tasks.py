@@ -204,6 +204,8 @@ def _match_refs(items: list[Any], headers: list[Mapping[str, str]]) -> None:
         for ref in refs:
             _dead_letter_shard(ref.to_json(), str(exc))
         return
+    for ref, why in stored.bad:  # its payload does not inflate: that shard alone, the task's others are recorded
+        _dead_letter_shard(ref.to_json(), why)
     for ref in stored.lost:
         _dead_letter("shard", "firstfault.match_shard", ref.to_json(),
                      "its payload is gone and the shard was never recorded: send the shard again")
