@@ -26,7 +26,7 @@ from sources.shard_data import decode_shard_data, inflate
 from store.attempts import close_chain
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
-from store.ports import ShardRef
+from store.ports import ShardPayload, ShardRef
 
 log = logging.getLogger("firstfault.pipeline")
 
@@ -76,29 +76,31 @@ class Pipeline:
                              closed.id)
             self._consider(event.job_id, late_evidence=False)
 
-    def accept_shard(self, shard: LogShard, headers: Mapping[str, str] | None = None) -> bool:
-        """Scan and keep one shard; False when it was a redelivery of one already kept."""
-        with (tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp,
+    def accept_shard(self, shard: LogShard | ShardPayload, headers: Mapping[str, str] | None = None) -> bool:
+        """Scan and keep one shard (a ShardPayload: one the edge validated, only inflated here); False when it was
+        a redelivery of one already kept."""
+        arrival = _arrival(shard)
+        with (tracing.span("firstfault.match_shard", headers, job_id=arrival.job_id, seq=arrival.seq) as sp,
               metrics.SCAN_SECONDS.time()):
             now = self.clock()
-            key = source_key(shard.stream, shard.rank, shard.host, shard.source)
-            result, scanned = self._scan(key, decode_shard_data(shard), now.year)
+            key = arrival.key
+            result, scanned = self._scan(key, arrival.data(), now.year)
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
-            recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, scanned, now)
+            recorded = self.store.record_shard(arrival.job_id, key, arrival.seq, arrival.eof, scanned, now)
             if recorded.fresh:
-                self.recent.add(shard.job_id, key, shard.seq, result)
+                self.recent.add(arrival.job_id, key, arrival.seq, result)
             if recorded.decides:
-                self._consider(shard.job_id, late_evidence=recorded.fresh)
+                self._consider(arrival.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
             return recorded.fresh
 
-    def accept_shards(self, shards: Sequence[LogShard],
+    def accept_shards(self, shards: Sequence[LogShard | ShardPayload],
                       headers: Sequence[Mapping[str, str]] | None = None) -> list[bool]:
         """accept_shard for several shards (what a queue holds at once): each scanned, then each job's stored in
         one transaction and its completion decided once, from its counts after the last of them. The same
-        outcome as one by one (a decision reads only the store's state, which the last shard leaves)."""
-        return self._accept([_Arrival(s.job_id, source_key(s.stream, s.rank, s.host, s.source), s.seq, s.eof,
-                                      partial(decode_shard_data, s)) for s in shards], headers, drop=False)
+        outcome as one by one (a decision reads only the store's state, which the last shard leaves). A
+        ShardPayload is a shard the edge validated, its data as the producer packed it: only inflated here."""
+        return self._accept([_arrival(s) for s in shards], headers, drop=False)
 
     def accept_stored(self, refs: Sequence[ShardRef], headers: Sequence[Mapping[str, str]] | None = None) -> Stored:
         """accept_shards for shards the edge validated and left in the store (a task's ShardRefs): each payload
@@ -117,8 +119,7 @@ class Pipeline:
         for job_id in sorted(set(again)):
             self._consider(job_id, late_evidence=False)
         present = [(i, p) for i, p in enumerate(found) if p is not None]
-        arrivals = [_Arrival(p.ref.job_id, p.ref.source_key, p.ref.seq, p.eof, partial(inflate, p.compression, p.data))
-                    for _, p in present]
+        arrivals = [_arrival(p) for _, p in present]
         bad: dict[int, str] = {}
         fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True, bad=bad)
         return Stored(fresh, lost, [(present[i][1].ref, why) for i, why in sorted(bad.items())])
@@ -283,6 +284,14 @@ class Pipeline:
 REPEATS_CRITICAL = 2  # the third attempt of a job to fail the same way is critical
 _RAISED: dict[Severity, Severity] = {"info": "warning", "warning": "error", "error": "critical",
                                      "critical": "critical"}
+
+
+def _arrival(shard: LogShard | ShardPayload) -> _Arrival:
+    if isinstance(shard, ShardPayload):
+        r = shard.ref
+        return _Arrival(r.job_id, r.source_key, r.seq, shard.eof, partial(inflate, shard.compression, shard.data))
+    return _Arrival(shard.job_id, source_key(shard.stream, shard.rank, shard.host, shard.source), shard.seq,
+                    shard.eof, partial(decode_shard_data, shard))
 
 
 def _repeats(previous: Incident | None, diagnosis: Diagnosis) -> int:

@@ -16,8 +16,7 @@ from schemas.clock import system_clock
 from schemas.errors import PermanentError, RetryableError
 from schemas.retry import TASKS
 from schemas.wire import JobEvent, LogShard
-from sources.shard_data import wire_data
-from store.ports import ShardPayload, ShardRef
+from store.ports import ShardRef
 
 log = logging.getLogger("firstfault.workers")
 RETRY = {"autoretry_for": (RetryableError,), **TASKS.celery_options()}
@@ -84,19 +83,11 @@ def _dead_letter_shard(item: Any, reason: str) -> None:
     if found is None:
         _dead_letter("shard", "firstfault.match_shard", ref.to_json(), f"{reason} (its payload is gone)")
         return
-    _dead_letter("shard", "firstfault.match_shard", as_shard(found).model_dump(mode="json"), reason)
+    _dead_letter("shard", "firstfault.match_shard", found.as_shard().model_dump(mode="json"), reason)
     try:
         payloads.drop_payloads([ref])
     except Exception:  # kept twice then (as the letter and the payload): the sweep's resend records it or fails
         log.exception("dead letter: the payload of %s could not be dropped", ref)
-
-
-def as_shard(payload: ShardPayload) -> LogShard:
-    """A stored payload as the LogShard its producer sent: the same compression and the same compressed bytes."""
-    r = payload.ref
-    return LogShard.model_validate({"job_id": r.job_id, "rank": r.rank, "host": r.host, "stream": r.stream,
-                                    "seq": r.seq, "eof": payload.eof, "compression": payload.compression,
-                                    "data": wire_data(payload.compression, payload.data), "source": r.source})
 
 
 class DeadLettering(Task):  # type: ignore[misc]
