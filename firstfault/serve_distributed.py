@@ -18,7 +18,7 @@ from runtime.health import DISTRIBUTED
 from schemas.errors import UsageError
 from store.dead_letters import keep_message
 from store.incidents import Store
-from workers.app import broker_keeps_nothing, make_app
+from workers.celery_app import broker_keeps_nothing, make_app
 from workers.dispatch import CeleryScheduler, StoringDispatcher
 
 log = logging.getLogger("firstfault.serve")

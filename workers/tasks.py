@@ -133,18 +133,6 @@ def sweep() -> int:
     return len(sent) + len(refs)
 
 
-def _beat() -> None:
-    from config.settings import load_settings
-    from workers.app import app
-
-    every = load_settings().sweep_every_s
-    # `celery -A workers.app beat` reads this from the default app
-    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-sweep": {
-        "task": "firstfault.sweep", "schedule": every, "options": {"expires": every * 2}}}
-
-
-_beat()
-
 KINDS = {"firstfault.record_job": "job", "firstfault.match_shard": "shard", "firstfault.correlate_job": "correlate"}
 
 

@@ -87,7 +87,7 @@ def _free_port() -> int:
 def test_a_prefork_worker_serves_what_its_children_scanned(sqlite_url: str, broker_prefix: str,
                                                            tmp_path: Path) -> None:
     from config.settings import load_settings
-    from workers.app import make_app
+    from workers.celery_app import make_app
     from workers.dispatch import CeleryDispatcher
 
     port, folder = _free_port(), tmp_path / "metrics"

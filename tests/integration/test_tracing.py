@@ -92,7 +92,7 @@ def test_trace_context_crosses_the_celery_hop(spans: InMemorySpanExporter) -> No
     from celery.contrib.testing.worker import start_worker
 
     from workers import tasks
-    from workers.app import make_app
+    from workers.celery_app import make_app
 
     broker, prefix = "redis://127.0.0.1:6379/10", f"fftest-{uuid.uuid4().hex[:8]}-"
     try:

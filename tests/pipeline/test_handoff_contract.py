@@ -72,7 +72,7 @@ def _until(count: int, read: Callable[[], list[Seen]], limit_s: float = 20) -> l
 def _celery_app(broker_prefix: str) -> Any:
     from config.settings import Settings
     from tests.conftest import BROKER
-    from workers.app import make_app
+    from workers.celery_app import make_app
     return make_app(Settings(broker_url=BROKER, broker_prefix=broker_prefix, queue=f"{broker_prefix}q"))
 
 
