@@ -133,3 +133,8 @@ def test_a_checked_shard_failing_for_good_in_the_embedded_queue_is_a_dead_letter
     [letter] = wait_for(lambda: listed(service.store) or None, 30, "the dead letter")
     assert (letter.kind, letter.where, letter.reason) == ("shard", "match_shard", "refused")
     assert letter.payload == shard.model_dump(mode="json")  # replayable: the producer's compressed bytes
+
+
+def test_the_api_and_the_pipeline_of_one_service_share_one_catalog(embedded: tuple[Embedded, str]) -> None:
+    service, _ = embedded
+    assert service.app.state.catalog is service.pipeline.matcher.catalog
