@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fault_rig import free_port, wait_port
+from tests.services import free_port, wait_port
 from workers.celery_app import broker_keeps_nothing
 
 pytestmark = pytest.mark.integration
