@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from bench.corpus import corpus_dir
 from correlator.diagnose import diagnose
 from correlator.kept import MAX_ERROR_ROWS
 from correlator.reading import SourceResult
@@ -23,6 +22,7 @@ from scan.interned import Interner
 from simulate import SCENARIOS, Knobs, generate
 from sources.files import CHUNK, Source, chunks
 from sources.ranges import range_reader
+from tests.corpus import corpus_dir
 
 YEAR = 2026
 CORPUS = corpus_dir()
