@@ -63,7 +63,7 @@ def test_embedded_pipeline_is_one_trace(spans: InMemorySpanExporter, sqlite_url:
 def test_the_kafka_consumer_continues_the_producers_trace(spans: InMemorySpanExporter, kafka_bootstrap: str,
                                                           topics: Topics) -> None:
     from ingest.kafka import WireProducer
-    from tests.fakes.ingest import RecordingDispatcher
+    from ingest.testing import RecordingDispatcher
     from tests.integration.kafka_helpers import drive, make_loop
 
     spans.clear()

@@ -117,10 +117,11 @@ def test_the_consumer_s_rejects_are_listed_too(env: str, capsys: pytest.CaptureF
     from ingest.consumer import IngestLoop
     from ingest.dlq import DeadLetterWriter
     from ingest.kafka import Record
+    from ingest.testing import RecordingDispatcher
     from ingest.topics import DEFAULT_TOPICS
     from store.dead_letters import keep_message
     from store.incidents import Store
-    from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
+    from tests.fakes.ingest import DlqProducer, ListSource
 
     raw = b'{"job_id": "j31", "rank": ' + str(10**30).encode() + b', "seq": 0, "data": "x"}'
     store = Store.open(env)

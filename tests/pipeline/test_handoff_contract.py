@@ -2,7 +2,9 @@
 the service would notice (a job event or shard handed on arrives once, whole, with its trace headers; a
 correlation scheduled for a time by the Pipeline's clock runs then, once, and not before).
 
-In-memory implementations always; Kafka (Tansu) and Celery (Redis) ones under the ``integration`` marker.
+In-memory implementations always (the package's ingest.testing.RecordingDispatcher and
+pipeline.testing.RecordingScheduler, the embedded queue and timer, tests/fakes' FileDispatcher); Kafka (Tansu)
+and Celery (Redis) ones under the ``integration`` marker.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any, Literal
 import pytest
 
 from ingest.dispatch import Dispatcher
+from ingest.testing import RecordingDispatcher
 from pipeline.embedded import TICK_S, EmbeddedRunner
+from pipeline.testing import RecordingScheduler
 from schemas.clock import ManualClock
 from schemas.wire import JobEvent, LogShard
-from tests.fakes.ingest import FileDispatcher, RecordingDispatcher
+from tests.fakes.ingest import FileDispatcher
 from tests.integration.conftest import kafka_bootstrap, topics  # noqa: F401  (Tansu, for the Kafka case)
 from tests.pipeline.helpers import failed_job
 
@@ -196,9 +200,13 @@ class Timed:
     ran: Callable[[], list[str]]  # job ids whose correlation has run by the injected clock's now, in order
 
 
-@pytest.fixture(params=["embedded", "celery"])
+@pytest.fixture(params=["embedded", "recording", "celery"])
 def timed(request: pytest.FixtureRequest) -> Iterator[Timed]:
     clock = ManualClock(datetime(2026, 1, 5, 9, 0, tzinfo=UTC))  # far from the wall clock on purpose
+    if request.param == "recording":
+        recording = RecordingScheduler()
+        yield Timed(clock, recording, lambda: recording.due(clock.now))
+        return
     if request.param == "embedded":
         runner, pipe = _embedded(clock)
         yield Timed(clock, runner, lambda: [j for k, j, _, _ in pipe.calls if k == "correlate"])
