@@ -186,7 +186,7 @@ class EmbeddedRunner:
         payload = kept() if callable(kept) else kept
         metrics.DEAD_LETTERS.labels(where).inc()
         try:
-            letter_id = record(self._bound().store, kind, where, reason, payload)
+            letter_id = record(self._bound().store, kind, where, reason, payload, self._clock())
         except Exception:  # the store is failing too: the log line is all that is left of it
             log.exception("%s failed for good (%s) and its dead letter could not be kept", where, reason)
             return

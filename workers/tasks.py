@@ -50,7 +50,7 @@ def _dead_letter(kind: str, where: str, payload: dict[str, Any], reason: str) ->
 
     metrics.DEAD_LETTERS.labels(where).inc()
     try:
-        letter_id = record(pipeline().store, kind, where, reason, payload)
+        letter_id = record(pipeline().store, kind, where, reason, payload, pipeline().clock())
     except Exception:  # the store is failing too: the log line is all that is left of it
         log.exception("dead letter: %s failed for good (%s) and could not be kept", where, reason)
         return
@@ -212,12 +212,13 @@ def correlate_job(self: Task, job_id: str) -> str | None:
     incident = pipeline().correlate(job_id, _trace(self))
     if incident is not None:
         # post now rather than at the next beat tick; beat still sweeps whatever this misses, so a broker that is
-        # down here costs seconds, not the task: the incident is saved (it used to dead-letter the correlation)
+        # down here costs seconds, not the task: the incident is saved, and raising would retry a correlation that
+        # is done, then dead-letter it
         try:
             self.app.send_task("firstfault.deliver")
         except (OperationalError, ConnectionError, OSError) as exc:
             log.warning("incident %s saved; the delivery kick did not reach the broker (%s): beat delivers it",
                         incident.id, exc)
         log.info("incident %s for job %s: revision %d, %s at %s", incident.id, job_id, incident.revision,
-                 incident.signature, system_clock().isoformat())
+                 incident.signature, pipeline().clock().isoformat())
     return incident.id if incident else None

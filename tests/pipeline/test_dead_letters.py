@@ -73,7 +73,7 @@ def test_replay_sends_a_fixed_cause_s_shard_again(service: tuple[Embedded, str],
     embedded, url = service
     shard = LogShard(job_id="j28", rank=3, seq=0, eof=True, data="hello\n")
     letter = record(embedded.store, "shard", "match_shard", "TransportError: database: locked",
-                    shard.model_dump(mode="json"))
+                    shard.model_dump(mode="json"), embedded.pipeline.clock())
     assert main(["dlq", "replay", str(letter), "--url", url]) == 0
     assert "replayed dead letter" in capsys.readouterr().out
     stored = wait_for(lambda: embedded.store.job("j28").shards, 10, "the replayed shard")

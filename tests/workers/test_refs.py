@@ -302,6 +302,7 @@ def test_one_corrupt_payload_in_a_task_of_several_dead_letters_that_shard_alone_
     [letter] = listed(rig.store)
     assert (letter.kind, letter.where, letter.payload["seq"]) == ("shard", "firstfault.match_shard", 1)
     assert base64.b64decode(letter.payload["data"]) == b"not a zstd frame"  # the shard as stored, replayable
+    assert letter.created_at.replace(tzinfo=UTC) == T0  # dated by the pipeline's clock, not the wall's
     assert rig.payload_rows() == 0
 
 
