@@ -32,7 +32,8 @@ log = logging.getLogger("firstfault.pipeline")
 
 
 class Scheduler(Protocol):
-    """Runs `Pipeline.correlate(job_id)` at or after `at` (Celery countdown, or the embedded timer)."""
+    """Runs `Pipeline.correlate(job_id)` at or after `at` by the Pipeline's clock (the Celery countdown, the
+    embedded timer; in memory, pipeline.testing.RecordingScheduler): tests/pipeline/test_handoff_contract.py."""
 
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None: ...
 

@@ -4,7 +4,8 @@ correlation scheduled for a time by the Pipeline's clock runs then, once, and no
 
 In-memory implementations always (the package's ingest.testing.RecordingDispatcher and
 pipeline.testing.RecordingScheduler, the embedded queue and timer, tests/fakes' FileDispatcher); Kafka (Tansu)
-and Celery (Redis) ones under the ``integration`` marker.
+and Celery (Redis: CeleryDispatcher, serve's StoringDispatcher, CeleryScheduler) ones under the ``integration``
+marker.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Literal
 
 import pytest
@@ -23,7 +25,7 @@ from ingest.dispatch import Dispatcher
 from ingest.testing import RecordingDispatcher
 from pipeline.embedded import TICK_S, EmbeddedRunner
 from pipeline.testing import RecordingScheduler
-from schemas.clock import ManualClock
+from schemas.clock import ManualClock, system_clock
 from schemas.wire import JobEvent, LogShard
 from tests.fakes.ingest import FileDispatcher
 from tests.integration.conftest import kafka_bootstrap, topics  # noqa: F401  (Tansu, for the Kafka case)
@@ -93,7 +95,7 @@ def _celery_messages(app: Any) -> list[Any]:
             msg.ack()
 
 
-@pytest.fixture(params=["embedded", "recording", "file", "kafka", "celery"])
+@pytest.fixture(params=["embedded", "recording", "file", "kafka", "celery", "storing"])
 def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
     kind = request.param
     if kind == "embedded":
@@ -151,10 +153,13 @@ def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
         request.applymarker(pytest.mark.integration)
         from store.ports import ShardRef
         from store.testing import MemoryPayloadStore
-        from workers.dispatch import CeleryDispatcher
+        from workers.dispatch import CeleryDispatcher, StoringDispatcher
 
         app = _celery_app(request.getfixturevalue("broker_prefix"))
         payloads = MemoryPayloadStore()
+        # serve's: a job event is stored by the edge itself (its Pipeline's accept_job), a shard goes as a task
+        pipe = FakePipeline(store=SimpleNamespace(payloads=payloads))
+        pipe.clock = system_clock  # type: ignore[attr-defined]
 
         def published(kinds: list[str]) -> list[Seen]:
             """A shard's task names its payload, which is there, whole (the shard's data as sent, with its
@@ -170,7 +175,11 @@ def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
                 out.append((kind_, arg["job_id"], arg.get("seq") if kind_ == "shard" else None,
                             {k: msg.headers[k] for k in HEADERS if k in msg.headers}))
             return out
-        yield Case(CeleryDispatcher(app, payloads), published)
+        if kind == "celery":
+            yield Case(CeleryDispatcher(app, payloads), published)
+        else:
+            yield Case(StoringDispatcher(app, pipe), lambda kinds: [("job", j, None, h) for k, j, _, h in pipe.calls
+                                                                    if k == "job"] + published(kinds))
 
 
 def _shard(job_id: str, seq: int, eof: bool = False) -> LogShard:
