@@ -103,7 +103,7 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
         pid = None  # no process of the host: the line's speaker decides, as for an Xid without a pid
     elif rank is None and (pid is not None or local_rank is not None):
         rank = ids.rank_of(host, pid, local_rank)
-        if rank is None and local_rank is not None:
+        if rank is None and local_rank is not None and (host is not None or _one_node_source(f.source, ids)):
             rank = next((e.rank for e in ids.exits if e.local_rank == local_rank and e.rank is not None
                          and (e.host == host or host is None)), None)
         if rank is None and local_rank is not None and ids.one_node:
@@ -119,6 +119,14 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
     if sig.scope is Scope.NODE and rank is None:
         return Target(None, host)
     return _target(rank, host, ids)
+
+
+def _one_node_source(source: str, ids: IdentityMap) -> bool:
+    """A local rank without its host may be looked up in the launcher's exit reports only where they name at
+    most one node and ``source`` holds one node's output: with several nodes, local rank 2 is a rank on each."""
+    if ids.local_ranks is not None and source in ids.local_ranks.shared:
+        return False
+    return len({e.host for e in ids.exits if e.host is not None}) <= 1
 
 
 def _kernel_rank(host: str | None, pid: int | None, pci: str, ids: IdentityMap) -> tuple[int, str] | None:

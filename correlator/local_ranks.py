@@ -37,6 +37,9 @@ class LocalRanks:
     hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)  # (source, local rank) -> its host
     single_node: bool = False  # the job runs on one node: a local rank is the global rank
     nodes_said: bool = False  # something says how many nodes (then the world-size rule does not guess)
+    # sources whose lines name two hosts or more (one `srun -l` file of every node's torchrun): not one node, so
+    # a local rank of theirs is no node's without its host
+    shared: set[str] = field(default_factory=set)
 
     def teach(self, node: Node, local: int, rank: int) -> None:
         known = self.by_node.setdefault((node, local), rank)
@@ -45,11 +48,12 @@ class LocalRanks:
 
     def host_of(self, source: str, local: int) -> str | None:
         """The host local rank ``local`` of ``source`` names on its other lines (NCCL's header), if one only."""
-        return self.hosts.get((source, local))
+        return None if source in self.shared else self.hosts.get((source, local))
 
     def global_of(self, host: str | None, source: str | None, local: int) -> int | None:
         """The global rank of local rank ``local`` of ``host`` (or, without a host, of ``source``'s node)."""
-        for node in (("host", host) if host else None, ("source", source) if source else None):
+        for node in (("host", host) if host else None,
+                     ("source", source) if source and source not in self.shared else None):
             if node is None:
                 continue
             rank = self.by_node.get((node, local))
@@ -59,9 +63,11 @@ class LocalRanks:
 
 
 def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[ContextRecord]],
-                speakers: Iterable[tuple[Who, str]], ids: IdentityMap, store_world: int | None = None) -> LocalRanks:
+                speakers: Iterable[tuple[Who, str]], ids: IdentityMap, store_world: int | None = None,
+                shared: set[str] | frozenset[str] = frozenset()) -> LocalRanks:
     """``speakers``: every (who, source) of the findings and records; ``ids`` built from the same records;
-    ``store_world``: the job's size as its TCPStore counted clients, if a line says."""
+    ``store_world``: the job's size as its TCPStore counted clients, if a line says; ``shared``: sources known
+    to hold several nodes' output besides those whose speakers name two hosts."""
     out = LocalRanks()
     max_local = -1
     hosts_named = False
@@ -70,6 +76,8 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
     # torchrun), a local rank of no node
     max_placed = -1
     every_host: set[str] = set()
+    speakers = list(speakers)
+    out.shared = _shared_sources(speakers) | shared
     for who, source in speakers:
         hosts_named = hosts_named or who.host is not None
         if who.host is not None:
@@ -95,6 +103,16 @@ def local_ranks(records: Sequence[ContextRecord], of_kind: Mapping[str, list[Con
     _last_block(out, _with_a_silent_node(local_hosts, every_host, world, max_local + 1), world, max_local + 1)
     _fill_blocks(out, max_placed + 1)
     return out
+
+
+def _shared_sources(speakers: Iterable[tuple[Who, str]]) -> set[str]:
+    """The sources whose speakers name two hosts or more."""
+    first: dict[str, str] = {}
+    shared: set[str] = set()
+    for who, source in speakers:
+        if who.host is not None and source not in shared and first.setdefault(source, who.host) != who.host:
+            shared.add(source)
+    return shared
 
 
 def _fill_blocks(out: LocalRanks, nproc: int) -> None:
@@ -187,7 +205,8 @@ def fill_hosts(ids: IdentityMap, local: LocalRanks) -> None:
 def _teach(out: LocalRanks, host: str | None, source: str, local: int, rank: int) -> None:
     if host:
         out.teach(("host", host), local, rank)
-    out.teach(("source", source), local, rank)
+    if source not in out.shared:
+        out.teach(("source", source), local, rank)
 
 
 def _near(records: Iterable[ContextRecord], rec: ContextRecord, lines: int = 12) -> ContextRecord | None:

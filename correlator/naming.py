@@ -60,7 +60,8 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     role_named = role_rank_prefixes(state.pairs, state.ids)
     if role_named:
         state.step(as_local(state.findings, state.context, role_named))
-    local = local_ranks(state.context, state.of_kind, state.pairs, state.ids, _store_world(state.findings))
+    local = local_ranks(state.context, state.of_kind, state.pairs, state.ids, _store_world(state.findings),
+                        shared=_srun_multi_node_sources(state.findings))
     state.ids.local_ranks = local
     if any(w.local_rank is not None for w, _ in state.pairs):
         state.step(_global_ranks(state.findings, state.context, local))
@@ -253,6 +254,16 @@ def _scheduler_hosts(pairs: Sequence[tuple[Who, str]], rank_hosts: Mapping[int, 
         if who.rank is not None and who.host:
             named.setdefault(who.rank, set()).add(who.host)
     return [(rank_hosts[r], next(iter(h))) for r, h in named.items() if r in rank_hosts and len(h) == 1]
+
+
+def _srun_multi_node_sources(findings: Sequence[Finding]) -> set[str]:
+    """The sources where srun's exit lines name two nodes or more: one `srun -l` file of several nodes' tasks."""
+    hosts: dict[str, set[str]] = {}
+    for f in findings:
+        host = f.fields.get("host")
+        if f.signature in _SRUN_EXITS and isinstance(host, str):
+            hosts.setdefault(f.source, set()).add(host)
+    return {source for source, named in hosts.items() if len(named) >= 2}
 
 
 def _srun_task_hosts(findings: Sequence[Finding], of_kind: Mapping[str, list[ContextRecord]]

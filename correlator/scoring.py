@@ -65,7 +65,7 @@ class Candidate:
         self.reasons.append(f"{reason} (+{weight:.1f})")
 
     def best_event(self) -> Event | None:
-        def key(ev: Event) -> tuple[int, int, float, bool, int]:
+        def key(ev: Event) -> tuple[int, int, int, float, bool, int]:
             # an absence from a collective only shows that something happened to it: any line of its own says what;
             # and how it ended (an exit code, a signal: `failed (exitcode: -9)`) says less than who ended it (the
             # OOM killer's `Killed process <pid>`) or why; a code with a class of its own, more than a report
@@ -73,7 +73,9 @@ class Candidate:
             says = 0 if exit_report(ev) else 1 if ev.absence else 2 if code else 3
             # The device or host under a process fails before the process does: between lines that weigh the same,
             # a fault of the node (Xid 79) explains the rank's own (its watchdog's CUDA error), not the reverse.
-            return (says, 0 if ev.best.generic else 1,
+            # A wrapper (torch's `NCCL error in: ..., invalid usage`) carries what it wraps (NCCL's own WARN line,
+            # printed beside it): the wrapped line names the cause.
+            return (says, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], ev.signature.scope is Scope.NODE,
                     -ev.best.order)
         if self.own_events:

@@ -192,6 +192,9 @@ def _local_from_folders(head: str) -> int | None:
     return None
 
 
+_BARE_HOST = re.compile(r"^(?:[A-Za-z]{2,}[\w-]*\d|[A-Za-z]\d+-[\w-]*\d)")
+
+
 def who_from_path(path: str) -> Who:
     """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg; a
     torchrun log dir's attempt_0/3/stderr.log is local rank 3."""
@@ -218,8 +221,9 @@ def who_from_path(path: str) -> Who:
         if hostish:
             host = part
             break
-    # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3), not a001.
-    if host is None and rank is None and re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
+    # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3, and after a GPU model,
+    # h100-133 or a100-56), not a001.
+    if host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base):
         host = base
     return Who(rank=rank, host=host)
 

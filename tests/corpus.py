@@ -45,7 +45,8 @@ FIELD = ROOT / "bench" / "field"
 # Sets of real logs collected blind (by someone who read none of firstfault), each with its own split and class map
 # additions: bench/field, bench/field2 and bench/field3 (each collected later, never read while tuning; see their
 # READMEs).
-FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2"), "field3": FIELD.with_name("field3")}
+FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2"), "field3": FIELD.with_name("field3"),
+              "field4": FIELD.with_name("field4")}
 
 
 def field_rows(half: str, which: str = "field") -> list[dict[str, object]]:

@@ -442,3 +442,22 @@ def test_rank_prefixes_every_node_repeats_are_local_ranks(tmp_path: Path) -> Non
         (tmp_path / host).mkdir()
         (tmp_path / host / "console.log").write_text("\n".join(lines) + "\n")
     assert _root(_diagnose(tmp_path)) == ("cuda.oom", None, "node1")
+
+
+def test_one_srun_file_of_several_nodes_lends_no_node_anothers_local_ranks(tmp_path: Path) -> None:
+    """One `srun -l` file of two nodes' torchrun agents (each task a node, SchedMD/slurm src/srun/srun_job.c), with
+    c10d rendezvous numbering the nodes in arrival order, not by task: task 1's agent tabulates "rank: 3
+    (local_rank: 3)" on its host, task 0's [default3] worker runs out of memory with no global prefix. Local rank
+    3 is a rank on each node, so the table of task 1's node does not make task 0's worker rank 3: the rank stays
+    unknown rather than another node's."""
+    job = F.Job(hosts=("gpu-b02", "gpu-b01"), per_host=4)  # task 0 on gpu-b01 is group rank 1: ranks 4..7
+    lines = [f"1: [default{k}]:" + F.nccl(job, k, "INFO", "Bootstrap : Using ib0:10.20.0.11<0>") for k in range(4)]
+    lines += [f"0: [default3]:{text}" for text in ["Traceback (most recent call last):",
+                                                   '  File "/work/train.py", line 88, in <module>',
+                                                   "    loss.backward()", _OOM.format(dev=3)]]
+    lines += [f"1: {line}" for line in _table(local=3, pid=4242, host="gpu-b02", rank=3).splitlines()]
+    lines += ["srun: error: gpu-b01: task 0: Exited with exit code 1",
+              "srun: error: gpu-b02: task 1: Exited with exit code 1"]
+    (tmp_path / "slurm-4417.out").write_text("\n".join(lines) + "\n")
+    signature, rank, _ = _root(_diagnose(tmp_path))
+    assert (signature, rank) == ("cuda.oom", None)

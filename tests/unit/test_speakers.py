@@ -80,6 +80,8 @@ def test_words_before_a_colon_are_not_hosts() -> None:
         ("node017.dmesg", None, "node017"),
         ("job-88/worker_4.out", 4, None),
         ("a001.log", None, None),
+        ("logs/a100-56.log", None, "a100-56"),  # a node named after its GPU model, one log per host
+        ("h100-133.log", None, "h100-133"),
         ("slurm-123456.out", None, None),
         ("trainjob-worker-6/dmesg.log", None, "trainjob-worker-6"),  # Kubeflow {job}-{replica type}-{index}
         ("myjob-workers-0-3/console.log", None, "myjob-workers-0-3"),  # a JobSet pod
