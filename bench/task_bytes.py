@@ -33,7 +33,7 @@ from ingest.ship import Overrides, plan, stream_shards
 from schemas.wire import LogShard
 from sources.shard_data import decode_shard_data, inflate, packed_shard_data
 from store.testing import MemoryPayloadStore
-from workers.app import make_app
+from workers.celery_app import make_app
 from workers.dispatch import CeleryDispatcher
 
 

@@ -43,7 +43,7 @@ def build_embedded(settings: Settings, on_saved: OnSaved | None = None) -> Embed
     pipeline = pipeline_for(settings, store, runner, on_saved, clock=system_clock)
     runner.bind(pipeline)
     resume_pending(store, runner)  # correlations the previous process had pending, timers and all, are re-armed
-    return Embedded(create_app(settings, runner, store), runner, pipeline, store)
+    return Embedded(create_app(settings, runner, store, catalog=pipeline.matcher.catalog), runner, pipeline, store)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

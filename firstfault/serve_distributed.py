@@ -10,7 +10,6 @@ import threading
 from api.app import create_app
 from config.settings import Settings
 from ingest.consumer import kafka_ingest, stop_on_signals
-from ingest.dispatch import Dispatcher
 from ingest.kafka import create_topics
 from ingest.topics import DEFAULT_TOPICS
 from runtime.build import pipeline_for
@@ -18,18 +17,18 @@ from runtime.health import DISTRIBUTED
 from schemas.errors import UsageError
 from store.dead_letters import keep_message
 from store.incidents import Store
-from workers.app import broker_keeps_nothing, make_app
+from workers.celery_app import broker_keeps_nothing, make_app
 from workers.dispatch import CeleryScheduler, StoringDispatcher
 
 log = logging.getLogger("firstfault.serve")
 
 
-def _http(settings: Settings, dispatcher: Dispatcher, store: Store, host: str, port: int) -> threading.Thread:
+def _http(settings: Settings, dispatcher: StoringDispatcher, store: Store, host: str, port: int) -> threading.Thread:
     import uvicorn
 
     # straight to the workers, as the consumer hands on: through Kafka too, the shard would be validated once more
     # by the consumer, and cross one more broker whole
-    app = create_app(settings, dispatcher, store, needs=DISTRIBUTED)
+    app = create_app(settings, dispatcher, store, needs=DISTRIBUTED, catalog=dispatcher.pipeline.matcher.catalog)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None))
     thread = threading.Thread(target=server.run, name="firstfault-http", daemon=True)
     thread.start()

@@ -32,7 +32,8 @@ GROUP_BYTES = 4 << 20  # ... up to this much of their data: one broker message
 
 
 class Source(Protocol):
-    """What the loop needs of a consumer (ingest.kafka.KafkaSource). Every method raises only TransportError."""
+    """What the loop needs of a consumer (ingest.kafka.KafkaSource; in memory, ingest.testing.MemorySource: one
+    suite runs the loop on both, tests/ingest/test_source_contract.py). Every method raises only TransportError."""
 
     def poll(self, timeout_s: float) -> list[Record]: ...
 

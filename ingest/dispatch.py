@@ -7,6 +7,10 @@ cannot hand on, it raises RetryableError and the consumer retries the same messa
 A shard comes with its data as the producer packed it, base64 undone, once the edge has checked that it inflates
 within the bound (`data`: sources.shard_data.packed_shard_data; None when the caller has not checked it): a
 dispatcher that needs them uses those rather than checking the shard again.
+
+Implementations: the embedded queue (pipeline/embedded.py), KafkaDispatcher (ingest/kafka.py), CeleryDispatcher
+and serve's StoringDispatcher (workers/dispatch.py), and in memory ingest.testing.RecordingDispatcher; one suite
+runs them all (tests/pipeline/test_handoff_contract.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import httpx
@@ -19,6 +19,7 @@ from ingest.chunking import RAW_CHUNK, Note, StreamKey, envelopes, line_pieces, 
 from ingest.kafka import WireProducer
 from ingest.topics import DEFAULT_TOPICS, Topics
 from schemas.errors import PermanentError, RetryableError, TransportError
+from schemas.retry import SHIP
 from schemas.wire import Compression, JobEvent, LogShard, Stream
 from sources.files import Source, chunks, expand
 
@@ -145,7 +146,7 @@ class HttpTransport:
     def __init__(self, url: str, token: str | None = None, attempts: int = 4, timeout_s: float = 30.0) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout_s)
-        self._attempts = attempts
+        self._policy = replace(SHIP, max_attempts=attempts)
 
     def send_job(self, event: JobEvent) -> None:
         self._post("/v1/jobs", event.model_dump_json())
@@ -160,14 +161,16 @@ class HttpTransport:
         self._client.close()
 
     def _post(self, path: str, body: str) -> None:
-        for attempt in range(self._attempts):
+        failed = 0
+        while True:
             try:
                 self._post_once(path, body)
                 return
             except RetryableError as exc:
-                if attempt == self._attempts - 1:
+                failed += 1
+                if self._policy.exhausted(failed):
                     raise
-                time.sleep(max(0.5 * 2 ** attempt, exc.retry_after or 0.0))
+                time.sleep(max(self._policy.delay(failed - 1), exc.retry_after or 0.0))
 
     def _post_once(self, path: str, body: str) -> None:
         try:

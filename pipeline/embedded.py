@@ -27,10 +27,12 @@ from schemas.errors import FirstfaultError, RetryableError
 from schemas.retry import EMBEDDED
 from schemas.wire import JobEvent, LogShard
 from store.dead_letters import record
+from store.ports import ShardPayload
 
 log = logging.getLogger("firstfault.embedded")
 Task = Callable[[], object]
-Letter = tuple[str, str, dict[str, Any]]  # what a dead letter keeps of a task: kind, where, payload
+# what a dead letter keeps of a task: kind, where, payload (built when it is kept, for a shard held packed)
+Letter = tuple[str, str, dict[str, Any] | Callable[[], dict[str, Any]]]
 BATCH = 64  # shards taken off the queue at once: enough to amortize a commit, little to redo when one fails
 
 
@@ -38,7 +40,7 @@ class Item(NamedTuple):
     task: Task
     attempt: int
     letter: Letter
-    shard: tuple[LogShard, Mapping[str, str]] | None = None  # a shard's first attempt, which may go in a batch
+    shard: tuple[LogShard | ShardPayload, Mapping[str, str]] | None = None  # a shard's first attempt (batched)
 
 TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
 
@@ -67,10 +69,18 @@ class EmbeddedRunner:
                        ("job", "record_job", event.model_dump(mode="json"))))
 
     def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
-        # the queue holds the shard as received, not its decoded bytes (up to 16 times larger): a full queue of
-        # those is what bounds this process's memory, so the worker thread decodes it again
-        self._put(Item(lambda: self._bound().accept_shard(shard, headers), 0,
-                       ("shard", "match_shard", shard.model_dump(mode="json")), (shard, headers)))
+        # the queue holds the data as the producer packed it (the edge's `data`), not the log it inflates to (up
+        # to 16 times larger): a full queue of those is what bounds this process's memory, and the worker thread
+        # inflates it once, as a Celery worker does a stored payload. A shard no edge checked (`data` None) is
+        # held as it is and decoded by the worker thread.
+        if data is None:
+            self._put(Item(lambda: self._bound().accept_shard(shard, headers), 0,
+                           ("shard", "match_shard", shard.model_dump(mode="json")), (shard, headers)))
+            return
+        payload = ShardPayload.of(shard, data)
+        self._put(Item(lambda: self._bound().accept_shard(payload, headers), 0,
+                       ("shard", "match_shard", lambda: payload.as_shard().model_dump(mode="json")),
+                       (payload, headers)))
 
     # -- Scheduler ----------------------------------------------------------------------------------------------
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
@@ -172,10 +182,11 @@ class EmbeddedRunner:
 
     def _fail(self, reason: str, letter: Letter) -> None:
         self.failures.append(reason)
-        kind, where, payload = letter
+        kind, where, kept = letter
+        payload = kept() if callable(kept) else kept
         metrics.DEAD_LETTERS.labels(where).inc()
         try:
-            letter_id = record(self._bound().store, kind, where, reason, payload)
+            letter_id = record(self._bound().store, kind, where, reason, payload, self._clock())
         except Exception:  # the store is failing too: the log line is all that is left of it
             log.exception("%s failed for good (%s) and its dead letter could not be kept", where, reason)
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
@@ -19,19 +19,21 @@ from pipeline import metrics, tracing
 from pipeline.recent import RecentScans
 from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
+from schemas.errors import PermanentError
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data, inflate
 from store.attempts import close_chain
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
-from store.ports import ShardRef
+from store.ports import ShardPayload, ShardRef
 
 log = logging.getLogger("firstfault.pipeline")
 
 
 class Scheduler(Protocol):
-    """Runs `Pipeline.correlate(job_id)` at or after `at` (Celery countdown, or the embedded timer)."""
+    """Runs `Pipeline.correlate(job_id)` at or after `at` by the Pipeline's clock (the Celery countdown, the
+    embedded timer; in memory, pipeline.testing.RecordingScheduler): tests/pipeline/test_handoff_contract.py."""
 
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None: ...
 
@@ -49,10 +51,12 @@ class _Arrival:
 
 @dataclass(frozen=True)
 class Stored:
-    """What accept_stored did: fresh per ref that had a payload (in order), and the refs whose payload is lost."""
+    """What accept_stored did: fresh per ref that had a payload (in order; False for a bad one), the refs whose
+    payload is lost, and the refs whose payload does not inflate, with why (their payloads are left in the store)."""
 
     fresh: list[bool]
     lost: list[ShardRef]
+    bad: list[tuple[ShardRef, str]] = field(default_factory=list)
 
 
 class Pipeline:
@@ -73,29 +77,31 @@ class Pipeline:
                              closed.id)
             self._consider(event.job_id, late_evidence=False)
 
-    def accept_shard(self, shard: LogShard, headers: Mapping[str, str] | None = None) -> bool:
-        """Scan and keep one shard; False when it was a redelivery of one already kept."""
-        with (tracing.span("firstfault.match_shard", headers, job_id=shard.job_id, seq=shard.seq) as sp,
+    def accept_shard(self, shard: LogShard | ShardPayload, headers: Mapping[str, str] | None = None) -> bool:
+        """Scan and keep one shard (a ShardPayload: one the edge validated, only inflated here); False when it was
+        a redelivery of one already kept."""
+        arrival = _arrival(shard)
+        with (tracing.span("firstfault.match_shard", headers, job_id=arrival.job_id, seq=arrival.seq) as sp,
               metrics.SCAN_SECONDS.time()):
             now = self.clock()
-            key = source_key(shard.stream, shard.rank, shard.host, shard.source)
-            result, scanned = self._scan(key, decode_shard_data(shard), now.year)
+            key = arrival.key
+            result, scanned = self._scan(key, arrival.data(), now.year)
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
-            recorded = self.store.record_shard(shard.job_id, key, shard.seq, shard.eof, scanned, now)
+            recorded = self.store.record_shard(arrival.job_id, key, arrival.seq, arrival.eof, scanned, now)
             if recorded.fresh:
-                self.recent.add(shard.job_id, key, shard.seq, result)
+                self.recent.add(arrival.job_id, key, arrival.seq, result)
             if recorded.decides:
-                self._consider(shard.job_id, late_evidence=recorded.fresh)
+                self._consider(arrival.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
             return recorded.fresh
 
-    def accept_shards(self, shards: Sequence[LogShard],
+    def accept_shards(self, shards: Sequence[LogShard | ShardPayload],
                       headers: Sequence[Mapping[str, str]] | None = None) -> list[bool]:
         """accept_shard for several shards (what a queue holds at once): each scanned, then each job's stored in
         one transaction and its completion decided once, from its counts after the last of them. The same
-        outcome as one by one (a decision reads only the store's state, which the last shard leaves)."""
-        return self._accept([_Arrival(s.job_id, source_key(s.stream, s.rank, s.host, s.source), s.seq, s.eof,
-                                      partial(decode_shard_data, s)) for s in shards], headers, drop=False)
+        outcome as one by one (a decision reads only the store's state, which the last shard leaves). A
+        ShardPayload is a shard the edge validated, its data as the producer packed it: only inflated here."""
+        return self._accept([_arrival(s) for s in shards], headers, drop=False)
 
     def accept_stored(self, refs: Sequence[ShardRef], headers: Sequence[Mapping[str, str]] | None = None) -> Stored:
         """accept_shards for shards the edge validated and left in the store (a task's ShardRefs): each payload
@@ -103,7 +109,8 @@ class Pipeline:
         against (sources.shard_data.inflate: the same limit and errors), scanned, and dropped in the transaction
         that records its shard. A ref without a payload is a redelivery when its shard is
         recorded (its job re-evaluated, as a redelivered shard's is), else lost (Stored.lost: the caller
-        dead-letters it)."""
+        dead-letters it). A payload that does not inflate (Stored.bad) is not recorded and the others are: one
+        corrupt shard in a task costs that shard, not the task's others."""
         found = self.store.payloads.payloads(refs)
         missing = [i for i, p in enumerate(found) if p is None]
         scanned = self.store.payloads.scanned([refs[i] for i in missing]) if missing else []
@@ -113,24 +120,34 @@ class Pipeline:
         for job_id in sorted(set(again)):
             self._consider(job_id, late_evidence=False)
         present = [(i, p) for i, p in enumerate(found) if p is not None]
-        arrivals = [_Arrival(p.ref.job_id, p.ref.source_key, p.ref.seq, p.eof, partial(inflate, p.compression, p.data))
-                    for _, p in present]
-        fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True)
-        return Stored(fresh, lost)
+        arrivals = [_arrival(p) for _, p in present]
+        bad: dict[int, str] = {}
+        fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True, bad=bad)
+        return Stored(fresh, lost, [(present[i][1].ref, why) for i, why in sorted(bad.items())])
 
     def _accept(self, arrivals: Sequence[_Arrival], headers: Sequence[Mapping[str, str]] | None,
-                drop: bool) -> list[bool]:
+                drop: bool, bad: dict[int, str] | None = None) -> list[bool]:
+        """`bad` given: an arrival whose data does not decode (PermanentError) is left out and noted there by
+        index, and the others are stored; else that error is raised and nothing is stored."""
         now = self.clock()
         by_job: dict[str, list[int]] = defaultdict(list)
-        items: list[tuple[SourceKey, int, bool, dict[str, Any]]] = []
-        results: list[SourceResult] = []
+        items: dict[int, tuple[SourceKey, int, bool, dict[str, Any]]] = {}
+        results: dict[int, SourceResult] = {}
         for index, shard in enumerate(arrivals):
             with (tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
                                seq=shard.seq),
                   metrics.SCAN_SECONDS.time()):
-                result, scanned = self._scan(shard.key, shard.data(), now.year)
-            items.append((shard.key, shard.seq, shard.eof, scanned))
-            results.append(result)
+                try:
+                    data = shard.data()
+                except PermanentError as exc:
+                    if bad is None:
+                        raise
+                    bad[index] = str(exc)
+                    continue
+                result, scanned = self._scan(shard.key, data, now.year)
+                del data
+            items[index] = (shard.key, shard.seq, shard.eof, scanned)
+            results[index] = result
             by_job[shard.job_id].append(index)
         fresh = [False] * len(arrivals)
         with tracing.span("firstfault.store_shards", None, shards=len(arrivals)):
@@ -268,6 +285,14 @@ class Pipeline:
 REPEATS_CRITICAL = 2  # the third attempt of a job to fail the same way is critical
 _RAISED: dict[Severity, Severity] = {"info": "warning", "warning": "error", "error": "critical",
                                      "critical": "critical"}
+
+
+def _arrival(shard: LogShard | ShardPayload) -> _Arrival:
+    if isinstance(shard, ShardPayload):
+        r = shard.ref
+        return _Arrival(r.job_id, r.source_key, r.seq, shard.eof, partial(inflate, shard.compression, shard.data))
+    return _Arrival(shard.job_id, source_key(shard.stream, shard.rank, shard.host, shard.source), shard.seq,
+                    shard.eof, partial(decode_shard_data, shard))
 
 
 def _repeats(previous: Incident | None, diagnosis: Diagnosis) -> int:

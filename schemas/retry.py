@@ -1,4 +1,5 @@
-"""One retry policy type for every stage: the embedded queue, the Celery tasks, the Kafka consumer and the outbox.
+"""One retry policy type for every stage: the embedded queue, the Celery tasks, the Kafka consumer, the outbox and
+the HTTP shipper.
 
 A RetryableError is tried again after ``min(max_s, base_s * 2**n)`` seconds on its n-th retry (n from 0), the
 formula Celery's autoretry uses (celery.utils.time.get_exponential_backoff_interval), so the tasks' options are
@@ -48,3 +49,6 @@ TASKS = RetryPolicy(base_s=1.0, max_s=60.0, max_attempts=11, jitter=True)
 CONSUMER = RetryPolicy(base_s=0.5, max_s=30.0, max_attempts=None)
 # An outbox delivery: 10, 20, 40 s ... up to 20 minutes (PagerDuty advises minutes of backoff), 12 tries.
 OUTBOX = RetryPolicy(base_s=5.0, max_s=20 * 60.0, max_attempts=12)
+# `firstfault ship` over HTTP (and the collectors, which send fewer tries): 0.5, 1, 2 s, 4 tries, then its error
+# (a person or a job's epilog is waiting on it). Like the consumer, it waits at least that even when told sooner.
+SHIP = RetryPolicy(base_s=0.5, max_s=30.0, max_attempts=4)

@@ -1,6 +1,6 @@
 """The first simulated job, kept byte for byte: rank 37 of 64 OOM-killed, silent, under five minutes of skew.
 
-The bundled example (examples/oom-killed-rank37), the throughput benchmark (bench/generate.py) and other
+The bundled example (examples/oom-killed-rank37), the throughput benchmark (simulate/training_logs.py) and other
 packages' fixtures are built from these exact lines; the scenario simulator proper is the rest of this package.
 """
 
@@ -74,7 +74,7 @@ def _reset_by_peer(c: Cluster, r: int, victim: int, t: datetime) -> str:
 
 
 def _dmesg_oom(c: Cluster, victim: int, t: datetime) -> list[str]:
-    return dmesg_oom(c, victim, t)  # kept under its old name: bench.generate and the examples use it
+    return dmesg_oom(c, victim, t)  # kept under its old name: simulate.training_logs and the examples use it
 
 
 def oom_killed_rank(out: Path, world_size: int = 64, victim: int = 37, seed: int = 0) -> Truth:

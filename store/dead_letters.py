@@ -13,7 +13,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel, col, select
 
-from schemas.clock import system_clock
 from store.incidents import Store
 
 MAX_REASON = 4000  # a traceback's last line and its context, not a whole log
@@ -37,11 +36,11 @@ def _job_id(payload: dict[str, Any]) -> str | None:
     return value[:256] if isinstance(value, str) else None
 
 
-def record(store: Store, kind: str, where: str, reason: str, payload: dict[str, Any],
-           now: datetime | None = None) -> int:
-    """Keep one dead letter; its id. Raises TransportError when the store is unreachable."""
+def record(store: Store, kind: str, where: str, reason: str, payload: dict[str, Any], now: datetime) -> int:
+    """Keep one dead letter, dated `now` by the caller's clock; its id. Raises TransportError when the store is
+    unreachable."""
     row = DeadLetterRow(kind=kind, job_id=_job_id(payload), where=where[:256], reason=reason[:MAX_REASON],
-                        payload=payload, created_at=now or system_clock())
+                        payload=payload, created_at=now)
     with store.session() as s:
         s.add(row)
         s.flush()

@@ -27,7 +27,8 @@ from typing import Any, Protocol
 from correlator.shards import SourceKey, source_key
 from schemas.incident import Incident
 from schemas.subscription import Subscription
-from schemas.wire import Compression
+from schemas.wire import Compression, LogShard
+from sources.shard_data import wire_data
 
 DELIVERABLE = ("pending", "held")  # a worker may claim these once next_attempt_at has come
 SENDING = "sending"  # claimed: a worker holds it until lease_until
@@ -222,6 +223,19 @@ class ShardPayload:
     eof: bool
     compression: Compression
     data: bytes
+
+    @classmethod
+    def of(cls, shard: LogShard, data: bytes) -> ShardPayload:
+        """A validated shard's payload: `data` is packed_shard_data(shard)."""
+        return cls(ShardRef(shard.job_id, shard.stream, shard.rank, shard.host, shard.source, shard.seq), shard.eof,
+                   shard.compression, data)
+
+    def as_shard(self) -> LogShard:
+        """The LogShard its producer sent: the same compression and the same compressed bytes (a dead letter)."""
+        r = self.ref
+        return LogShard.model_validate({"job_id": r.job_id, "rank": r.rank, "host": r.host, "stream": r.stream,
+                                        "seq": r.seq, "eof": self.eof, "compression": self.compression,
+                                        "data": wire_data(self.compression, self.data), "source": r.source})
 
 
 class PayloadStore(Protocol):

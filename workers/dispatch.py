@@ -58,8 +58,7 @@ class CeleryDispatcher:
         """The shards' payloads stored (in one transaction; TransportError when the store is down, which the
         edge retries like a broker that is), before any task names them."""
         packed = list(data) if data is not None else [packed_shard_data(s) for s in shards]
-        payloads = [ShardPayload(ShardRef(s.job_id, s.stream, s.rank, s.host, s.source, s.seq), s.eof,
-                                 s.compression, d) for s, d in zip(shards, packed, strict=True)]
+        payloads = [ShardPayload.of(s, d) for s, d in zip(shards, packed, strict=True)]
         self.payloads.put_payloads(payloads, self.clock())
         return [p.ref for p in payloads]
 

@@ -1,6 +1,6 @@
 """The thin delivery task: send the notifications that are due (notifiers/outbox.py does the work).
 
-Celery beat runs it every DELIVER_EVERY_S seconds (``celery -A workers.app beat``); ``deliver.delay()`` after an
+Celery beat runs it every DELIVER_EVERY_S seconds (workers/celery_app.py's schedule); ``deliver.delay()`` after an
 incident change makes the first post immediate. Many workers may run it at once: rows are claimed with
 FOR UPDATE SKIP LOCKED. A 429 never sleeps here: the row is rescheduled at Retry-After.
 """
@@ -13,14 +13,8 @@ from celery import Task, shared_task
 
 from notifiers.wiring import Deliverer
 from schemas.clock import system_clock
-from workers.app import app
 
-DELIVER_EVERY_S = 2.0
 TASK: dict[str, object] = {"ignore_result": True}  # a failed row is recorded on the row; the task never retries
-
-# `celery -A workers.app beat` reads this from the default app
-app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-deliver": {
-    "task": "firstfault.deliver", "schedule": DELIVER_EVERY_S, "options": {"expires": DELIVER_EVERY_S * 5}}}
 
 
 @cache

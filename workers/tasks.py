@@ -16,8 +16,7 @@ from schemas.clock import system_clock
 from schemas.errors import PermanentError, RetryableError
 from schemas.retry import TASKS
 from schemas.wire import JobEvent, LogShard
-from sources.shard_data import wire_data
-from store.ports import ShardPayload, ShardRef
+from store.ports import ShardRef
 
 log = logging.getLogger("firstfault.workers")
 RETRY = {"autoretry_for": (RetryableError,), **TASKS.celery_options()}
@@ -51,7 +50,7 @@ def _dead_letter(kind: str, where: str, payload: dict[str, Any], reason: str) ->
 
     metrics.DEAD_LETTERS.labels(where).inc()
     try:
-        letter_id = record(pipeline().store, kind, where, reason, payload)
+        letter_id = record(pipeline().store, kind, where, reason, payload, pipeline().clock())
     except Exception:  # the store is failing too: the log line is all that is left of it
         log.exception("dead letter: %s failed for good (%s) and could not be kept", where, reason)
         return
@@ -84,19 +83,11 @@ def _dead_letter_shard(item: Any, reason: str) -> None:
     if found is None:
         _dead_letter("shard", "firstfault.match_shard", ref.to_json(), f"{reason} (its payload is gone)")
         return
-    _dead_letter("shard", "firstfault.match_shard", as_shard(found).model_dump(mode="json"), reason)
+    _dead_letter("shard", "firstfault.match_shard", found.as_shard().model_dump(mode="json"), reason)
     try:
         payloads.drop_payloads([ref])
     except Exception:  # kept twice then (as the letter and the payload): the sweep's resend records it or fails
         log.exception("dead letter: the payload of %s could not be dropped", ref)
-
-
-def as_shard(payload: ShardPayload) -> LogShard:
-    """A stored payload as the LogShard its producer sent: the same compression and the same compressed bytes."""
-    r = payload.ref
-    return LogShard.model_validate({"job_id": r.job_id, "rank": r.rank, "host": r.host, "stream": r.stream,
-                                    "seq": r.seq, "eof": payload.eof, "compression": payload.compression,
-                                    "data": wire_data(payload.compression, payload.data), "source": r.source})
 
 
 class DeadLettering(Task):  # type: ignore[misc]
@@ -141,18 +132,6 @@ def sweep() -> int:
                     settings.payload_grace_s, ", ".join(f"{r.job_id}/{r.source_key.name}#{r.seq}" for r in refs[:20]))
     return len(sent) + len(refs)
 
-
-def _beat() -> None:
-    from config.settings import load_settings
-    from workers.app import app
-
-    every = load_settings().sweep_every_s
-    # `celery -A workers.app beat` reads this from the default app
-    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), "firstfault-sweep": {
-        "task": "firstfault.sweep", "schedule": every, "options": {"expires": every * 2}}}
-
-
-_beat()
 
 KINDS = {"firstfault.record_job": "job", "firstfault.match_shard": "shard", "firstfault.correlate_job": "correlate"}
 
@@ -204,6 +183,8 @@ def _match_refs(items: list[Any], headers: list[Mapping[str, str]]) -> None:
         for ref in refs:
             _dead_letter_shard(ref.to_json(), str(exc))
         return
+    for ref, why in stored.bad:  # its payload does not inflate: that shard alone, the task's others are recorded
+        _dead_letter_shard(ref.to_json(), why)
     for ref in stored.lost:
         _dead_letter("shard", "firstfault.match_shard", ref.to_json(),
                      "its payload is gone and the shard was never recorded: send the shard again")
@@ -231,12 +212,13 @@ def correlate_job(self: Task, job_id: str) -> str | None:
     incident = pipeline().correlate(job_id, _trace(self))
     if incident is not None:
         # post now rather than at the next beat tick; beat still sweeps whatever this misses, so a broker that is
-        # down here costs seconds, not the task: the incident is saved (it used to dead-letter the correlation)
+        # down here costs seconds, not the task: the incident is saved, and raising would retry a correlation that
+        # is done, then dead-letter it
         try:
             self.app.send_task("firstfault.deliver")
         except (OperationalError, ConnectionError, OSError) as exc:
             log.warning("incident %s saved; the delivery kick did not reach the broker (%s): beat delivers it",
                         incident.id, exc)
         log.info("incident %s for job %s: revision %d, %s at %s", incident.id, job_id, incident.revision,
-                 incident.signature, system_clock().isoformat())
+                 incident.signature, pipeline().clock().isoformat())
     return incident.id if incident else None

@@ -1,6 +1,6 @@
 """Accuracy on the labelled real logs (../shared/corpus/real, 70 logs): a ratchet, so accuracy never silently drops.
 
-The corpus is split by source repository into a tuning half and a checking half (bench/corpus.py); the checking
+The corpus is split by source repository into a tuning half and a checking half (tests/corpus.py); the checking
 half is read by nobody while tuning and measured last. Both halves are held here, and so is the promise that
 confidence means something: no answer at >= 0.9 names the wrong rank or host. The same figures come from
 `python -m bench.corpus --half tuning|checking|all` (the corpus's own score.py, through the CLI).
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import corpus_dir, half_of
 from scan.engine import default_matcher
+from tests.corpus import corpus_dir, half_of
 from tests.e2e.scoring import class_ok, initiating_ok, root_cause
 
 CORPUS = corpus_dir()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import corpus_dir, field_class_map, field_rows
 from scan.engine import default_matcher
+from tests.corpus import corpus_dir, field_class_map, field_rows
 from tests.e2e.scoring import class_ok, initiating_ok, root_cause
 
 CORPUS = corpus_dir()  # its class map: the field set's additions extend it

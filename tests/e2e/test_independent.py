@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import corpus_dir
 from bench.independent.generate import generate
 from scan.engine import default_matcher
+from tests.corpus import corpus_dir
 from tests.e2e.scoring import class_ok, initiating_ok, root_cause
 
 CORPUS = corpus_dir()

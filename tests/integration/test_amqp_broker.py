@@ -21,7 +21,7 @@ from config.settings import load_settings
 from store.incidents import Store
 from tests.integration.celery_worker import Worker, service_env, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
-from workers.app import make_app
+from workers.celery_app import make_app
 from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.fault_rig import free_port, wait_port
-from workers.app import broker_keeps_nothing
+from tests.services import free_port, wait_port
+from workers.celery_app import broker_keeps_nothing
 
 pytestmark = pytest.mark.integration
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose" / "docker-compose.yml"

@@ -24,43 +24,28 @@ from pathlib import Path
 
 import pytest
 
-from bench.fault_rig import ROOT, free_port, make_bucket, python_env, s3_env, tansu_binary, wait_port
 from ingest.kafka import create_topics
 from ingest.topics import Topics
+from tests.services import ROOT, TcpProxy, free_port, make_bucket, python_env, s3_env, tansu_binary, wait_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-class HoldingProxy:
+class HoldingProxy(TcpProxy):
     """TCP between Tansu and the S3 stand-in. While `hold_batches` is set, a connection whose request writes a
     record batch (PUT .../records/...batch) is held there: nothing more of it is forwarded, and `held` is set."""
 
     def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.port = free_port()
         self.hold_batches = threading.Event()
         self.held = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", self.port))
-        self._socks: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(("127.0.0.1", upstream_port), "s3-proxy")
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.upstream_port))
-            self._socks += [client, server]
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, requests: bool) -> None:
+    def pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
         with contextlib.suppress(OSError):
             while data := src.recv(65536):
                 first_line = data.split(b"\r\n", 1)[0]
                 if (
-                    requests
+                    from_client
                     and self.hold_batches.is_set()
                     and first_line.startswith(b"PUT ")
                     and b"/records/" in first_line
@@ -68,14 +53,6 @@ class HoldingProxy:
                     self.held.set()
                     return  # never forwarded: the broker waits on it until it is killed
                 dst.sendall(data)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in the other thread
-        self._listener.close()
-        for s in self._socks:
-            with contextlib.suppress(OSError):
-                s.close()
 
 
 @dataclass

@@ -15,7 +15,7 @@ from store.incidents import Store
 from tests.conftest import BROKER
 from tests.integration.celery_worker import Worker, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
-from workers.app import make_app
+from workers.celery_app import make_app
 from workers.dispatch import CeleryDispatcher
 
 pytestmark = pytest.mark.integration

@@ -26,7 +26,7 @@ from tests.api.server import serving
 from tests.conftest import BROKER
 from tests.integration.celery_worker import Worker, wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job
-from workers.app import make_app
+from workers.celery_app import make_app
 from workers.dispatch import CeleryScheduler, StoringDispatcher
 
 pytestmark = pytest.mark.integration

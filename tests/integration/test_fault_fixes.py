@@ -1,5 +1,5 @@
 """Regression tests for what bench/faults.py found the pipeline doing wrong under faults, on the real PostgreSQL
-(the harness's own run is tests/integration/test_faults.py)."""
+(the harness's own run is tests/benches/test_faults.py)."""
 
 from __future__ import annotations
 

@@ -21,10 +21,10 @@ import zstandard
 from firstfault.cli import main
 from ingest.dlq import DeadLetter
 from ingest.kafka import KafkaDispatcher, WireProducer
+from ingest.testing import RecordingDispatcher
 from ingest.topics import DEFAULT_TOPICS, Topics
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
 from sources.shard_data import decode_shard_data
-from tests.fakes.ingest import RecordingDispatcher
 from tests.integration.kafka_helpers import LIMIT_S, committed, committed_total, drive, make_loop, read_topic
 
 pytestmark = pytest.mark.integration

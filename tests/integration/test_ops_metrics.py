@@ -16,6 +16,7 @@ from prometheus_client import REGISTRY
 from api.app import create_app
 from config.settings import Settings
 from ingest.kafka import WireProducer
+from ingest.testing import RecordingDispatcher
 from ingest.topics import Topics
 from pipeline.embedded import EmbeddedRunner
 from runtime.health import DISTRIBUTED
@@ -23,7 +24,6 @@ from schemas.wire import JobEvent
 from store.incidents import Store
 from tests.api.server import serving
 from tests.conftest import BROKER
-from tests.fakes.ingest import RecordingDispatcher
 from tests.integration.celery_worker import ROOT, service_env, wait_for
 from tests.integration.kafka_helpers import committed_total, drive, make_loop
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
@@ -87,7 +87,7 @@ def _free_port() -> int:
 def test_a_prefork_worker_serves_what_its_children_scanned(sqlite_url: str, broker_prefix: str,
                                                            tmp_path: Path) -> None:
     from config.settings import load_settings
-    from workers.app import make_app
+    from workers.celery_app import make_app
     from workers.dispatch import CeleryDispatcher
 
     port, folder = _free_port(), tmp_path / "metrics"

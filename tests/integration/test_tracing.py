@@ -63,7 +63,7 @@ def test_embedded_pipeline_is_one_trace(spans: InMemorySpanExporter, sqlite_url:
 def test_the_kafka_consumer_continues_the_producers_trace(spans: InMemorySpanExporter, kafka_bootstrap: str,
                                                           topics: Topics) -> None:
     from ingest.kafka import WireProducer
-    from tests.fakes.ingest import RecordingDispatcher
+    from ingest.testing import RecordingDispatcher
     from tests.integration.kafka_helpers import drive, make_loop
 
     spans.clear()
@@ -92,7 +92,7 @@ def test_trace_context_crosses_the_celery_hop(spans: InMemorySpanExporter) -> No
     from celery.contrib.testing.worker import start_worker
 
     from workers import tasks
-    from workers.app import make_app
+    from workers.celery_app import make_app
 
     broker, prefix = "redis://127.0.0.1:6379/10", f"fftest-{uuid.uuid4().hex[:8]}-"
     try:

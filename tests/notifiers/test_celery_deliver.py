@@ -16,7 +16,7 @@ from tests.fakes.slack_api import FakeSlack
 from tests.integration.celery_worker import Worker, service_env, wait_for
 from tests.notifiers.conftest import SLACK_TOKEN, make_incident
 from tests.pipeline.helpers import failed_job
-from workers.app import make_app
+from workers.celery_app import make_app
 
 pytestmark = pytest.mark.integration
 

@@ -70,7 +70,6 @@ def test_bad_input_is_a_one_line_error_and_exit_2(db: str, capsys: pytest.Captur
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.integration
 def test_deliver_then_outcomes_show_what_happened(db: str, capsys: pytest.CaptureFixture[str],
                                                   slack_server: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FIRSTFAULT_SLACK_TOKEN", SLACK_TOKEN)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from notifiers.webhook import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookNotifier, sign, verify
 from tests.fakes.webhook_receiver import FakeWebhookReceiver
 from tests.notifiers.conftest import WEBHOOK_SECRET, make_incident, settings_for
@@ -36,7 +34,6 @@ def test_the_signature_is_hmac_sha256_of_timestamp_dot_body() -> None:
     assert sign("k", 1700000000, b"{}") == f"sha256={expected}"
 
 
-@pytest.mark.integration
 def test_a_receiver_stores_each_delivery_once_even_when_sent_twice(webhook_server: FakeWebhookReceiver) -> None:
     notifier = WebhookNotifier(settings_for())
     incident = make_incident(evidence=["password=hunter2 in the launcher line"])

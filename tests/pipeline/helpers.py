@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from correlator.speakers import who_from_path
+from pipeline.testing import RecordingScheduler as RecordingScheduler  # the package's in-memory Scheduler
 from schemas.wire import JobEvent, LogShard
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "oom-killed-rank37"
@@ -37,9 +35,3 @@ def failed_job(job_id: str, world_size: int | None = 64, **extra: object) -> Job
                                     "cluster": "c1", "team": "llm", **extra})
 
 
-@dataclass
-class RecordingScheduler:
-    calls: list[tuple[str, datetime]] = field(default_factory=list)
-
-    def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
-        self.calls.append((job_id, at))

@@ -73,7 +73,7 @@ def test_replay_sends_a_fixed_cause_s_shard_again(service: tuple[Embedded, str],
     embedded, url = service
     shard = LogShard(job_id="j28", rank=3, seq=0, eof=True, data="hello\n")
     letter = record(embedded.store, "shard", "match_shard", "TransportError: database: locked",
-                    shard.model_dump(mode="json"))
+                    shard.model_dump(mode="json"), embedded.pipeline.clock())
     assert main(["dlq", "replay", str(letter), "--url", url]) == 0
     assert "replayed dead letter" in capsys.readouterr().out
     stored = wait_for(lambda: embedded.store.job("j28").shards, 10, "the replayed shard")
@@ -117,10 +117,11 @@ def test_the_consumer_s_rejects_are_listed_too(env: str, capsys: pytest.CaptureF
     from ingest.consumer import IngestLoop
     from ingest.dlq import DeadLetterWriter
     from ingest.kafka import Record
+    from ingest.testing import RecordingDispatcher
     from ingest.topics import DEFAULT_TOPICS
     from store.dead_letters import keep_message
     from store.incidents import Store
-    from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
+    from tests.fakes.ingest import DlqProducer, ListSource
 
     raw = b'{"job_id": "j31", "rank": ' + str(10**30).encode() + b', "seq": 0, "data": "x"}'
     store = Store.open(env)

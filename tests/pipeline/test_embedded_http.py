@@ -8,9 +8,15 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import zstandard
 
+import sources.shard_data as shard_data
 from config.settings import load_settings
 from firstfault.serve import Embedded, build_embedded
+from pipeline.service import Pipeline
+from schemas.errors import InvalidMessage
+from schemas.wire import LogShard
+from store.dead_letters import listed
 from tests.api.server import serving
 from tests.integration.celery_worker import wait_for
 from tests.pipeline.helpers import EXAMPLE, failed_job, shards_of
@@ -81,3 +87,54 @@ def test_an_oversized_message_is_refused(embedded: tuple[Embedded, str]) -> None
     with _client(url) as http:
         response = http.post("/v1/shards", content=b"x" * (2 << 20), headers={"content-type": "application/json"})
     assert response.status_code == 413
+
+
+def _zstd_shard(job_id: str, seq: int) -> LogShard:
+    data = (EXAMPLE / "node004" / "dmesg.log").read_bytes()
+    return LogShard(job_id=job_id, host="node004", stream="dmesg", seq=seq, eof=True, compression="zstd",
+                    data=base64.b64encode(zstandard.ZstdCompressor().compress(data)).decode(), source="dmesg.log")
+
+
+def test_a_shard_posted_to_the_embedded_service_is_unpacked_once_and_inflated_where_checked_and_scanned(
+        embedded: tuple[Embedded, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in the distributed mode (tests/workers/test_refs.py): the edge undoes the base64 and checks that the data
+    inflates within the bound, and the queue holds those packed bytes for the worker thread to inflate and scan."""
+    service, url = embedded
+    seen = {"unbase64": 0, "inflated": 0}
+    unbase64, unzstd = shard_data._unbase64, shard_data._unzstd
+
+    def counted_unbase64(shard: LogShard) -> bytes:
+        seen["unbase64"] += 1
+        return unbase64(shard)
+
+    def counted_unzstd(packed: bytes, limit: int) -> Iterator[bytes]:
+        seen["inflated"] += 1
+        return unzstd(packed, limit)
+    monkeypatch.setattr(shard_data, "_unbase64", counted_unbase64)
+    monkeypatch.setattr(shard_data, "_unzstd", counted_unzstd)
+    with _client(url) as http:
+        assert http.post("/v1/shards", json=_zstd_shard("e3", 0).model_dump(mode="json")).status_code == 202
+    wait_for(lambda: service.store.job("e3").shards or None, 30, "the shard stored")
+    assert seen == {"unbase64": 1, "inflated": 2}
+    [stored] = service.store.job("e3").shards
+    assert any(f["signature"] == "host.oom_killer" for f in stored.scanned["findings"])
+
+
+def test_a_checked_shard_failing_for_good_in_the_embedded_queue_is_a_dead_letter_of_the_shard_as_sent(
+        embedded: tuple[Embedded, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    service, url = embedded
+
+    def broken(*_: object) -> object:
+        raise InvalidMessage("refused")
+    monkeypatch.setattr(Pipeline, "_scan", broken)
+    shard = _zstd_shard("e4", 0)
+    with _client(url) as http:
+        assert http.post("/v1/shards", json=shard.model_dump(mode="json")).status_code == 202
+    [letter] = wait_for(lambda: listed(service.store) or None, 30, "the dead letter")
+    assert (letter.kind, letter.where, letter.reason) == ("shard", "match_shard", "refused")
+    assert letter.payload == shard.model_dump(mode="json")  # replayable: the producer's compressed bytes
+
+
+def test_the_api_and_the_pipeline_of_one_service_share_one_catalog(embedded: tuple[Embedded, str]) -> None:
+    service, _ = embedded
+    assert service.app.state.catalog is service.pipeline.matcher.catalog

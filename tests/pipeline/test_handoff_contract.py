@@ -2,7 +2,10 @@
 the service would notice (a job event or shard handed on arrives once, whole, with its trace headers; a
 correlation scheduled for a time by the Pipeline's clock runs then, once, and not before).
 
-In-memory implementations always; Kafka (Tansu) and Celery (Redis) ones under the ``integration`` marker.
+In-memory implementations always (the package's ingest.testing.RecordingDispatcher and
+pipeline.testing.RecordingScheduler, the embedded queue and timer, tests/fakes' FileDispatcher); Kafka (Tansu)
+and Celery (Redis: CeleryDispatcher, serve's StoringDispatcher, CeleryScheduler) ones under the ``integration``
+marker.
 """
 
 from __future__ import annotations
@@ -13,15 +16,18 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Literal
 
 import pytest
 
 from ingest.dispatch import Dispatcher
+from ingest.testing import RecordingDispatcher
 from pipeline.embedded import TICK_S, EmbeddedRunner
-from schemas.clock import ManualClock
+from pipeline.testing import RecordingScheduler
+from schemas.clock import ManualClock, system_clock
 from schemas.wire import JobEvent, LogShard
-from tests.fakes.ingest import FileDispatcher, RecordingDispatcher
+from tests.fakes.ingest import FileDispatcher
 from tests.integration.conftest import kafka_bootstrap, topics  # noqa: F401  (Tansu, for the Kafka case)
 from tests.pipeline.helpers import failed_job
 
@@ -72,7 +78,7 @@ def _until(count: int, read: Callable[[], list[Seen]], limit_s: float = 20) -> l
 def _celery_app(broker_prefix: str) -> Any:
     from config.settings import Settings
     from tests.conftest import BROKER
-    from workers.app import make_app
+    from workers.celery_app import make_app
     return make_app(Settings(broker_url=BROKER, broker_prefix=broker_prefix, queue=f"{broker_prefix}q"))
 
 
@@ -89,7 +95,7 @@ def _celery_messages(app: Any) -> list[Any]:
             msg.ack()
 
 
-@pytest.fixture(params=["embedded", "recording", "file", "kafka", "celery"])
+@pytest.fixture(params=["embedded", "recording", "file", "kafka", "celery", "storing"])
 def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
     kind = request.param
     if kind == "embedded":
@@ -147,10 +153,13 @@ def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
         request.applymarker(pytest.mark.integration)
         from store.ports import ShardRef
         from store.testing import MemoryPayloadStore
-        from workers.dispatch import CeleryDispatcher
+        from workers.dispatch import CeleryDispatcher, StoringDispatcher
 
         app = _celery_app(request.getfixturevalue("broker_prefix"))
         payloads = MemoryPayloadStore()
+        # serve's: a job event is stored by the edge itself (its Pipeline's accept_job), a shard goes as a task
+        pipe = FakePipeline(store=SimpleNamespace(payloads=payloads))
+        pipe.clock = system_clock  # type: ignore[attr-defined]
 
         def published(kinds: list[str]) -> list[Seen]:
             """A shard's task names its payload, which is there, whole (the shard's data as sent, with its
@@ -166,7 +175,11 @@ def handoff(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
                 out.append((kind_, arg["job_id"], arg.get("seq") if kind_ == "shard" else None,
                             {k: msg.headers[k] for k in HEADERS if k in msg.headers}))
             return out
-        yield Case(CeleryDispatcher(app, payloads), published)
+        if kind == "celery":
+            yield Case(CeleryDispatcher(app, payloads), published)
+        else:
+            yield Case(StoringDispatcher(app, pipe), lambda kinds: [("job", j, None, h) for k, j, _, h in pipe.calls
+                                                                    if k == "job"] + published(kinds))
 
 
 def _shard(job_id: str, seq: int, eof: bool = False) -> LogShard:
@@ -196,9 +209,13 @@ class Timed:
     ran: Callable[[], list[str]]  # job ids whose correlation has run by the injected clock's now, in order
 
 
-@pytest.fixture(params=["embedded", "celery"])
+@pytest.fixture(params=["embedded", "recording", "celery"])
 def timed(request: pytest.FixtureRequest) -> Iterator[Timed]:
     clock = ManualClock(datetime(2026, 1, 5, 9, 0, tzinfo=UTC))  # far from the wall clock on purpose
+    if request.param == "recording":
+        recording = RecordingScheduler()
+        yield Timed(clock, recording, lambda: recording.due(clock.now))
+        return
     if request.param == "embedded":
         runner, pipe = _embedded(clock)
         yield Timed(clock, runner, lambda: [j for k, j, _, _ in pipe.calls if k == "correlate"])

@@ -45,10 +45,14 @@ def test_an_overdue_correlation_is_sent_again_once(sqlite_url: str) -> None:
 def test_the_celery_sweep_task_re_sends_and_beat_runs_it(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FIRSTFAULT_CONFIG", raising=False)
     monkeypatch.setenv("FIRSTFAULT_DATABASE_URL", sqlite_url)
+    from config.settings import Settings
     from workers import tasks
-    from workers.app import app
+    from workers.celery_app import make_app
 
-    assert app.conf.beat_schedule["firstfault-sweep"]["task"] == "firstfault.sweep"
+    schedule = make_app(Settings(sweep_every_s=7.0)).conf.beat_schedule
+    assert schedule["firstfault-sweep"]["task"] == "firstfault.sweep"
+    assert schedule["firstfault-sweep"]["schedule"] == 7.0
+    assert schedule["firstfault-deliver"]["task"] == "firstfault.deliver"
     tasks.pipeline.cache_clear()
     try:
         pipeline = tasks.pipeline()

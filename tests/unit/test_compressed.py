@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from bench.generate import generate
 from catalog.matcher import Matcher
 from scan.engine import default_matcher, scan_sources
 from schemas.errors import UsageError
+from simulate.training_logs import generate
 from sources.files import chunks, expand
 from sources.zstdfile import unended_frame
 

@@ -13,11 +13,12 @@ from ingest.consumer import GROUP_SHARDS, IngestLoop
 from ingest.dispatch import BatchDispatcher
 from ingest.dlq import DeadLetterWriter
 from ingest.kafka import Record
+from ingest.testing import RecordingDispatcher
 from ingest.topics import DEFAULT_TOPICS
 from schemas.errors import RetryableError
 from schemas.retry import RetryPolicy
 from schemas.wire import LogShard
-from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
+from tests.fakes.ingest import DlqProducer, ListSource
 
 SHARDS, JOBS = DEFAULT_TOPICS.shards, DEFAULT_TOPICS.jobs
 

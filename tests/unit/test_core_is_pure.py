@@ -41,3 +41,18 @@ def test_the_cli_builds_its_parsers_without_the_settings_model() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_workers_tasks_and_serve_read_no_settings_on_import() -> None:
+    """Only `celery -A workers.app` reads the environment when it is imported: serve (whose --config names its
+    settings), the tasks and the dispatchers build a Celery app from the Settings they are given."""
+    code = ("import sys, config.settings as c\n"
+            "calls = []\n"
+            "real = c.load_settings\n"
+            "c.load_settings = lambda *a, **k: calls.append(1) or real(*a, **k)\n"
+            "import workers.tasks, workers.notify_tasks, workers.dispatch, workers.celery_app\n"
+            "import firstfault.serve_distributed\n"
+            "print(len(calls), 'workers.app' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0 False"

@@ -17,12 +17,12 @@ from types import FrameType
 import pytest
 
 import correlator
-from bench.generate import generate
 from catalog.loader import default_catalog
 from correlator.diagnose import diagnose
 from correlator.host_index import HostMap
 from correlator.reading import SourceResult
 from scan.engine import default_matcher, scan_sources
+from simulate.training_logs import generate
 from sources.files import expand
 
 SMALL = 256

@@ -42,8 +42,8 @@ def test_single_line_rewrite_never_crosses_a_newline(pattern: str, text: str, li
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Generated logs: the benchmark's (NCCL INFO noise, step lines, torchrun tables) and simulated failures."""
-    from bench.generate import generate as generate_bench
     from simulate import Knobs, generate
+    from simulate.training_logs import generate as generate_bench
 
     base = tmp_path_factory.mktemp("generated")
     generate_bench(base / "bench", ranks=8, size=1_000_000, seed=4, failure="cuda_oom")

@@ -77,7 +77,7 @@ def test_lines_that_name_different_ranks_are_not_repeats() -> None:
 
 
 def test_a_flood_in_a_generated_job_does_not_change_its_diagnosis(tmp_path: Path) -> None:
-    from bench.generate import generate
+    from simulate.training_logs import generate
 
     generate(tmp_path, ranks=16, size=3_000_000, seed=5, failure="cuda_oom")
     logs = {s.name: b"".join(chunks(s)).decode() for s in expand([str(tmp_path / "logs")])}

@@ -98,7 +98,7 @@ def test_folding_never_changes_the_diagnosis_of_a_long_job_with_chatty_ranks(tmp
     keeps under a quarter of those records. Kinds kept whole are kept whole: among them one `nccl_comm_start` per
     communicator (the generator makes a node-local one every 1,000 steps; each has its own commId, so no two are
     repeats of one row), which derived's duplicate-rank rule reads across processes."""
-    from bench.generate import generate as generate_bench
+    from simulate.training_logs import generate as generate_bench
 
     generate_bench(tmp_path, ranks=8, size=12_000_000, seed=3, failure="oom_kill")
     sources = _sources_of(tmp_path / "logs")

@@ -153,7 +153,7 @@ def test_catalog_spans_through_libhs_equal_python_hyperscans(tmp_path: Path) -> 
     """The whole catalog on generated multi-rank logs, in 64 KB buffers with one memo per file: libhs's spans
     and python-hyperscan's (the Python loop) hold the same lines with the same matches."""
     require("hyperscan")
-    from bench.generate import generate
+    from simulate.training_logs import generate
 
     generate(tmp_path, ranks=8, size=600_000, seed=5, failure="cuda_oom")
     fast, python = build_matcher(default_catalog(), "libhs"), build_matcher(default_catalog(), "hyperscan")

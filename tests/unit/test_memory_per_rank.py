@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.generate import generate
 from catalog.loader import default_catalog
 from correlator.diagnose import diagnose
 from scan.engine import default_matcher, scan_sources
+from simulate.training_logs import generate
 from sources.files import expand
 
 SMALL = 256

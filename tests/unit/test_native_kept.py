@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from bench.generate import generate
 from catalog import native
 from catalog.native import switched
 from correlator import reading
 from correlator.kept import FIRST_ONLY_KINDS, FOLDED_KINDS, MAX_ERROR_ROWS, KeptContext, line_keeper
 from correlator.speakers import Who
 from scan.engine import default_matcher, scan_source
+from simulate.training_logs import generate
 from sources.files import Source, chunks
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from bench.generate import generate
 from catalog import native
 from catalog.matcher import MAX_LINE_CHARS, LineMatch, Matcher, _kept_text, _match_line_now
 from catalog.native import switched
 from scan.engine import default_matcher
+from simulate.training_logs import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from bench.generate import generate
 from catalog import native
 from catalog.matcher import MAX_LINE_CHARS, Matcher
 from catalog.native import switched
@@ -20,6 +19,7 @@ from correlator import reading
 from correlator.reading import SourceScanner
 from correlator.speakers import Who
 from scan.engine import default_matcher
+from simulate.training_logs import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bench.generate import generate
 from scan.engine import default_matcher, scan_source
+from simulate.training_logs import generate
 from sources.files import chunks, expand
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from bench.generate import generate
 from catalog import native
 from catalog.native import switched
 from correlator import reading, timestamps
@@ -20,6 +19,7 @@ from correlator.reading import _python_who_and_stamp
 from correlator.speakers import Who
 from correlator.timestamps import Stamp
 from scan.engine import default_matcher
+from simulate.training_logs import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 BASES = [Who(), Who(rank=5), Who(host="node017"), Who(rank=3, host="gpu-2", pid=77, device=1), Who(local_rank=2),

@@ -41,7 +41,7 @@ def test_diagnosing_a_simulated_failure_makes_no_cycles(scenario: str, tmp_path:
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_diagnosing_a_long_job_makes_no_cycles(jobs: int, tmp_path: Path, collector_off: None) -> None:
-    from bench.generate import generate as generate_bench
+    from simulate.training_logs import generate as generate_bench
 
     truth = generate_bench(tmp_path, ranks=16, size=6_000_000, seed=3, failure="oom_kill")
     found, unreachable = _diagnosed(tmp_path / "logs", jobs)

@@ -110,9 +110,9 @@ def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
     from dataclasses import fields
     from pathlib import Path
 
-    from bench.generate import generate
     from scan.engine import default_matcher, scan_sources
     from schemas.findings import Finding, finding_from_json, finding_json
+    from simulate.training_logs import generate
     from sources.files import expand
 
     assert isinstance(tmp_path, Path)

@@ -8,7 +8,7 @@ import random
 import pytest
 from celery.utils.time import get_exponential_backoff_interval
 
-from schemas.retry import CONSUMER, EMBEDDED, OUTBOX, TASKS, RetryPolicy
+from schemas.retry import CONSUMER, EMBEDDED, OUTBOX, SHIP, TASKS, RetryPolicy
 from workers.tasks import RETRY
 
 
@@ -18,6 +18,7 @@ def test_each_stage_waits_what_its_docs_say() -> None:
     assert [OUTBOX.delay(n) for n in (1, 2, 3)] == [10.0, 20.0, 40.0] and OUTBOX.delay(12) == 1200.0
     assert OUTBOX.exhausted(12) and not OUTBOX.exhausted(11)
     assert CONSUMER.delay(10_000) == 30.0 and not CONSUMER.exhausted(10**9)  # a batch is never given up
+    assert [SHIP.delay(n) for n in range(3)] == [0.5, 1.0, 2.0] and SHIP.exhausted(4) and not SHIP.exhausted(3)
 
 
 def test_the_celery_tasks_back_off_as_the_policy_says() -> None:

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
+import ingest.ship as ship
 from firstfault.cli import main
 from ingest.chunking import StreamKey, envelopes, line_pieces, numbered
-from ingest.ship import Overrides, plan, stream_shards
+from ingest.ship import HttpTransport, Overrides, plan, stream_shards
 from ingest.validate import validate_message
 from ingest.wire_schema import MODELS, committed_path, schema_text
+from schemas.errors import TransportError
 from schemas.wire import MAX_SHARD_BYTES, JobEvent, LogShard
 from sources.shard_data import decode_shard_data
 
@@ -222,6 +224,18 @@ def test_http_job_event_survives_a_503_and_carries_every_field(ingest_server: ty
             event.scheduler) == ("failed", 64, "c1", "ml", ["node000", "node001"], {"37": -9, "node004": 137},
                                  {"model": "llama"}, "slurm")
     assert event.ended_at is not None
+
+
+def test_http_shipping_tries_as_its_retry_policy_says_then_raises(ingest_server: type[_Ingest],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(ship.time, "sleep", slept.append)
+    ingest_server.statuses = [503] * 4
+    transport = HttpTransport(ingest_server.url)  # type: ignore[attr-defined]
+    with pytest.raises(TransportError, match="HTTP 503"):
+        transport.send_job(JobEvent(job_id="j-down", state="failed"))
+    transport.close()
+    assert len(ingest_server.received) == 4 and slept == [0.5, 1.0, 2.0]  # schemas.retry.SHIP
 
 
 @pytest.mark.integration

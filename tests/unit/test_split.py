@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from bench.corpus import corpus_dir
 from correlator.diagnose import diagnose
 from correlator.kept import MAX_ERROR_ROWS
 from correlator.reading import SourceResult
@@ -23,6 +22,7 @@ from scan.interned import Interner
 from simulate import SCENARIOS, Knobs, generate
 from sources.files import CHUNK, Source, chunks
 from sources.ranges import range_reader
+from tests.corpus import corpus_dir
 
 YEAR = 2026
 CORPUS = corpus_dir()
@@ -192,8 +192,8 @@ def test_a_zstd_file_of_many_frames_is_cut_inside_them(tmp_path: Path) -> None:
 
 
 def test_the_engine_splits_a_large_file_in_a_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench.generate import SINGLE_FILE
-    from bench.generate import generate as generate_bench
+    from simulate.training_logs import SINGLE_FILE
+    from simulate.training_logs import generate as generate_bench
 
     generate_bench(tmp_path, 16, 9 << 20, 1, "cuda_oom", quiet=True, single_file=True)
     sources = [Source(SINGLE_FILE, tmp_path / "logs" / SINGLE_FILE)]
@@ -226,8 +226,8 @@ scan_piece = split.scan_piece
 
 def test_a_worker_killed_mid_piece_leaves_the_file_to_one_process(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench.generate import SINGLE_FILE
-    from bench.generate import generate as generate_bench
+    from simulate.training_logs import SINGLE_FILE
+    from simulate.training_logs import generate as generate_bench
 
     generate_bench(tmp_path, 16, 9 << 20, 2, "cuda_oom", quiet=True, single_file=True)
     sources = [Source(SINGLE_FILE, tmp_path / "logs" / SINGLE_FILE)]

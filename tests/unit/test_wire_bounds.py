@@ -18,10 +18,11 @@ from correlator.shards import StoredShard, complete_sources, source_key
 from ingest.consumer import IngestLoop
 from ingest.dlq import DeadLetter, DeadLetterWriter
 from ingest.kafka import Record
+from ingest.testing import RecordingDispatcher
 from ingest.topics import DEFAULT_TOPICS
 from ingest.wire_schema import json_schema
 from schemas.wire import MAX_RANK, MAX_SEQ, MAX_WORLD_SIZE, JobEvent
-from tests.fakes.ingest import DlqProducer, ListSource, RecordingDispatcher
+from tests.fakes.ingest import DlqProducer, ListSource
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 

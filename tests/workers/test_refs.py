@@ -287,6 +287,25 @@ def test_a_payload_inflating_past_the_bound_is_refused_by_the_worker_as_the_edge
     assert rig.shards("j9") == [] and rig.payload_rows() == 0
 
 
+def test_one_corrupt_payload_in_a_task_of_several_dead_letters_that_shard_alone_and_records_the_others(
+        rig: Rig) -> None:
+    rig.pipeline.accept_job(failed_job("j10"))
+    text = b"plain text log line\n" * 50
+    rig.dispatcher.submit_shards([zstd_shard("j10", 0, False), zstd_shard("j10", 1, False, data=text),
+                                  zstd_shard("j10", 2, True, data=text)], [{}, {}, {}])
+    # the middle one's stored bytes go bad after the edge checked them (a row damaged at rest)
+    bad = ShardRef("j10", "dmesg", None, "node004", "node004/dmesg.log", 1)
+    rig.store.payloads.drop_payloads([bad])
+    rig.store.payloads.put_payloads([ShardPayload(bad, False, "zstd", b"not a zstd frame")], T0)
+    rig.run_sent()
+    assert rig.shards("j10") == [("node004/dmesg.log", 0), ("node004/dmesg.log", 2)]
+    [letter] = listed(rig.store)
+    assert (letter.kind, letter.where, letter.payload["seq"]) == ("shard", "firstfault.match_shard", 1)
+    assert base64.b64decode(letter.payload["data"]) == b"not a zstd frame"  # the shard as stored, replayable
+    assert letter.created_at.replace(tzinfo=UTC) == T0  # dated by the pipeline's clock, not the wall's
+    assert rig.payload_rows() == 0
+
+
 def test_a_whole_shard_task_queued_by_an_older_sender_still_runs(rig: Rig) -> None:
     shard = zstd_shard("j7")
     tasks.match_shard.apply(args=(shard.model_dump(mode="json"),))

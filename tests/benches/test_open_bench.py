@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import corpus_dir
 from bench.open import _score, markdown, parse_score
+from tests.corpus import corpus_dir
 
 # A rank's CUDA OOM among watchdog timeouts (PyTorch's formats), and a node's OOM kill (the kernel's format).
 LOGS = {

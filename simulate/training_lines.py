@@ -1,4 +1,4 @@
-"""The line formats of bench.generate's logs: a rank's start-up, its training steps, the planted failure
+"""The line formats of simulate.training_logs's logs: a rank's start-up, its training steps, the planted failure
 cascade, and each node's kernel and torchrun logs. Formats shared with the scenario simulator are reused from
 ``simulate``, not copied. Every function draws from the RNG it is given, in a fixed order, so that a
 (ranks, size, seed, failure) always gives the same bytes."""
