@@ -131,6 +131,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "mpi_exit_code": r"^[ \t]*Exit code:[ \t]+(?P<exit_code>-?\d+)[ \t]*$",
     # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
     # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
+    # Ray Train's worker table (ray/train/_internal/backend_executor.py, _create_rank_world_size_mappings: "- (node_id=
+    # {node_id}, ip={node_ip}, pid={pid}) world_rank={i}, local_rank={..}, node_rank={..}"; before 2.10 no node_id):
+    # each worker process's rank, by its pid
+    "ray_worker_rank": r"- \((?:node_id=[0-9a-f]+, )?ip=(?P<ip>[\d.]+|[0-9a-fA-F:]+), pid=(?P<pid>\d+)\) "
+    r"world_rank=(?P<rank>\d+), local_rank=(?P<local_rank>\d+), node_rank=\d+",
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
     # verl names its worker actors f"{name_prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/ray/
     # base.py), numbering ranks placement group by placement group: in the first, the local rank is the rank
@@ -239,6 +244,10 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),
     "mpi_exit_code": ("  Exit code:    1",),
+    "ray_worker_rank": ("(TorchTrainer pid=45197, ip=10.76.0.71) - (node_id=4c934ab2f646a578b03cc335586f30b943e811b"
+                        "645526a74c50bfca1, ip=10.76.0.71, pid=45450) world_rank=1, local_rank=1, node_rank=0",
+                        "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
+                        "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -150,10 +150,17 @@ def _kernel_rank(host: str | None, pid: int | None, pci: str, ids: IdentityMap) 
     return None
 
 
+_NAMING_FIELDS = frozenset(("host", "pid", "rank", "local_rank", "pci"))  # what says whose a line is
+
+
 def _implicated(ev: Event, ids: IdentityMap) -> None:
     sig, f = ev.signature, ev.best
     if sig.implicates is Implicates.SELF:
-        ev.implicated = [_self_target(f, sig, ids)]
+        # A message that runs on names whom on a later line (Ray's OOM kill: "Task was killed ...", then "Memory
+        # on the node (IP: ...) where the task (..., pid=...)"): that line says whose it is.
+        naming = next((g for g in ev.findings if g.signature == sig.id and not _NAMING_FIELDS.isdisjoint(g.fields)),
+                      f) if len(ev.findings) > 1 and _NAMING_FIELDS.isdisjoint(f.fields) else f
+        ev.implicated = [_self_target(naming, sig, ids)]
     elif sig.implicates is Implicates.NAMED:
         # every line of the event that names ranks (srun prints its task exits in a run, one event)
         named = dict.fromkeys(r for g in ev.findings if g.signature == sig.id for r in task_ids(g.fields))

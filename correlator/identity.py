@@ -192,6 +192,10 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
+    for rec in of_kind.get("ray_worker_rank", ()):  # Ray Train's worker table: a pid's rank, on its node's address
+        rank, pid, ip = int(rec.fields["rank"]), int(rec.fields["pid"]), str(rec.fields["ip"])
+        ids.by_pid.setdefault(pid, rank)
+        ids.by_host_pid.setdefault((ip, pid), rank)
     for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):
         ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}

@@ -1,0 +1,65 @@
+"""Ray Train: the worker the raylet's memory monitor killed, named by its rank. Fixtures written from the formats
+upstream prints:
+
+- Ray Train's worker table (ray/train/_internal/backend_executor.py, _create_rank_world_size_mappings): "Started
+  distributed worker processes:" then "- (node_id=..., ip=A, pid=P) world_rank=R, local_rank=L, node_rank=N" a
+  worker, printed by the trainer actor under Ray's "(TorchTrainer pid=..., ip=...)" prefix;
+- the OOM kill (src/ray/raylet/node_manager.cc, the memory monitor's message, raised to the driver as
+  ray.exceptions.OutOfMemoryError): "Task was killed due to the node running low on memory." then "Memory on the
+  node (IP: A, ID: ...) where the task (actor ID: ..., name=RayTrainWorker.__init__, pid=P, memory used=...) was
+  running was ...";
+- the survivors' NCCL errors under "(RayTrainWorker pid=..., ip=...)".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from firstfault.cli import main
+
+_NODES = ("10.182.233.224", "10.182.203.143")
+
+
+def _pid(rank: int) -> int:
+    return 310000 + 97 * rank
+
+
+def _driver(killed: int, table: bool) -> str:
+    lines = ["(TorchTrainer pid=1965887) Started distributed worker processes: "] if table else []
+    for rank in range(8):
+        ip = _NODES[rank // 4]
+        if table:
+            lines.append(f"(TorchTrainer pid=1965887) - (node_id=1edc4c000{rank // 4}e1f2a3b4, ip={ip}, "
+                         f"pid={_pid(rank)}) world_rank={rank}, local_rank={rank % 4}, node_rank={rank // 4}")
+    lines.append("(RayTrainWorker pid=310000, ip=10.182.233.224) step 550 | loss 5.0571")
+    ip = _NODES[killed // 4]
+    lines += ["ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+              f"Memory on the node (IP: {ip}, ID: 1edc4cc0ffee) where the task (actor ID: 3fa1c0000a, "
+              f"name=RayTrainWorker.__init__, pid={_pid(killed)}, memory used=71.20GB) was running was 238.90GB / "
+              "251.40GB (0.950278), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: "
+              "9b000a) because it was the most recently scheduled task."]
+    for rank in (r for r in range(8) if r != killed):
+        lines.append(f"(RayTrainWorker pid={_pid(rank)}, ip={_NODES[rank // 4]}) [E326 00:11:30.438295453 "
+                     f"ProcessGroupNCCL.cpp:1521] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Process group watchdog "
+                     "thread terminated with exception: NCCL error: remote process exited or there was a network "
+                     "error, NCCL version 2.19.3")
+    return "\n".join(lines) + "\n"
+
+
+def _root(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[str, int | None, str | None]:
+    (tmp_path / "driver.log").write_text(text)
+    assert main(["diagnose", str(tmp_path / "driver.log"), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    return rc["signature"], rc["rank"], rc["host"]
+
+
+def test_the_killed_workers_pid_in_the_worker_table_names_its_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _root(tmp_path, capsys, _driver(killed=6, table=True)) == ("ray.oom_killed", 6, "10.182.203.143")
+
+
+def test_without_the_table_the_node_is_named_and_no_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _root(tmp_path, capsys, _driver(killed=6, table=False)) == ("ray.oom_killed", None, "10.182.203.143")
