@@ -27,7 +27,10 @@ _BEST_ORDER = attrgetter("best.order")
 NO_ERROR_FILE = "torchrun.no_error_file"
 REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_header", "torchrun.failure_rank_row",
                           "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
-                          "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit"})
+                          "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit",
+                          # spawn's "-- Process N terminated with the following error:" heads the worker's own
+                          # traceback: the error under it says what failed, the head says whose it is
+                          "pytorch.mp.spawn_process_failed"})
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -158,7 +161,8 @@ def _implicated(ev: Event, ids: IdentityMap) -> None:
     if sig.implicates is Implicates.SELF:
         # A message that runs on names whom on a later line (Ray's OOM kill: "Task was killed ...", then "Memory
         # on the node (IP: ...) where the task (..., pid=...)"): that line says whose it is.
-        naming = next((g for g in ev.findings if g.signature == sig.id and not _NAMING_FIELDS.isdisjoint(g.fields)),
+        naming = next((g for g in ev.findings if (g.signature == sig.id or g.signature in REPORTS_ONLY)
+                       and not _NAMING_FIELDS.isdisjoint(g.fields)),
                       f) if len(ev.findings) > 1 and _NAMING_FIELDS.isdisjoint(f.fields) else f
         ev.implicated = [_self_target(naming, sig, ids)]
     elif sig.implicates is Implicates.NAMED:

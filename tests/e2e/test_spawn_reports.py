@@ -73,3 +73,18 @@ def test_a_spawned_process_killed_by_a_signal_is_the_rank_on_one_node(line: str,
     log.write_text("\n".join(["epoch 0 iter 120 loss 2.31", *JOIN_TRACE, line]) + "\n")
     rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["signature"]) == (2, signature)
+
+
+def test_the_error_under_spawns_head_says_what_failed_and_whom_it_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Process 0 raised, and what it raised is c10d's monitored barrier naming rank 2 (distributed_c10d.py
+    monitored_barrier on rank 0: "Rank 2 failed to pass monitoredBarrier in 1800000 ms"): rank 2 is the one that
+    never arrived, and spawn's head only says who reported it."""
+    trace = [*SPAWN_TRACE[:-3], '  File "/workspace/train.py", line 120, in main',
+             "    dist.monitored_barrier(timeout=timedelta(minutes=30))",
+             "RuntimeError: Rank 2 failed to pass monitoredBarrier in 1800000 ms"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(["[12/03 10:00:01 d2.utils.events]:  iter: 4199  total_loss: 0.61", *trace])
+                   .replace("{index}", "0") + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["signature"], rc["rank"]) == ("pytorch.c10d.monitored_barrier", 2)
