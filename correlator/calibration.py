@@ -85,6 +85,9 @@ class Features:
     local_only: float = 0.0
     # and it has no cause-like line of its own while another suspect has one: how a fault ends beat why.
     outcaused: float = 0.0
+    # Known only as the rank the others name (a coordination service's lost task, a barrier's missing rank), with no
+    # line of its own and no host: the process may have gone down with its whole node, whose fault it then is.
+    named_hostless: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -186,6 +189,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         contenders=_contenders(ranked),
         local_only=float(bool(top and _local_only(top, rank))),
         outcaused=float(bool(top) and not cause and any(has_cause(c) for c in ranked[1:])),
+        named_hostless=float(top is not None and named and not sequence and rank is not None and host is None
+                             and all(ev.reporter != top.target for ev in top.own_events)),
         corroborated=float(named or sequence or (cause and (exit_code or bool(top and top.support_events)))),
         unlocated=float(rank is None and host is None and not sequence
                         and not (sig is not None and sig.scope is Scope.JOB)
@@ -209,7 +214,7 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank:
+    if f.assumed_rank or f.named_hostless:
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)

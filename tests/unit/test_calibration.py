@@ -101,6 +101,15 @@ def test_a_process_fault_placed_on_a_host_only_is_never_90_percent() -> None:
     assert calibrated(f) < 0.9
 
 
+def test_a_rank_known_only_as_the_one_the_others_name_without_its_host_stays_under_70_percent() -> None:
+    """A coordination service's lost task named by every survivor, nothing of its own, no host: it may have died
+    with its node, so however many name it, the answer does not read as confident."""
+    f = dataclasses.replace(ZERO, cause=1.0, named=1.0, corroborated=1.0, named_hostless=1.0, strength=1.0,
+                            margin=1.0)
+    assert calibrated(f) <= calibration.CAP_ASSUMED < 0.7
+    assert calibrated(dataclasses.replace(f, named_hostless=0.0)) >= 0.9
+
+
 def test_a_candidate_with_only_an_exit_code_or_only_its_place_in_time_is_never_90_percent() -> None:
     only_exit = Candidate(Target(5, "node001"))
     only_exit.add(25.0, "exit code -9 while the others were torn down (node001/torchrun.log:40)")
