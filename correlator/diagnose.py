@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -135,32 +135,33 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
 
 
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
-    groups: dict[str, dict[str, set[object]]] = defaultdict(lambda: {"ranks": set(), "hosts": set(), "n": set()})
-    repeats: dict[str, int] = defaultdict(int)
+    """Counted event by event: every step that adds to ``failures`` makes events of its own, so each is there once
+    (a set of their ids, a number a job's event, was the diagnosis's peak at 8,192 ranks: issue 23)."""
+    groups: dict[str, tuple[set[int], set[str], list[int]]] = {}  # signature -> ranks, hosts, [events + repeats]
     for ev in failures:
         if id(ev) in root_events or ev.stale:
             continue
-        g = groups[ev.signature.id]
+        g = groups.get(ev.signature.id)
+        if g is None:
+            g = groups[ev.signature.id] = (set(), set(), [0])
         if ev.reporter.rank is not None:
-            g["ranks"].add(ev.reporter.rank)
+            g[0].add(ev.reporter.rank)
         if ev.reporter.host is not None:
-            g["hosts"].add(ev.reporter.host)
-        g["n"].add(id(ev))
-        repeats[ev.signature.id] += sum(f.repeats for f in ev.findings)  # lines a flood's scan left out
-    out = [
-        CollateralGroup.of(sig, [int(r) for r in g["ranks"]],  # type: ignore[call-overload]
-                           [str(h) for h in g["hosts"]], len(g["n"]) + repeats[sig])
-        for sig, g in groups.items()
-    ]
+            g[1].add(ev.reporter.host)
+        g[2][0] += 1 + sum(f.repeats for f in ev.findings)  # with the lines a flood's scan left out
+    out = [CollateralGroup.of(sig, [int(r) for r in ranks], [str(h) for h in hosts], n)
+           for sig, (ranks, hosts, (n,)) in groups.items()]
     return sorted(out, key=lambda g: -g.count)
 
 
 def _timeline(failures: Sequence[Event], root_events: set[int],
               offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    ordered = sorted(failures, key=lambda ev: (when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
-                                               ev.best.order))
+    # the first MAX_TIMELINE as sorted() orders them (nsmallest is stable too), without a key for every event
+    # held at once
+    never = datetime.max.replace(tzinfo=None).astimezone()
+    ordered = heapq.nsmallest(MAX_TIMELINE, failures, key=lambda ev: (when(ev, offsets) or never, ev.best.order))
     entries = []
-    for ev in ordered[:MAX_TIMELINE]:
+    for ev in ordered:
         role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
         entries.append(TimelineEntry(time=when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
                                      signature=ev.signature.id, role=role, source=ev.best.source,

@@ -46,7 +46,7 @@ W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent fa
 SKEW_TOLERANCE = timedelta(seconds=2)
 
 
-@dataclass
+@dataclass(slots=True)  # one a rank: no dict each (issue 23)
 class Candidate:
     target: Target
     score: float = 0.0
@@ -85,10 +85,12 @@ class Board:
     """The suspects, keyed by rank when known, else by host."""
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple[str, object], Candidate] = {}
+        # a rank's candidate by the rank itself, a host's by ("host", host): a key tuple a rank was the board's
+        # largest part after its candidates (issue 23)
+        self.by_key: dict[int | tuple[str, str | None], Candidate] = {}
 
     def get(self, target: Target) -> Candidate:
-        key: tuple[str, object] = ("rank", target.rank) if target.rank is not None else ("host", target.host)
+        key = target.rank if target.rank is not None else ("host", target.host)
         cand = self.by_key.get(key)
         if cand is None:
             cand = self.by_key[key] = Candidate(target)
@@ -181,7 +183,7 @@ def _peer_blame(board: Board, peer_reporters: dict[Target, set[Target]]) -> None
 def _fold_hosts_into_ranks(board: Board) -> None:
     """Blame that names only a host (a peer address) goes to the rank on that host with a fault of its own."""
     for key, cand in list(board.by_key.items()):
-        if key[0] != "host" or cand.target.host is None:
+        if not isinstance(key, tuple) or cand.target.host is None:
             continue
         on_host = [c for c in board.by_key.values()
                    if c.target.rank is not None and c.target.host == cand.target.host and c.own_fault]
