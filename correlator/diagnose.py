@@ -135,21 +135,22 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
 
 
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
-    """Counted event by event: every step that adds to ``failures`` makes events of its own, so each is there once
-    (a set of their ids, a number a job's event, was the diagnosis's peak at 8,192 ranks: issue 23)."""
-    groups: dict[str, tuple[set[int], set[str], list[int]]] = {}  # signature -> ranks, hosts, [events + repeats]
+    """Counted event by event: every step that adds to ``failures`` makes events of its own, so each is there once.
+    A group's ranks are listed as they come and made a set one group at a time: a set of ids a job's event, and
+    a set of ranks a group, all held at once, were the diagnosis's peak at 8,192 ranks (issue 23)."""
+    groups: dict[str, tuple[list[int], list[str], list[int]]] = {}  # signature -> ranks, hosts, [events + repeats]
     for ev in failures:
         if id(ev) in root_events or ev.stale:
             continue
         g = groups.get(ev.signature.id)
         if g is None:
-            g = groups[ev.signature.id] = (set(), set(), [0])
+            g = groups[ev.signature.id] = ([], [], [0])
         if ev.reporter.rank is not None:
-            g[0].add(ev.reporter.rank)
+            g[0].append(ev.reporter.rank)
         if ev.reporter.host is not None:
-            g[1].add(ev.reporter.host)
+            g[1].append(ev.reporter.host)
         g[2][0] += 1 + sum(f.repeats for f in ev.findings)  # with the lines a flood's scan left out
-    out = [CollateralGroup.of(sig, [int(r) for r in ranks], [str(h) for h in hosts], n)
+    out = [CollateralGroup.of(sig, [int(r) for r in set(ranks)], [str(h) for h in set(hosts)], n)
            for sig, (ranks, hosts, (n,)) in groups.items()]
     return sorted(out, key=lambda g: -g.count)
 

@@ -103,7 +103,8 @@ class Board:
 
 
 def _own_fault(board: Board, events: list[Event]) -> None:
-    seen: set[tuple[int, str]] = set()
+    # signature -> ids of the candidates weighed for it: a (candidate, signature) tuple each was this step's peak
+    seen: dict[str, set[int]] = defaultdict(set)
     for ev in events:
         if (ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.about_peer
                 or ev.signature.implicates is not Implicates.SELF):
@@ -111,10 +112,10 @@ def _own_fault(board: Board, events: list[Event]) -> None:
         for target in ev.implicated:
             cand = board.get(target)
             cand.own_events.append(ev)
-            key = (id(cand), ev.signature.id)
-            if key in seen:
+            weighed = seen[ev.signature.id]
+            if id(cand) in weighed:
                 continue  # the same fault printed again on the same rank is not new evidence
-            seen.add(key)
+            weighed.add(id(cand))
             if exit_report(ev) or ev.weight == 0:
                 continue
             weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity]
