@@ -82,11 +82,9 @@ class Candidate:
 
 
 class Board:
-    """The suspects, keyed by rank when known, else by host."""
+    """The suspects, keyed by rank when known (the rank itself: no key tuple a rank), else by ("host", host)."""
 
     def __init__(self) -> None:
-        # a rank's candidate by the rank itself, a host's by ("host", host): a key tuple a rank was the board's
-        # largest part after its candidates (issue 23)
         self.by_key: dict[int | tuple[str, str | None], Candidate] = {}
 
     def get(self, target: Target) -> Candidate:
