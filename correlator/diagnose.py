@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -19,9 +19,10 @@ from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.kept import ContextRecord
+from correlator.local_ranks import LocalRanks
 from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import place_named_rank
-from correlator.naming import Named, settle
+from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import redact, redact_model
@@ -73,28 +74,31 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     # one name per host and per rank
     named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
-    findings, context, of_kind, ids = named.findings, named.context, named.of_kind, named.ids
+    findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
+    del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
     # a coordination service's named task, on the host that fell silent
     place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
+    del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
     if not failures:
         return _unknown(results, context, ids)
+    del context  # from here on each step reads the records of its kinds (of_kind)
     progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
     # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
     logged = {int(rec.fields["rank"]) for rec in comms}
-    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, named)) is not None}
+    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, local)) is not None}
     failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, comms)
     notes = assign(failures, ids, death_targets(ids.exits + task_exits(failures, ids), ids))
-    failing: set[tuple[int | None, str | None]] = {
-        (ev.reporter.rank, None) if ev.reporter.rank is not None else (None, ev.reporter.host) for ev in failures}
+    # (the speakers with failures are a key a rank: made for this call alone, not held to the end)
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
-                           failing=failing)
+                           failing={(ev.reporter.rank, None) if ev.reporter.rank is not None else
+                                    (None, ev.reporter.host) for ev in failures})
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
     ranked = score(failures, ids, offsets, suspect, logged)
@@ -104,12 +108,12 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 
-def _rank_of_source(source: str, named: Named) -> int | None:
+def _rank_of_source(source: str, local: LocalRanks) -> int | None:
     """The rank a source's path names: rank7.log, or torchrun --log-dir's <host>/.../attempt_0/7/ where the local
     ranks of that host are known."""
     who = who_from_path(source)
     if who.rank is None and who.local_rank is not None:
-        return named.local.global_of(who.host, source, who.local_rank)
+        return local.global_of(who.host, source, who.local_rank)
     return who.rank
 
 
@@ -138,32 +142,34 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
 
 
 def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
-    groups: dict[str, dict[str, set[object]]] = defaultdict(lambda: {"ranks": set(), "hosts": set(), "n": set()})
-    repeats: dict[str, int] = defaultdict(int)
+    """Counted event by event: every step that adds to ``failures`` makes events of its own, so each is there once.
+    A group's ranks are listed as they come and made a set one group at a time: a set of ids a job's event, and
+    a set of ranks a group, all held at once, were the diagnosis's peak at 8,192 ranks (issue 23)."""
+    groups: dict[str, tuple[list[int], list[str], list[int]]] = {}  # signature -> ranks, hosts, [events + repeats]
     for ev in failures:
         if id(ev) in root_events or ev.stale:
             continue
-        g = groups[ev.signature.id]
+        g = groups.get(ev.signature.id)
+        if g is None:
+            g = groups[ev.signature.id] = ([], [], [0])
         if ev.reporter.rank is not None:
-            g["ranks"].add(ev.reporter.rank)
+            g[0].append(ev.reporter.rank)
         if ev.reporter.host is not None:
-            g["hosts"].add(ev.reporter.host)
-        g["n"].add(id(ev))
-        repeats[ev.signature.id] += sum(f.repeats for f in ev.findings)  # lines a flood's scan left out
-    out = [
-        CollateralGroup.of(sig, [int(r) for r in g["ranks"]],  # type: ignore[call-overload]
-                           [str(h) for h in g["hosts"]], len(g["n"]) + repeats[sig])
-        for sig, g in groups.items()
-    ]
+            g[1].append(ev.reporter.host)
+        g[2][0] += 1 + sum(f.repeats for f in ev.findings)  # with the lines a flood's scan left out
+    out = [CollateralGroup.of(sig, [int(r) for r in set(ranks)], [str(h) for h in set(hosts)], n)
+           for sig, (ranks, hosts, (n,)) in groups.items()]
     return sorted(out, key=lambda g: -g.count)
 
 
 def _timeline(failures: Sequence[Event], root_events: set[int],
               offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    ordered = sorted(failures, key=lambda ev: (when(ev, offsets) or datetime.max.replace(tzinfo=None).astimezone(),
-                                               ev.best.order))
+    # the first MAX_TIMELINE as sorted() orders them (nsmallest is stable too), without a key for every event
+    # held at once
+    never = datetime.max.replace(tzinfo=None).astimezone()
+    ordered = heapq.nsmallest(MAX_TIMELINE, failures, key=lambda ev: (when(ev, offsets) or never, ev.best.order))
     entries = []
-    for ev in ordered[:MAX_TIMELINE]:
+    for ev in ordered:
         role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
         entries.append(TimelineEntry(time=when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
                                      signature=ev.signature.id, role=role, source=ev.best.source,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from operator import attrgetter
@@ -53,9 +53,9 @@ class Target:
 class Event:
     best: Finding
     signature: Signature
-    findings: list[Finding]
+    findings: Sequence[Finding]  # a tuple where build_events makes it: 16 bytes less a list (issue 23)
     reporter: Target
-    implicated: list[Target] = field(default_factory=list)
+    implicated: Sequence[Target] = ()
     unmapped_peer: str | None = None
     weight: float | None = None  # derived evidence (sequence numbers, dumps) carries its own weight and reason
     reason: str | None = None
@@ -255,11 +255,11 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
             continue
         reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
         reporter = targets.setdefault(reporter, reporter)
-        ordered = members if len(members) == 1 else sorted(members, key=_ORDER)
+        ordered = (best,) if len(members) == 1 else tuple(sorted(members, key=_ORDER))
         ev = Event(best, sig, ordered, reporter)
         _implicated(ev, ids)
         if ev.implicated:
-            ev.implicated = [targets.setdefault(t, t) for t in ev.implicated]
+            ev.implicated = tuple(targets.setdefault(t, t) for t in ev.implicated)
         # A traceback through such a frame usually ends in the timeout it led to, which is the event's best line.
         if waiting is not None and reporter.rank != 0:
             ev.waits_on = (_target(0, None, ids), waiting)

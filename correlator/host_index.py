@@ -27,7 +27,9 @@ class HostMap(dict[K, str]):
 
     def __init__(self, items: Mapping[K, str] | Iterable[tuple[K, str]] = (), /) -> None:
         super().__init__()
-        self._keys: dict[str, set[K]] = {}  # host -> the keys mapped to it (never an empty set)
+        # host -> the keys mapped to it, never none: a dict as a set (a set of a host's eight ranks takes twice
+        # a dict's bytes, and keys_on sorts them anyway; issue 23)
+        self._keys: dict[str, dict[K, None]] = {}
         self._by_short: dict[str, set[str]] = {}  # short name -> hosts that have a key
         self.update(items)
 
@@ -37,13 +39,13 @@ class HostMap(dict[K, str]):
     def _link(self, key: K, host: str) -> None:
         keys = self._keys.get(host)
         if keys is None:
-            keys = self._keys[host] = set()
+            keys = self._keys[host] = {}
             self._by_short.setdefault(short_name(host), set()).add(host)
-        keys.add(key)
+        keys[key] = None
 
     def _unlink(self, key: K, host: str) -> None:
         keys = self._keys[host]
-        keys.discard(key)
+        keys.pop(key, None)
         if not keys:
             del self._keys[host]
             hosts = self._by_short[short_name(host)]

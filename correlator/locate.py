@@ -62,8 +62,10 @@ def _line_key(f: Finding, ev: Event) -> tuple[str, str]:
 
 def job_size(failures: Sequence[Event], ids: IdentityMap, logged: set[int]) -> int:
     """The ranks the job is known to have: NCCL's nranks, and every rank seen reporting, logging or exiting."""
-    seen = {ev.reporter.rank for ev in failures} | set(logged) | {e.rank for e in ids.exits}
-    seen |= {e.rank for e in task_exits(failures, ids)}
+    seen: set[int | None] = set(logged)  # one set, added to: a rank's entry in three was this step's peak
+    seen.update(ev.reporter.rank for ev in failures)
+    seen.update(e.rank for e in ids.exits)
+    seen.update(e.rank for e in task_exits(failures, ids))
     seen.discard(None)
     return max(ids.world_size or 0, len(seen))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from operator import itemgetter
@@ -41,7 +42,8 @@ class SourceResult:
     context: list[ContextRecord] = field(default_factory=list)
     lines: int = 0
     bytes: int = 0
-    structured: list[Structured] = field(default_factory=list)  # a Flight Recorder dump or job metadata
+    # a Flight Recorder dump or job metadata; most sources have none, and share one empty tuple (issue 23)
+    structured: Sequence[Structured] = ()
 
 
 def _python_who_and_stamp(line: str, base: Who, owner: str | None, year: int) -> tuple[Who, Stamp | None]:
@@ -161,7 +163,7 @@ class SourceScanner:
             self._carry = b""
         self._held.finish()
         if found := self._structured.finish():
-            self.result.structured.append(found)
+            self.result.structured = [*self.result.structured, found]
         self.result.context = self._context.records()
         return self.result
 

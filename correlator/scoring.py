@@ -46,7 +46,7 @@ W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent fa
 SKEW_TOLERANCE = timedelta(seconds=2)
 
 
-@dataclass
+@dataclass(slots=True)  # one a rank: no dict each (issue 23)
 class Candidate:
     target: Target
     score: float = 0.0
@@ -71,12 +71,9 @@ class Candidate:
             # OOM killer's `Killed process <pid>`) or why; a code with a class of its own, more than a report
             code = "exit_code" in ev.best.fields or "signal" in ev.best.fields
             says = 0 if exit_report(ev) else 1 if ev.absence else 2 if code else 3
-            # The device or host under a process fails before the process does: between lines that weigh the same,
-            # a fault of the node (Xid 79) explains the rank's own (its watchdog's CUDA error), not the reverse.
-            # A wrapper (torch's `NCCL error in: ..., invalid usage`) carries what it wraps (NCCL's own WARN line,
-            # printed beside it): the wrapped line names the cause.
-            # What a process says of itself says more than the others' report naming it (the coordination
-            # service's "task:5 stopped sending heartbeats" beside task 5's own OOM).
+            # A wrapper (torch's `NCCL error in: ..., invalid usage`) says less than the NCCL line it wraps; what a
+            # process says of itself, more than others' report naming it (a lost task's own OOM, not the heartbeat
+            # report); and the node under a process fails first (Xid 79 explains the rank's CUDA error).
             return (says, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity],
                     1 if ev.signature.implicates is Implicates.SELF else 0, ev.signature.scope is Scope.NODE,
@@ -87,13 +84,13 @@ class Candidate:
 
 
 class Board:
-    """The suspects, keyed by rank when known, else by host."""
+    """The suspects, keyed by rank when known (the rank itself: no key tuple a rank), else by ("host", host)."""
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple[str, object], Candidate] = {}
+        self.by_key: dict[int | tuple[str, str | None], Candidate] = {}
 
     def get(self, target: Target) -> Candidate:
-        key: tuple[str, object] = ("rank", target.rank) if target.rank is not None else ("host", target.host)
+        key = target.rank if target.rank is not None else ("host", target.host)
         cand = self.by_key.get(key)
         if cand is None:
             cand = self.by_key[key] = Candidate(target)
@@ -106,7 +103,8 @@ class Board:
 
 
 def _own_fault(board: Board, events: list[Event]) -> None:
-    seen: set[tuple[int, str]] = set()
+    # signature -> ids of the candidates weighed for it: a (candidate, signature) tuple each was this step's peak
+    seen: dict[str, set[int]] = defaultdict(set)
     for ev in events:
         if (ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.about_peer
                 or ev.signature.implicates is not Implicates.SELF):
@@ -114,10 +112,10 @@ def _own_fault(board: Board, events: list[Event]) -> None:
         for target in ev.implicated:
             cand = board.get(target)
             cand.own_events.append(ev)
-            key = (id(cand), ev.signature.id)
-            if key in seen:
+            weighed = seen[ev.signature.id]
+            if id(cand) in weighed:
                 continue  # the same fault printed again on the same rank is not new evidence
-            seen.add(key)
+            weighed.add(id(cand))
             if exit_report(ev) or ev.weight == 0:
                 continue
             weight = W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity]
@@ -186,7 +184,7 @@ def _peer_blame(board: Board, peer_reporters: dict[Target, set[Target]]) -> None
 def _fold_hosts_into_ranks(board: Board) -> None:
     """Blame that names only a host (a peer address) goes to the rank on that host with a fault of its own."""
     for key, cand in list(board.by_key.items()):
-        if key[0] != "host" or cand.target.host is None:
+        if not isinstance(key, tuple) or cand.target.host is None:
             continue
         on_host = [c for c in board.by_key.values()
                    if c.target.rank is not None and c.target.host == cand.target.host and c.own_fault]

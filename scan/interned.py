@@ -11,6 +11,7 @@ reader sees. The memo lives as long as one scan; values that cannot be hashed st
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
@@ -34,9 +35,13 @@ class Interner:
         return self._texts.setdefault(text, text)
 
     def fields(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """The dict of equal items, values of the same types (1, 1.0 and True are equal keys, not equal fields)."""
+        """The dict of equal items, values of the same types (1, 1.0 and True are equal keys, not equal fields).
+        Its memo's key is one flat tuple, names and values then their types: a tuple an item as well cost twice
+        as much, and the memo holds a key for every distinct dict until the scan's end, the pool's peak (issue 23:
+        0.63 KB a rank at 8,192 ranks, of 22,641 dicts)."""
         try:
-            return self._fields.setdefault((*fields.items(), *map(type, fields.values())), fields)
+            return self._fields.setdefault((*chain.from_iterable(fields.items()), *map(type, fields.values())),
+                                           fields)
         except TypeError:  # a value that cannot be hashed (a list): kept as it is
             return fields
 

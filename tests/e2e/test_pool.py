@@ -197,7 +197,7 @@ def test_results_the_parent_cannot_read_fail_the_scan_instead_of_hanging(
     def scan(matcher: object, batch: list[tuple[int, Source, int, int]]) -> object:
         out = real(matcher, batch)  # type: ignore[arg-type]
         if os.getpid() != parent:
-            out[0][1].structured.append(_Unreadable())  # type: ignore[arg-type]
+            out[0][1].structured = [_Unreadable()]  # type: ignore[list-item]
         else:
             import time
 

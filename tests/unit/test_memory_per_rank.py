@@ -3,10 +3,14 @@
 tracemalloc counts the bytes the scan's results keep, and the peak while diagnose() correlates them, on the same
 kind of job at N and 4N ranks (every survivor naming the dead rank's address, as bench.sweep's trees); the bytes
 each added rank costs are (4N's - N's) / 3N, so start-up and the catalog cancel out. Measured on this code (Python
-3.11): 4.5 KB a rank kept, 7.6 KB at the peak; before an NCCL init line became one record (its bus on nccl_comm),
-a speaker's runs of SIGTERMed pids and `Using` lines one record a run (correlator/kept.py: grouped), and the
-differential view and the events shared their keys, rows and Targets, 5.06 and 8.3 KB (main at df1417e, which
-these bounds fail); before texts and field dicts were shared across sources (scan/interned.py), 7.6 and 11.2 KB.
+3.11): 4.47 KB a rank kept, 6.85 KB at the peak; before correlation's transient sets and sorts were cut (collateral
+groups, the timeline, before_cascade, the differential view, job_size, _own_fault), its per-event and per-rank
+lists and objects made smaller (an event's findings and targets tuples, Candidate slotted and keyed by its rank, a
+host's keys a dict, no empty list a source) and diagnose() let go of its lists once read, 4.54 and 7.68 KB (main
+at ee78fb3, which the peak bound fails); before an NCCL init line became one record, a speaker's runs of
+SIGTERMed pids and `Using` lines one record a run and the differential view and the events shared their keys,
+rows and Targets, 5.06 and 8.3 KB (df1417e); before texts and field dicts were shared across sources
+(scan/interned.py), 7.6 and 11.2 KB.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from simulate.training_logs import generate
 from sources.files import expand
 
 SMALL = 256
-MAX_KEPT_PER_RANK = 5_000  # bytes of scan results each added rank keeps
-MAX_PEAK_PER_RANK = 8_200  # bytes each added rank adds to the peak of scan and correlation
+MAX_KEPT_PER_RANK = 4_600  # bytes of scan results each added rank keeps
+MAX_PEAK_PER_RANK = 7_200  # bytes each added rank adds to the peak of scan and correlation
 
 
 def _traced(root: Path, ranks: int) -> tuple[int, int, int | None]:
