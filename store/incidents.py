@@ -281,6 +281,12 @@ class Store:
                 on_saved(SqlNotifyTx(s), new, current)
             return new, True
 
+    def close_chain(self, job_id: str, attempt: int, now: datetime,
+                    on_saved: OnSaved | None = None) -> Incident | None:
+        from store.attempts import close_chain  # it builds on this module's rows: imported here, not above
+
+        return close_chain(self, job_id, attempt, now, on_saved)
+
     def incident(self, incident_id: str) -> Incident | None:
         with self.session() as s:
             row = s.get(IncidentRow, incident_id)

@@ -163,6 +163,14 @@ class JobStore(Protocol):
         revision stays; the note becomes its changes."""
         ...
 
+    def close_chain(self, job_id: str, attempt: int, now: datetime,
+                    on_saved: OnSaved | None = None) -> Incident | None:
+        """Attempt `attempt` of the job succeeded: its latest earlier-attempt incident is resolved by it (or, one
+        resolved by hand, gets a revision saying the fix held), with `on_saved` in the same transaction. None
+        when there is none to close: no earlier incident, one of this attempt or a later one exists, or this
+        success was told already (a redelivered event)."""
+        ...
+
     def incident(self, incident_id: str) -> Incident | None: ...
 
     def incident_for_job(self, job_id: str) -> Incident | None:

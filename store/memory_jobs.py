@@ -234,6 +234,28 @@ class MemoryStore:
                 on_saved(tx, new, current)
             return new, True
 
+    def close_chain(self, job_id: str, attempt: int, now: datetime,
+                    on_saved: OnSaved | None = None) -> Incident | None:
+        with self._transaction() as (st, tx):
+            mine = [Incident.model_validate(i) for i in st.incidents.values() if i["job_id"] == job_id]
+            earlier = [i for i in mine if i.attempt < attempt]
+            if not earlier or any(i.attempt >= attempt for i in mine):
+                return None  # a success does not undo a failure that came after it
+            current = max(earlier, key=lambda i: i.attempt)
+            line = f"Attempt {attempt} of job {job_id} succeeded"
+            if any(c.startswith(line) for c in current.changes):
+                return None  # told already: a redelivered event
+            if current.state == "resolved":
+                new = current.model_copy(update={"revision": current.revision + 1, "updated_at": now,
+                                                  "changes": [f"{line}: the fix held"]})
+            else:  # resolving is not a new diagnosis: the revision stays
+                new = current.model_copy(update={"state": "resolved", "updated_at": now,
+                                                  "changes": [f"{line}: resolved by the job's own recovery"]})
+            _write(st, new, revised=new.revision != current.revision)
+            if on_saved is not None:
+                on_saved(tx, new, current)
+            return new
+
     def incident(self, incident_id: str) -> Incident | None:
         with self._lock:
             return _get(self._st, incident_id)

@@ -1,5 +1,6 @@
 """The Pipeline on the in-memory store (store.testing.MemoryStore) diagnoses as on SQLite: the same incident,
-revised by a late shard the same way, with no database. What lets the pipeline's unit tests run without one."""
+revised by a late shard and closed by the next attempt's success the same way, with no database: what lets the
+pipeline's unit tests run without one."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ OOM = ("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2
 def _run(store: Any) -> list[tuple[object, ...]]:
     clock = ManualClock(T0)
     scheduler = RecordingScheduler()
-    # Pipeline is typed with the SQL Store (close_chain, dead letters still take it); MemoryStore keeps to the
-    # JobStore and PayloadStore ports, which is all the calls below reach.
+    # Pipeline is typed with the SQL Store (its callers reach dead letters and the sweep through it); MemoryStore
+    # keeps to the JobStore and PayloadStore ports, which is all the Pipeline's own calls reach.
     pipe = Pipeline(cast(Store, store), default_matcher(), scheduler, clock)
     pipe.accept_job(JobEvent.model_validate({"job_id": "j", "state": "failed", "world_size": 4,
                                              "rank_hosts": {"0": "n1", "1": "n1", "2": "n2", "3": "n2"}}))
@@ -41,6 +42,9 @@ def _run(store: Any) -> list[tuple[object, ...]]:
     clock.advance(11)
     again = pipe.correlate("j")
     seen.append((again.revision, again.changes) if again else None)
+    pipe.accept_job(JobEvent.model_validate({"job_id": "j", "state": "succeeded", "attempt": 1}))
+    closed = store.incident_for_job("j")  # attempt 1's success closed attempt 0's incident
+    seen.append((closed.state, closed.revision, closed.changes) if closed else None)
     return [*seen, tuple(scheduler.calls)]  # when each correlation was asked for, too
 
 

@@ -331,6 +331,43 @@ def test_resolving_keeps_the_revision_and_is_told_once(store: Both) -> None:
     assert seen == [("resolved", "open")] and len(store.revisions(incident_id("j"))) == 1
 
 
+def test_a_succeeding_attempt_closes_the_latest_earlier_incident_once(store: Both) -> None:
+    store.record_job(job(), T0)
+    store.save_incident("j", always(incident(2)))
+    later = T0 + timedelta(hours=1)
+    seen: list[tuple[str, str | None]] = []
+
+    def hook(tx: NotifyTx, new: Incident, old: Incident | None) -> None:
+        seen.append((new.state, old.state if old else None))
+    closed = store.close_chain("j", 1, later, hook)
+    assert closed is not None and (closed.state, closed.revision, closed.updated_at) == ("resolved", 2, later)
+    assert closed.changes == ["Attempt 1 of job j succeeded: resolved by the job's own recovery"]
+    assert store.incident(incident_id("j")) == closed and seen == [("resolved", "open")]
+    assert store.close_chain("j", 1, later, hook) is None  # a redelivered event: told already
+    assert len(store.revisions(incident_id("j"))) == 1 and len(seen) == 1
+
+
+def test_a_success_after_a_fix_says_the_fix_held_in_a_new_revision(store: Both) -> None:
+    store.record_job(job(), T0)
+    store.save_incident("j", always(incident()))
+    store.resolve(incident_id("j"), "raised the limit", T0)
+    held = store.close_chain("j", 2, T0 + timedelta(hours=1))
+    assert held is not None and (held.state, held.revision) == ("resolved", 2)
+    assert held.changes == ["Attempt 2 of job j succeeded: the fix held"]
+    assert [r[0] for r in store.revisions(held.id)] == [1, 2]
+
+
+def test_a_success_closes_nothing_of_its_own_attempt_or_a_later_one(store: Both) -> None:
+    assert store.close_chain("j", 1, T0) is None  # no incident at all
+    store.record_job(job(), T0)
+    store.save_incident("j", always(incident()))
+    assert store.close_chain("j", 0, T0) is None  # the failed attempt itself: its diagnosis stands
+    store.record_job(job(attempt=2), T0)
+    store.save_incident("j", always(incident(attempt=2)))
+    assert store.close_chain("j", 1, T0) is None  # attempt 2 failed after attempt 1's success
+    assert store.incident(incident_id("j")) == incident()
+
+
 def test_fixed_before_finds_a_resolved_root_cause_on_the_same_host_and_gpu(store: Both) -> None:
     for job_id, gpu in (("a", "0000:3b:00"), ("open", None)):
         store.record_job(job(job_id), T0)
