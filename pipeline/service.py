@@ -23,7 +23,6 @@ from schemas.errors import PermanentError
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
 from sources.shard_data import decode_shard_data, inflate
-from store.attempts import close_chain
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
 from store.ports import ShardPayload, ShardRef
@@ -71,7 +70,7 @@ class Pipeline:
         with tracing.span("firstfault.record_job", headers, job_id=event.job_id, state=event.state):
             self.store.record_job(event, self.clock())
             if event.state == "succeeded" and event.attempt > 0:
-                closed = close_chain(self.store, event.job_id, event.attempt, self.clock(), self.on_saved)
+                closed = self.store.close_chain(event.job_id, event.attempt, self.clock(), self.on_saved)
                 if closed is not None:
                     log.info("job %s attempt %d succeeded: incident %s closed", event.job_id, event.attempt,
                              closed.id)

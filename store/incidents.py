@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -24,11 +23,15 @@ from schemas.wire import JobEvent, merged
 from store import progress
 from store.db import make_engine, migrate
 from store.gpus import gpu_of
+from store.job_ports import STALE, JobStore, Recorded, recorded
+from store.job_ports import JobProgress as JobProgress  # re-exported: the pipeline names them by this module
+from store.job_ports import JobView as JobView
 from store.notify_sql import SqlNotifyTx, not_storable
 from store.payloads import SqlPayloadStore
+from store.ports import NotifyStore
 from store.ports import OnSaved as OnSaved  # re-exported: the pipeline and runtime name the hook by this module
 from store.ports import Regressed as Regressed
-from store.progress import STALE, Recorded, recorded, shard_values
+from store.progress import shard_values
 from store.tables import IncidentRow, JobRow, RevisionRow, ShardRow
 
 
@@ -37,27 +40,6 @@ def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
-
-
-@dataclass(frozen=True)
-class JobView:
-    event: JobEvent | None
-    failed_at: datetime | None
-    correlate_at: datetime | None
-    shards: list[StoredShard]
-    changes: int = 0  # the job's change counter when read (JobRow.changes)
-    correlated: int = -1  # the counter the last correlation read
-
-
-@dataclass(frozen=True)
-class JobProgress:
-    event: JobEvent | None
-    failed_at: datetime | None
-    counts: Progress
-    seen: set[SourceKey]  # filled only when the counts say the job may be complete
-    complete: set[SourceKey]
-    changes: int  # JobRow.changes: every shard and event stored adds one
-    correlated: int  # the changes the last committed correlation read
 
 
 class Store:
@@ -299,6 +281,12 @@ class Store:
                 on_saved(SqlNotifyTx(s), new, current)
             return new, True
 
+    def close_chain(self, job_id: str, attempt: int, now: datetime,
+                    on_saved: OnSaved | None = None) -> Incident | None:
+        from store.attempts import close_chain  # it builds on this module's rows: imported here, not above
+
+        return close_chain(self, job_id, attempt, now, on_saved)
+
     def incident(self, incident_id: str) -> Incident | None:
         with self.session() as s:
             row = s.get(IncidentRow, incident_id)
@@ -393,3 +381,8 @@ def _incident(row: IncidentRow) -> Incident:
         "changes": row.changes, "verification": row.verification, "repeats": row.repeats or 0,
         "regression_of": row.regression_of, "regressed_by": row.regressed_by,
     })
+
+
+if TYPE_CHECKING:  # mypy holds the adapter to its ports (store/job_ports.py, store/ports.py)
+    _jobs: type[JobStore] = Store
+    _notify: type[NotifyStore] = Store

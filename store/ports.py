@@ -1,8 +1,8 @@
 """The notification store port: what the notifiers, the API and the CLI need of storage, and nothing of SQL.
 
 Two implementations: ``store.notify_sql`` (SQLite or PostgreSQL, through ``Store.notify()``) and the in-memory
-``store.testing.MemoryNotifyStore``. ``tests/store/test_notify_contract.py`` runs one suite against each, so a
-caller written against this port behaves the same on either.
+``store.testing.MemoryNotifyStore`` (store/memory_notify.py). ``tests/store/test_notify_contract.py`` runs one
+suite against each, so a caller written against this port behaves the same on either.
 
 Everything happens inside a transaction (``NotifyStore.notify()``): the outbox rows of an incident revision commit
 or roll back with the incident (the store's ``on_saved`` hook receives the incident's own transaction), and a

@@ -10,20 +10,19 @@ when its eof arrived and every seq up to it; the full readiness check reads thes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
-from correlator.jobs import Expected, Progress, may_be_complete
+from correlator.jobs import Expected, Progress
 from correlator.shards import SourceKey
 from schemas.wire import JobEvent
+from store.job_ports import Counted
 from store.payloads import DROP, drop_params
 from store.tables import JobRow, ShardRow, SourceRow
-
-STALE = timedelta(minutes=10)  # a pending correlation overdue by more than this is taken as lost
 
 JOBS = JobRow.__table__.c  # type: ignore[attr-defined]
 SHARDS = ShardRow.__table__  # type: ignore[attr-defined]
@@ -41,14 +40,6 @@ _RANK_ENDED = (sa.select(_c.source_token).where(_c.job_id == sa.bindparam("k_job
 _JOB_COUNTS = (JobRow.__table__.update().where(JOBS.job_id == sa.bindparam("k_job"))  # type: ignore[attr-defined]
                .values(sources=sa.bindparam("n_sources"), ended_sources=sa.bindparam("n_ended"),
                        ended_ranks=sa.bindparam("n_ranks"), changes=JOBS.changes + sa.bindparam("n_changes")))
-
-
-@dataclass(frozen=True)
-class Counted:
-    """A fresh shard, counted: its source's state and, when the job's row exists, the job's."""
-
-    complete: bool  # the shard's source: its eof and every seq before it are stored
-    job: tuple[datetime | None, Expected, Progress] | None  # the pending correlation's due time, and the counts
 
 
 def record(conn: Connection, shard: dict[str, Any], key: SourceKey, drop_payload: bool = False) -> Counted:
@@ -201,37 +192,6 @@ def sources(s: Session, job_id: str) -> tuple[set[SourceKey], set[SourceKey]]:
     rows = s.execute(sa.select(c.stream, c.rank, c.host, c.name, c.complete).where(c.job_id == job_id)).all()
     seen = {SourceKey(stream, rank, host, name): done for stream, rank, host, name, done in rows}
     return set(seen), {key for key, done in seen.items() if done}
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """What storing a shard found: whether it was new, and what deciding whether it matters needs."""
-
-    fresh: bool
-    settled: bool = False  # a correlation is pending and the shard's source is still incomplete
-    pending: tuple[Expected, Progress] | None = None  # the job's expectation and counts, while one is pending
-
-    @property
-    def decides(self) -> bool:
-        """Whether the shard may decide anything: a redelivery always re-evaluates (the worker that stored it may
-        have died before scheduling); a fresh one not while a correlation is pending and it cannot complete the
-        job: not one of a source that stays incomplete, nor any while too few sources have ended (counted, not
-        read). Skipping the job-wide check then keeps a 1,024-rank job linear in its shards."""
-        if not self.fresh:
-            return True
-        return not (self.settled or (self.pending is not None and not may_be_complete(*self.pending)))
-
-
-def recorded(counted: Counted, now: datetime) -> Recorded:
-    if counted.job is None or counted.job[0] is None:  # no correlation pending: nothing is settled
-        return Recorded(True)
-    if not counted.complete:
-        return Recorded(True, settled=True)
-    pending, expected, counts = counted.job
-    assert pending is not None  # checked above
-    at = pending if pending.tzinfo else pending.replace(tzinfo=UTC)  # SQLite hands datetimes back naive
-    stale = at < now - STALE  # taken as lost: the caller looks again
-    return Recorded(True, pending=None if stale else (expected, counts))
 
 
 def shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],

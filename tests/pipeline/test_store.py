@@ -1,10 +1,11 @@
-"""The store on SQLite and on PostgreSQL: one suite, both engines."""
+"""What only the SQL store has, on SQLite and on PostgreSQL: its migrations and the counters' tables. What every
+JobStore promises (the in-memory one too) is tests/store/test_job_contract.py."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -12,8 +13,6 @@ from alembic.runtime.migration import MigrationContext
 from sqlmodel import SQLModel
 
 from correlator.shards import SourceKey
-from schemas.diagnosis import Diagnosis, RootCause
-from schemas.incident import Incident, incident_id
 from store.incidents import Store
 from tests.pipeline.helpers import failed_job
 
@@ -42,162 +41,6 @@ def test_migrating_twice_is_harmless(db_url: str) -> None:
     again = Store.open(db_url)
     again.record_job(failed_job("j"), T0)
     again.close()
-
-
-def test_a_redelivered_shard_is_kept_once(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-    assert store.record_shard("j", KEY, 0, False, SCANNED, T0).fresh is True
-    assert store.record_shard("j", KEY, 0, False, SCANNED, T0).fresh is False
-    assert store.record_shard("j", KEY, 1, True, SCANNED, T0).fresh is True
-    view = store.job("j")
-    assert sorted((s.seq, s.eof) for s in view.shards) == [(0, False), (1, True)]
-    assert view.shards[0].key == KEY
-
-
-def test_failed_at_is_when_the_failure_arrived_not_redeliveries(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-    store.record_job(failed_job("j"), T0 + timedelta(minutes=5))
-    assert store.job("j").failed_at == T0
-    store.record_job(failed_job("j", attempt=1), T0 + timedelta(minutes=9))
-    assert store.job("j").failed_at == T0 + timedelta(minutes=9)
-    store.record_job(failed_job("j", attempt=0, state="succeeded"), T0 + timedelta(minutes=10))
-    assert store.job("j").event.attempt == 1  # type: ignore[union-attr]
-
-
-def test_schedule_enqueues_only_an_earlier_correlation(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-    assert store.schedule("j", T0 + timedelta(seconds=30), T0)
-    assert not store.schedule("j", T0 + timedelta(seconds=40), T0)
-    assert store.schedule("j", T0 + timedelta(seconds=5), T0)
-    store.unschedule("j")
-    assert store.job("j").correlate_at is None
-    assert store.schedule("j", T0 + timedelta(seconds=40), T0 + timedelta(seconds=6))
-
-
-def _incident(revision: int, rank: int) -> Incident:
-    diag = Diagnosis(verdict="diagnosed", root_cause=RootCause(signature="xid.79", title="t", category="gpu",
-                                                               rank=rank, host="n1", confidence=0.9, tags=["xid"]))
-    return Incident(id=incident_id("j"), job_id="j", team="llm", revision=revision, created_at=T0,
-                    updated_at=T0 + timedelta(seconds=revision), diagnosis=diag,
-                    changes=[f"rev {revision}"] if revision > 1 else [])
-
-
-def test_incident_revisions_are_kept_and_the_hook_runs_in_the_transaction(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-    seen: list[tuple[int, int | None]] = []
-    hook = lambda session, new, old: seen.append((new.revision, old.revision if old else None))  # noqa: E731
-    store.save_incident("j", lambda cur: _incident(1, 3), hook)
-    store.save_incident("j", lambda cur: None, hook)  # nothing changed: nothing written, no hook
-    store.save_incident("j", lambda cur: _incident(cur.revision + 1, 5) if cur else None, hook)
-    inc = store.incident_for_job("j")
-    assert inc is not None and inc.revision == 2 and inc.rank == 5 and inc.tags == ["xid"]
-    assert seen == [(1, None), (2, 1)]
-    assert [r[0] for r in store.revisions(inc.id)] == [1, 2]
-    assert store.incidents()[0].id == inc.id
-
-
-def test_a_failing_hook_rolls_the_incident_back(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-
-    def boom(*_: object) -> None:
-        raise RuntimeError("outbox write failed")
-
-    with pytest.raises(RuntimeError):
-        store.save_incident("j", lambda cur: _incident(1, 3), boom)
-    assert store.incident_for_job("j") is None
-
-
-def test_an_overdue_correlation_is_not_enqueued_again_until_it_looks_lost(store: Store) -> None:
-    # A busy worker holds the countdown task past its due time; every shard it then stores must not add another.
-    store.record_job(failed_job("j"), T0)
-    assert store.schedule("j", T0 + timedelta(seconds=30), T0)
-    later = T0 + timedelta(seconds=45)
-    assert not store.schedule("j", T0 + timedelta(seconds=30), later)
-    lost = T0 + timedelta(minutes=30)
-    assert store.schedule("j", T0 + timedelta(seconds=30), lost)
-
-
-def test_settled_means_pending_and_this_source_still_incomplete(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-    assert not store.record_shard("j", KEY, 0, False, SCANNED, T0).settled  # nothing pending: the caller decides
-    store.schedule("j", T0 + timedelta(seconds=30), T0)
-    assert store.record_shard("j", KEY, 1, False, SCANNED, T0).settled
-    store.record_shard("j", KEY, 4, True, SCANNED, T0)
-    assert store.record_shard("j", KEY, 2, False, SCANNED, T0).settled  # eof arrived, seq 3 still missing
-    assert not store.record_shard("j", KEY, 3, False, SCANNED, T0).settled  # the gap is filled: it completed
-
-
-def test_a_job_view_without_scans_carries_no_findings(store: Store) -> None:
-    store.record_job(failed_job("j"), T0)
-    store.record_shard("j", KEY, 0, True, SCANNED, T0)
-    assert store.job("j", scans=False).shards[0].scanned == {}
-    assert store.job("j").shards[0].scanned == SCANNED
-
-
-def test_pending_progress_counts_sources_the_ended_ones_and_their_ranks(store: Store) -> None:
-    store.record_job(failed_job("j", world_size=4), T0)
-    other = SourceKey("stdout", 5, "node002", "node002/rank5.log")
-    dmesg = SourceKey("dmesg", None, "node001", "node001.dmesg")
-    store.record_shard("j", KEY, 0, False, SCANNED, T0)
-    store.record_shard("j", KEY, 2, True, SCANNED, T0)  # ended, seq 1 missing: counted as ended all the same
-    store.record_shard("j", other, 0, False, SCANNED, T0)
-    assert store.record_shard("j", dmesg, 0, True, SCANNED, T0).pending is None  # nothing pending: must look
-    store.schedule("j", T0 + timedelta(seconds=30), T0)
-    found = store.record_shard("j", dmesg, 1, True, SCANNED, T0).pending
-    assert found is not None
-    event, progress = found
-    assert event is not None and event.world_size == 4
-    assert (progress.sources, progress.ended, progress.ended_ranks) == (3, 2, 1)
-    lost = store.record_shard("j", dmesg, 2, True, SCANNED, T0 + timedelta(hours=1))
-    assert lost.pending is None  # overdue that long: taken as lost
-
-
-def test_recording_a_shard_says_in_the_same_transaction_what_deciding_needs(store: Store) -> None:
-    store.record_job(failed_job("j", world_size=4), T0)
-    first = store.record_shard("j", KEY, 0, False, SCANNED, T0)
-    assert (first.fresh, first.settled, first.pending) == (True, False, None)  # nothing pending: look
-    assert not store.record_shard("j", KEY, 0, False, SCANNED, T0).fresh  # a redelivery
-    store.schedule("j", T0 + timedelta(seconds=30), T0)
-    assert store.record_shard("j", KEY, 1, False, SCANNED, T0).settled  # its source is still open
-    ended = store.record_shard("j", KEY, 2, True, SCANNED, T0)
-    assert ended.fresh and not ended.settled and ended.pending is not None
-    event, progress = ended.pending
-    assert event is not None and (progress.sources, progress.ended, progress.ended_ranks) == (1, 1, 1)
-    assert len(store.job("j").shards) == 3  # every fresh shard was kept, the redelivery once
-
-
-def _counts(store: Store, job_id: str) -> tuple[object, ...]:
-    found = store.job_progress(job_id)
-    return found.counts, found.seen, found.complete, found.changes
-
-
-def test_a_batch_of_shards_counts_as_the_same_shards_one_by_one(store: Store) -> None:
-    """accept_shards stores a queue's shards in one transaction: the job's counters and sources must come out
-    as storing them one at a time leaves them, batch boundaries anywhere (two sources of one rank, a gap filled
-    in a later batch, a source without a rank), and a redelivery among them is kept once."""
-    import random
-
-    keys = [SourceKey(stream, rank, f"node{rank // 4}", f"node{rank // 4}/rank{rank}.{stream}")
-            for rank in range(8) for stream in ("stdout", "stderr")] + [SourceKey("dmesg", None, "node0", "dmesg")]
-    shards = [(key, seq, seq == 2, SCANNED) for key in keys for seq in range(3)]
-    random.Random(7).shuffle(shards)
-    for job_id in ("one", "batched"):
-        store.record_job(failed_job(job_id, world_size=8), T0)
-        store.schedule(job_id, T0 + timedelta(seconds=30), T0)
-    held = [s for s in shards if s[0].rank == 5 and s[1] == 1]  # rank 5's middle shards, in the last batch
-    rest = [s for s in shards if s not in held]
-    for key, seq, eof, scanned in rest + held:
-        store.record_shard("one", key, seq, eof, scanned, T0)
-    fresh, _ = store.record_shards("batched", rest[:20], T0)
-    assert fresh == [True] * 20
-    store.record_shards("batched", rest[20:], T0)
-    waiting = store.job_progress("batched")
-    assert waiting.counts.ended_ranks == 8 and len(waiting.seen) == len(keys)  # the counts allow the check
-    assert {k.rank for k in waiting.seen - waiting.complete} == {5}  # rank 5 ended, its middle shards missing
-    fresh, decides = store.record_shards("batched", [*held, rest[0]], T0)  # rest[0] again: a redelivery
-    assert fresh == [True, True, False] and decides
-    assert _counts(store, "batched") == _counts(store, "one")
-    assert len(store.job("batched").shards) == len(shards)
 
 
 def test_the_shards_stored_before_the_sources_table_are_counted_by_its_migration(db_url: str) -> None:
