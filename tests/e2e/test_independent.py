@@ -1,7 +1,8 @@
-"""Accuracy on jobs written by bench/independent (a generator that shares none of firstfault's code or
-assumptions): a ratchet on its seed 1, which the 2026-12-03 session tuned against (docs/accuracy.md). Other
-seeds are its unseen instances: measure them with `python -m bench.independent.generate OUT --seed N` and the
-corpus's score.py, and do not tune on them.
+"""Accuracy on jobs written by bench/independent and bench/independent2 (generators that share none of
+firstfault's code or assumptions, each written blind from the upstream formats): a ratchet on each one's seed 1,
+which the sessions tuned against (docs/accuracy.md). Other seeds are their unseen instances: measure them with
+`python -m bench.independent.generate OUT --seed N` (or bench.independent2) and the corpus's score.py, and do not
+tune on them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.independent.generate import generate
+from bench.independent.generate import generate as generate_one
+from bench.independent2.generate import generate as generate_two
 from scan.engine import default_matcher
 from tests.corpus import corpus_dir
 from tests.e2e.scoring import class_ok, initiating_ok, root_cause
@@ -24,14 +26,23 @@ JOBS = 60
 # each: nothing says which is the odd one) where the label names one of them. 2026-12-03 20:35: initiating 43 -> 45
 # (an Xid's pid, and a Kubernetes node's Xid looked up in the one pod the node ran: correlator/pod_nodes.py);
 # 20:45: 45 -> 46 (the host the TCPStore clients lost is rank 0's where no line places rank 0).
-MIN_CLASS, MIN_INITIATING, MAX_WRONG_AT_0_9 = 57, 46, 0
+# bench/independent2 seed 1 (10 launch layouts, 21 kinds), written 2026-12-07: class 46 and initiating 25 of the 57
+# labels naming a rank or host at that session's start; 52 and 40 at its end (JAX's coordination-service report
+# and the task it names placed by elimination, Ray Train's worker table, spawn's carried errors, XLA's OOM).
+FLOORS = {"independent": (57, 46), "independent2": (52, 40)}
+MAX_WRONG_AT_0_9 = 0
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")
 
 
-def test_independent_generator_accuracy_does_not_regress(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", sorted(FLOORS))
+def test_independent_generator_accuracy_does_not_regress(which: str, tmp_path: Path) -> None:
     assert CORPUS is not None
-    generate(str(tmp_path), 1, JOBS)
+    min_class, min_initiating = FLOORS[which]
+    if which == "independent":
+        generate_one(str(tmp_path), 1, JOBS)
+    else:
+        generate_two(tmp_path, 1, JOBS)
     cmap = json.loads((CORPUS / "class_map.json").read_text())
     labels = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines() if line]
     matcher = default_matcher()
@@ -46,7 +57,7 @@ def test_independent_generator_accuracy_does_not_regress(tmp_path: Path) -> None
         if ok_ini is False and float(rc.get("confidence") or 0) >= 0.9:
             wrong_at_0_9.append(lab["id"])
         if not ok_class or ok_ini is False:
-            misses.append((lab["id"], lab["kind"], rc.get("signature"), rc.get("rank"), rc.get("host")))
-    assert right_class >= MIN_CLASS, misses
-    assert right_ini >= MIN_INITIATING, misses
+            misses.append((lab["id"], lab.get("kind"), rc.get("signature"), rc.get("rank"), rc.get("host")))
+    assert right_class >= min_class, misses
+    assert right_ini >= min_initiating, misses
     assert len(wrong_at_0_9) <= MAX_WRONG_AT_0_9, wrong_at_0_9
