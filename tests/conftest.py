@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.store.backends import sql_store
+
 BROKER = "redis://127.0.0.1:6379/9"  # Celery tests: each uses its own key prefix and queue
 PG_ADMIN = os.environ.get("FIRSTFAULT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -71,17 +73,12 @@ def db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def notify_store(request: pytest.FixtureRequest) -> Iterator[object]:
     """Each NotifyStore implementation (store/ports.py): the in-memory one, SQLite, and PostgreSQL (integration)."""
-    from store.incidents import Store
     from store.testing import MemoryNotifyStore
 
     if request.param == "memory":
         yield MemoryNotifyStore()
         return
-    if request.param == "sqlite":
-        opened = Store.open(str(request.getfixturevalue("sqlite_url")))
-    else:
-        request.applymarker(pytest.mark.integration)
-        opened = Store.open(str(request.getfixturevalue("fresh_pg_url")))
+    opened = sql_store(request)
     yield opened
     opened.close()
 

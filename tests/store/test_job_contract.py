@@ -22,6 +22,7 @@ from schemas.subscription import Match, Subscription, Target
 from schemas.wire import JobEvent
 from store.job_ports import JobStore
 from store.ports import NotifyStore, NotifyTx
+from tests.store.backends import sql_store
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 KEY = SourceKey("stdout", 3, "node001", "node001/rank3.log")
@@ -34,17 +35,12 @@ class Both(JobStore, NotifyStore, Protocol):
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest) -> Iterator[Both]:
-    from store.incidents import Store
     from store.testing import MemoryStore
 
     if request.param == "memory":
         yield MemoryStore()
         return
-    if request.param == "sqlite":
-        opened = Store.open(str(request.getfixturevalue("sqlite_url")))
-    else:
-        request.applymarker(pytest.mark.integration)
-        opened = Store.open(str(request.getfixturevalue("fresh_pg_url")))
+    opened = sql_store(request)
     yield opened
     opened.close()
 

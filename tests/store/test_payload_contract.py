@@ -16,6 +16,7 @@ import pytest
 
 from schemas.wire import Compression
 from store.ports import PayloadStore, ShardPayload, ShardRef
+from tests.store.backends import sql_store
 
 NOW = datetime(2026, 12, 4, 14, 0, tzinfo=UTC)
 BINARY = bytes(range(256)) * 3 + b"\x00 not UTF-8 \xff\n"  # what compressed data looks like
@@ -38,18 +39,13 @@ class Case:
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def case(request: pytest.FixtureRequest) -> Iterator[Case]:
-    from store.incidents import Store
     from store.testing import MemoryPayloadStore
 
     if request.param == "memory":
         memory = MemoryPayloadStore()
         yield Case(memory, memory.record)
         return
-    if request.param == "sqlite":
-        opened = Store.open(str(request.getfixturevalue("sqlite_url")))
-    else:
-        request.applymarker(pytest.mark.integration)
-        opened = Store.open(str(request.getfixturevalue("fresh_pg_url")))
+    opened = sql_store(request)
 
     def record(refs: Sequence[ShardRef]) -> None:
         scanned = {"lines": 1, "bytes": 5, "findings": [], "context": []}
