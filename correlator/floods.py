@@ -27,6 +27,12 @@ MAX_ROWS = 4096
 NAMING_FIELDS = ("host", "rank", "ranks", "pid", "local_rank", "pci", "peer")
 
 
+def in_event_key(signature: str, fields: dict[str, Any]) -> tuple[Any, ...]:
+    """What MAX_IN_EVENT counts within one event: a signature's lines about one rank, host or peer. A run of lines
+    each about another one (srun's `HOST: tasks N-M: Exited ...` for every node of a large job) is not a repeat."""
+    return (signature, *(fields.get(name) for name in NAMING_FIELDS))
+
+
 class Fate(Enum):
     KEEP = "keep"
     HOLD = "hold"  # kept only if the next finding joins its event
@@ -42,24 +48,25 @@ class Floods:
     def __init__(self) -> None:
         self._kept = 0
         self._event = -1
-        self._in_event: dict[str, int] = {}  # signature -> findings kept in the current event
+        self._in_event: dict[tuple[Any, ...], int] = {}  # in_event_key -> findings kept in the current event
         self._rows: dict[tuple[Any, ...], list[Any]] = {}  # row -> [events kept that began with it, the last one]
         self._last_row: tuple[Any, ...] | None = None  # the row of the finding just kept, if it was read
-        self._held: tuple[str, tuple[Any, ...]] | None = None  # (signature, row) of the finding held back
+        self._held: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None  # (in-event key, row) of the one held back
 
     def fate(self, signature: str, event: int, line_no: int, who: Who, text: str, fields: dict[str, Any]) -> Fate:
         self._last_row = None
         if event != self._event:
             self._event = event
             self._in_event.clear()
-        seen = self._in_event.get(signature, 0)
+        key = in_event_key(signature, fields)
+        seen = self._in_event.get(key, 0)
         if seen >= MAX_IN_EVENT:
             return Fate.DROP
         if event == line_no and self._kept >= FLOOD_AFTER:
             row = (signature, who, shape(text)[0], *(fields.get(name) for name in NAMING_FIELDS))
             entry = self._rows.get(row)
             if entry is not None and entry[0] >= MAX_REPEATS:
-                self._held = (signature, row)
+                self._held = (key, row)
                 return Fate.HOLD
             if entry is not None:
                 entry[0] += 1
@@ -67,7 +74,7 @@ class Floods:
             elif len(self._rows) < MAX_ROWS:
                 self._rows[row] = [1, None]
                 self._last_row = row
-        self._in_event[signature] = seen + 1
+        self._in_event[key] = seen + 1
         self._kept += 1
         return Fate.KEEP
 
@@ -80,9 +87,9 @@ class Floods:
     def held_kept(self) -> None:
         """The held finding was kept after all (the next one joined its event)."""
         if self._held is not None:
-            signature, _ = self._held
+            key, _ = self._held
             self._held = None
-            self._in_event[signature] = self._in_event.get(signature, 0) + 1
+            self._in_event[key] = self._in_event.get(key, 0) + 1
             self._kept += 1
 
     def held_dropped(self) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 from catalog.matcher import Matcher
 from correlator.continuation import MAX_EVENT_GAP, lines_between_continue
 from correlator.flight_recorder import looks_like_dump
-from correlator.floods import MAX_IN_EVENT
+from correlator.floods import MAX_IN_EVENT, in_event_key
 from correlator.held import HeldFindings, SignatureLine
 from correlator.kept import KeptContext
 from correlator.reading import SourceResult, SourceScanner
@@ -149,17 +149,19 @@ class _PieceScanner(SourceScanner):
     """Scans one piece; keeps its signature lines for the parent's HeldFindings instead of folding them, each with
     whether it continues the event of the one before (for the piece's first: the gaps across which it would).
 
-    Except the certain drops: a signature's 18th line and later within one event (a rank printing the same
-    timeout line on and on: one event). HeldFindings keeps at most MAX_IN_EVENT of a signature's lines in an event
-    after its first line, whatever came before, and a line that deep in an event resolves no held line; what it
-    changes, the order count and the last line's place, the parent is told (dropped counts, last_event). Past
-    MAX_PIECE_LINES lines to send (floods of one-line events), the piece gives up: see PieceResult.overflow."""
+    Except the certain drops: a signature's 18th line and later within one event about one rank, host or peer (a
+    rank printing the same timeout line on and on: one event; floods.in_event_key). HeldFindings keeps at most
+    MAX_IN_EVENT of those lines in an event after its first line, whatever came before, and a line that deep in an
+    event resolves no held line; what it changes, the order count and the last line's place, the parent is told
+    (dropped counts, last_event). Past MAX_PIECE_LINES lines to send (floods of one-line events), the piece gives
+    up: see PieceResult.overflow."""
 
     def __init__(self, matcher: Matcher, name: str, year: int) -> None:
         super().__init__(matcher, name, who_from_path(name), year, 0, fold_context=True)
         self._structured = _NoSniff(name, None)
         self.signature_lines: list[tuple[Any, ...]] = []
-        self._in_event: dict[str, int] = {}  # signature -> its lines in the current event (a lower bound: see above)
+        self._in_event: dict[tuple[Any, ...], int] = {}  # in_event_key -> its lines in the current event (a lower
+        # bound: see above)
         self._dropped = 0  # certain drops since the last line sent
 
     def _signature_line(self, buffer: bytes, start: int, line: SignatureLine) -> None:
@@ -172,7 +174,8 @@ class _PieceScanner(SourceScanner):
         self._held.last_event = (line_no, who)  # what _continues_event reads
         if continues is not True:
             self._in_event.clear()
-        seen = self._in_event[sig.id] = self._in_event.get(sig.id, 0) + 1
+        key = in_event_key(sig.id, fields)
+        seen = self._in_event[key] = self._in_event.get(key, 0) + 1
         if seen > MAX_IN_EVENT + 1:
             self._dropped += 1
             return

@@ -100,3 +100,24 @@ def test_torchs_wrapper_before_ncclss_last_error_still_names_the_version_check(
     assert main(["diagnose", str(F.write(tmp_path, {"slurm-7805830.out": lines})), "--format", "json"]) == 0
     rc = json.loads(capsys.readouterr().out)["root_cause"]
     assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)
+
+
+def test_a_large_jobs_srun_exit_lines_all_place_their_nodes(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """srun prints one exit line per node at the end, in one run (one event): the odd node's line is the 19th.
+    Each line is about another node, so none is a repeat of another (correlator/floods.py in_event_key), and the
+    node running the other release is still placed."""
+    job = F.Job(hosts=tuple(f"h100-{200 + i}" for i in range(20)), per_host=2)
+    odd = "h100-218"
+    lines: list[str] = []
+    for r in range(job.world):
+        mine, release = (22304, "2.23.4") if job.host(r) == odd else (21806, "2.18.6")
+        peer = 0 if job.host(r) == odd else job.hosts.index(odd) * job.per_host
+        peer_code = 21806 if mine == 22304 else 22304
+        lines += [f"{r:03d}: " + _ERROR.split("]: ", 1)[1].format(v=release),
+                  f"{r:03d}: Mismatched NCCL version detected : "
+                  f"rank {peer} version {peer_code} rank {r} version {mine}"]
+    lines += [F.srun_exit(h, f"{job.per_host * i}-{job.per_host * (i + 1) - 1}", 1) for i, h in enumerate(job.hosts)]
+    assert main(["diagnose", str(F.write(tmp_path, {"slurm-7805831.out": lines})), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)

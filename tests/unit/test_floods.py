@@ -76,6 +76,17 @@ def test_lines_that_name_different_ranks_are_not_repeats() -> None:
     assert diag.model_dump() == plain.model_dump()
 
 
+def test_one_events_lines_each_about_another_rank_are_all_kept() -> None:
+    """One run of lines (one event) naming a different rank each, past MAX_IN_EVENT: none repeats another, so
+    every one is kept, while the same line about one rank stops at MAX_IN_EVENT (the first test)."""
+    flood = "".join(_barrier(3, k) for k in range(3 * MAX_IN_EVENT))
+    diag, plain, folded = _both(_job(flood))
+    [flooded] = [r for r in folded if r.source == "rank3.log"]
+    assert len({f.event for f in flooded.findings}) == 1
+    assert sorted(f.fields["rank"] for f in flooded.findings) == list(range(3 * MAX_IN_EVENT))
+    assert diag.model_dump() == plain.model_dump()
+
+
 def test_a_flood_in_a_generated_job_does_not_change_its_diagnosis(tmp_path: Path) -> None:
     from simulate.training_logs import generate
 
