@@ -218,7 +218,9 @@ def test_progress_counts_every_byte_once_whoever_scans_it(tmp_path: Path, jobs: 
     reported: list[int] = []
     scan_sources(default_matcher(), sources, 2026, progress=reported.append, jobs=jobs)
     assert sum(reported) == sum(s.path.stat().st_size for s in sources if s.path is not None)
-    assert len(reported) > 1
+    assert all(n >= 0 for n in reported)
+    if jobs == 1:  # with workers, they may finish every batch before the parent claims one: one report then
+        assert len(reported) > 1
 
 
 def test_a_dangling_link_in_a_directory_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
