@@ -28,7 +28,7 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
     named: set[int] = set()
     survivors: set[str] = set()
     causes: set[str] = set()
-    ranked_hosts = {host for host in ids.host_of_rank.values()}
+    ranked_hosts = set(ids.host_of_rank.values())
     for f in findings:
         sig = catalog.get(f.signature)
         if sig is None:

@@ -77,29 +77,37 @@ def test_srun_labels_and_the_check_lines_alone_place_the_ranks(tmp_path: Path,
     assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)
 
 
-def test_torchs_wrapper_before_ncclss_last_error_still_names_the_version_check(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`srun -l python train.py` (task id = global rank) without NCCL_DEBUG: each rank prints torch's wrapper first
-    (`DistBackendError: NCCL error in: ..., invalid usage ..., NCCL version X`, ProcessGroupNCCL.cpp) and NCCL's
-    own message after it, under `Last error:` (ncclGetLastError). The wrapper only carries what it wraps: the
-    class is the version check's, and srun's exit lines (src/srun/launch.c _task_finish) place the ranks on
-    their hosts, so the host of the rarer release is named."""
-    job = F.Job(hosts=("h100-207", "h100-211", "h100-213", "h100-214"), per_host=4)
-    odd = "h100-211"
+def _srun_direct(tmp_path: Path, capsys: pytest.CaptureFixture[str], job: F.Job, odd: str,
+                 last_error: bool) -> dict[str, object]:
+    """`srun -l python train.py` (task id = global rank) without NCCL_DEBUG, the ranks of ``odd`` on NCCL 2.23.4 and
+    the others on 2.18.6: each rank prints torch's wrapper, then (``last_error``: under ncclGetLastError's `Last
+    error:`) NCCL's check naming the first peer of the other release and itself; srun's exit lines (src/srun/
+    launch.c _task_finish) end the file, one a node. The diagnosis' root cause."""
     lines: list[str] = []
     for r in range(job.world):
         mine, release = (22304, "2.23.4") if job.host(r) == odd else (21806, "2.18.6")
         peer = 0 if job.host(r) == odd else job.hosts.index(odd) * job.per_host
         peer_code = 21806 if mine == 22304 else 22304
-        lines += [f"{r:03d}: " + _ERROR.split("]: ", 1)[1].format(v=release),
-                  f"{r:03d}: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
-                  f"{r:03d}: Last error:",
-                  f"{r:03d}: Mismatched NCCL version detected : "
-                  f"rank {peer} version {peer_code} rank {r} version {mine}"]
+        lines.append(f"{r:03d}: " + _ERROR.split("]: ", 1)[1].format(v=release))
+        if last_error:
+            lines += [f"{r:03d}: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+                      f"{r:03d}: Last error:"]
+        lines.append(f"{r:03d}: Mismatched NCCL version detected : "
+                     f"rank {peer} version {peer_code} rank {r} version {mine}")
     lines += [F.srun_exit(h, f"{job.per_host * i}-{job.per_host * (i + 1) - 1}", 1) for i, h in enumerate(job.hosts)]
     assert main(["diagnose", str(F.write(tmp_path, {"slurm-7805830.out": lines})), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)
+    return json.loads(capsys.readouterr().out)["root_cause"]  # type: ignore[no-any-return]
+
+
+def test_torchs_wrapper_before_ncclss_last_error_still_names_the_version_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each rank prints torch's wrapper (`DistBackendError: NCCL error in: ..., invalid usage ..., NCCL version X`,
+    ProcessGroupNCCL.cpp) before NCCL's own message. The wrapper only carries what it wraps: the class is the
+    version check's, and srun's exit lines place the ranks on their hosts, so the host of the rarer release is
+    named."""
+    job = F.Job(hosts=("h100-207", "h100-211", "h100-213", "h100-214"), per_host=4)
+    rc = _srun_direct(tmp_path, capsys, job, "h100-211", last_error=True)
+    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", "h100-211", None)
 
 
 def test_a_large_jobs_srun_exit_lines_all_place_their_nodes(tmp_path: Path,
@@ -108,16 +116,5 @@ def test_a_large_jobs_srun_exit_lines_all_place_their_nodes(tmp_path: Path,
     Each line is about another node, so none is a repeat of another (correlator/floods.py in_event_key), and the
     node running the other release is still placed."""
     job = F.Job(hosts=tuple(f"h100-{200 + i}" for i in range(20)), per_host=2)
-    odd = "h100-218"
-    lines: list[str] = []
-    for r in range(job.world):
-        mine, release = (22304, "2.23.4") if job.host(r) == odd else (21806, "2.18.6")
-        peer = 0 if job.host(r) == odd else job.hosts.index(odd) * job.per_host
-        peer_code = 21806 if mine == 22304 else 22304
-        lines += [f"{r:03d}: " + _ERROR.split("]: ", 1)[1].format(v=release),
-                  f"{r:03d}: Mismatched NCCL version detected : "
-                  f"rank {peer} version {peer_code} rank {r} version {mine}"]
-    lines += [F.srun_exit(h, f"{job.per_host * i}-{job.per_host * (i + 1) - 1}", 1) for i, h in enumerate(job.hosts)]
-    assert main(["diagnose", str(F.write(tmp_path, {"slurm-7805831.out": lines})), "--format", "json"]) == 0
-    rc = json.loads(capsys.readouterr().out)["root_cause"]
-    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", odd, None)
+    rc = _srun_direct(tmp_path, capsys, job, "h100-218", last_error=False)
+    assert (rc["signature"], rc["host"], rc["rank"]) == ("nccl.config.version_mismatch", "h100-218", None)
