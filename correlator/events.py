@@ -30,7 +30,9 @@ REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_he
                           "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit",
                           # spawn's "-- Process N terminated with the following error:" heads the worker's own
                           # traceback: the error under it says what failed, the head says whose it is
-                          "pytorch.mp.spawn_process_failed"})
+                          "pytorch.mp.spawn_process_failed",
+                          # paddle.distributed.launch's "Container rank N status failed ... code C log F"
+                          "paddle.launch.container_failed"})
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
