@@ -18,14 +18,14 @@ from correlator.exits import cause_like, death_targets, exit_report, launcher_su
 from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
-from correlator.kept import ContextRecord
 from correlator.local_ranks import LocalRanks
 from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import place_named_rank
 from correlator.naming import settle
+from correlator.nothing_matched import nothing_matched
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
-from correlator.redact import redact, redact_model
+from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_model
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.speakers import who_from_path
 from correlator.transport import assign
@@ -45,7 +45,6 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
-EVIDENCE_CHARS = 1000  # of one evidence line
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 
 
@@ -84,7 +83,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
     if not failures:
-        return _unknown(results, context, ids)
+        return nothing_matched(results, context, ids)
     del context  # from here on each step reads the records of its kinds (of_kind)
     progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
@@ -115,13 +114,6 @@ def _rank_of_source(source: str, local: LocalRanks) -> int | None:
     if who.rank is None and who.local_rank is not None:
         return local.global_of(who.host, source, who.local_rank)
     return who.rank
-
-
-def evidence_text(text: str) -> str:
-    """A log line as evidence: its first EVIDENCE_CHARS, redacted before the cut (a token cut in half no longer
-    looks like a token, and would leak). The 200 characters past the cut are enough for any rule to see a token
-    that starts before it, and bound what redaction reads of a 1 MiB line."""
-    return redact(text[:EVIDENCE_CHARS + 200])[:EVIDENCE_CHARS]
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
@@ -368,23 +360,3 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
         fix=sig.fix, verification=sig.verification,
         timeline=_timeline(failures, set() if ranked else {id(first)}, offsets),
     ), ranked or [], feats, _evidence)
-
-
-def _unknown(results: Sequence[SourceResult], context: list[ContextRecord], ids: IdentityMap) -> Diagnosis:
-    suspect = differential(context)
-    if suspect is None:
-        return Diagnosis(verdict="no_failure_found", root_cause=None)
-    rank = suspect.rank if suspect.rank is not None else ids.rank_of(suspect.host, None)
-    why = ("its error lines appear on no other rank or host" if suspect.unique
-           else "it is the only source of error lines" if len(results) == 1 else "its error lines come first")
-    return Diagnosis(
-        verdict="no_known_signature",
-        root_cause=RootCause(
-            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
-            rank=rank, host=suspect.host, confidence=0.2 if suspect.unique else 0.1,
-            time=suspect.lines[0].time if suspect.lines else None,
-            evidence=[Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text))
-                      for r in suspect.lines],
-            explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"],
-        ),
-    )

@@ -127,3 +127,13 @@ def redact_model(model: M) -> M:
         if new is not old:
             update[name] = new
     return model.model_copy(update=update) if update else model
+
+
+EVIDENCE_CHARS = 1000  # of one evidence line
+
+
+def evidence_text(text: str) -> str:
+    """A log line as evidence: its first EVIDENCE_CHARS, redacted before the cut (a token cut in half no longer
+    looks like a token, and would leak). The 200 characters past the cut are enough for any rule to see a token
+    that starts before it, and bound what redaction reads of a 1 MiB line."""
+    return redact(text[:EVIDENCE_CHARS + 200])[:EVIDENCE_CHARS]

@@ -73,3 +73,16 @@ def test_a_spawned_jobs_process_is_not_a_rank_of_the_job_launched(
     log.write_text("\n".join([*_collective_losses(range(1, 4), 3), *_report("56340,2", 0, 139, "mpiexec")]) + "\n")
     rc = cli_root_cause(log, capsys)
     assert rc.get("rank") != 0, rc["explanation"]
+
+
+def test_the_report_alone_names_its_rank_and_says_the_cause_is_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No line of any catalogued failure, only training output and the report (nccl-tests' table, then mpirun)."""
+    lines = [_tagged(r, f"node0{r}:4474{r}:4474{r} [0] NCCL INFO Launch mode Parallel") for r in range(4)]
+    lines += _report("11192,1", 2, 3)
+    log = tmp_path / "mpirun.out"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["rank"] == 2, rc["explanation"]
+    assert rc["signature"] is None and rc["confidence"] < 0.5  # how it ended, not why: listed as a suspect
+

@@ -1,0 +1,67 @@
+"""No catalogued failure line at all: what is left to say. The lines one rank printed that no other did, or the
+launcher's report of a process that exited with an error: an exit code names a rank even where none of its lines
+says why (Open MPI's "The first process to do so was: Process name: [[j,1],N]", torchrun's failure table, srun's
+task exits), which beats naming nobody. Either way the cause is unknown and the confidence says so. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from correlator.differential import differential
+from correlator.failure_tables import ExitRecord
+from correlator.identity import IdentityMap
+from correlator.kept import ContextRecord
+from correlator.reading import SourceResult
+from correlator.redact import evidence_text
+from correlator.scoring import W_EXIT_TEARDOWN
+from schemas.diagnosis import Diagnosis, Evidence, RootCause
+
+# An exit code alone names who ended, not why: under the 0.5 line that lists suspects, above a guess from error lines
+CONFIDENCE_EXIT_ONLY = 0.3
+
+
+def nothing_matched(results: Sequence[SourceResult], context: list[ContextRecord], ids: IdentityMap) -> Diagnosis:
+    suspect = differential(context)
+    exited = _the_one_exit(ids)
+    if exited is not None and (suspect is None or suspect.rank is None):
+        return _exit_only(exited, ids)
+    if suspect is None:
+        return Diagnosis(verdict="no_failure_found", root_cause=None)
+    rank = suspect.rank if suspect.rank is not None else ids.rank_of(suspect.host, None)
+    why = ("its error lines appear on no other rank or host" if suspect.unique
+           else "it is the only source of error lines" if len(results) == 1 else "its error lines come first")
+    return Diagnosis(
+        verdict="no_known_signature",
+        root_cause=RootCause(
+            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
+            rank=rank, host=suspect.host, confidence=0.2 if suspect.unique else 0.1,
+            time=suspect.lines[0].time if suspect.lines else None,
+            evidence=[Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text))
+                      for r in suspect.lines],
+            explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"],
+        ),
+    )
+
+
+def _the_one_exit(ids: IdentityMap) -> ExitRecord | None:
+    """The one rank the exit reports name as having failed (not torn down after another's failure), or None when
+    they name several: which of them ended first is then not known."""
+    failed = [e for e in ids.exits if e.exit_code != 0 and e.exit_code not in W_EXIT_TEARDOWN and not e.after_first
+              and e.rank is not None]
+    return failed[0] if len({e.rank for e in failed}) == 1 else None
+
+
+def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
+    host = exited.host or ids.host_of_rank.get(exited.rank) if exited.rank is not None else exited.host
+    return Diagnosis(
+        verdict="no_known_signature",
+        root_cause=RootCause(
+            signature=None, title="Cause unknown: only an exit code speaks", category="launcher",
+            tags=["exit_code"], rank=exited.rank, host=host, confidence=CONFIDENCE_EXIT_ONLY, time=None,
+            evidence=[Evidence(source=exited.source, line=exited.line_no,
+                               text=f"rank {exited.rank} exited with code {exited.exit_code}")],
+            explanation=[f"no catalog entry matches these logs; the launcher reports that rank {exited.rank} exited "
+                         f"with code {exited.exit_code}, and no line of its own says why",
+                         "read that rank's own output (and dmesg on its node for a negative code or 128 + signal)"],
+        ),
+    )
