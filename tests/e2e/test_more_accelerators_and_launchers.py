@@ -128,3 +128,17 @@ def test_a_start_up_script_that_cannot_resolve_the_master_is_the_jobs_configurat
         '  File "/usr/bin/torchrun", line 8, in <module>\n'
         "    sys.exit(main())\n")
     assert cli_root_cause(tmp_path, capsys)["signature"] == "pytorch.store.master_unresolved"
+
+
+def test_rays_oom_summary_wrapped_by_a_terminal_still_names_its_node(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The raylet's summary (src/ray/raylet/node_manager.cc) cut by the terminal before "node (ID: ..., IP: ...)"."""
+    (tmp_path / "driver.log").write_text(
+        "(raylet) [2026-12-03 09:57:19,206 E 393463 393463] (raylet) node_manager.cc:3277: 2 Workers (tasks / actors) "
+        "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at \n"
+        "node (ID: 8289f87b78d161ae21bf723c7c57838345a56248dd48a2c3f0d5ac73, IP: 172.24.0.226) over the last time "
+        "period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip "
+        "172.24.0.226`\n"
+        "(raylet) \n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["host"]) == ("ray.oom_killed", "172.24.0.226")
