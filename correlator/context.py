@@ -117,6 +117,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # kube-scheduler's Scheduled event (pkg/scheduler/schedule_one.go: "Successfully assigned %v/%v to %v", the
     # pod's namespace/name and node), in `kubectl describe pod` or `get events`: the node the pod's events are about
     "k8s_assigned": r"Successfully assigned (?P<pod>[\w.-]+/[\w.-]+) to (?P<host>[A-Za-z0-9][\w.-]*)",
+    # kubectl get events' table (kubernetes pkg/printers/internalversion/printers.go, printEvent: LAST SEEN, TYPE,
+    # REASON, OBJECT as "{kind, lower case}/{name}", MESSAGE; -o wide adds its columns after OBJECT, -A puts the
+    # NAMESPACE first): a row about a pod is that pod's, whatever node the file's other rows name
+    "k8s_event_pod": r"^(?:[a-z0-9][a-z0-9-]*[ \t]+)?(?:\d+[smhdy][\dsmhdy]*|<unknown>|<invalid>)[ \t]+"
+    r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/(?P<host>[a-z0-9][a-z0-9.-]{0,252})(?=[ \t])",
     # kubectl describe pod: a terminated container's exit status, under "State:" or "Last State:  Terminated"
     # (kubectl pkg/describe/describe.go, describeContainerState: "Exit Code:\t%d"); the file names the pod
     "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
@@ -162,6 +167,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "srun_task_host": r"\[\d+\] NCCL INFO (?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using ",
     # Hyperscan 5.4 dropped Ray's `\tip: ...` line, anchored with an optional prefix, whenever the line before held
     # a UUID (Ray's `\tnamespace: ` line): unanchored, the same database finds it
+    "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
@@ -240,6 +246,9 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
     "k8s_assigned": ("  Normal   Scheduled  9m22s  default-scheduler  Successfully assigned "
                      "default/llama-worker-0-w5psk to gpu-node-17.cluster.internal",),
+    "k8s_event_pod": ("11m         Warning   Evicted           pod/llm-pretrain-worker-16          The node was low on "
+                      "resource: ephemeral-storage.",
+                      "default   2m3s   Normal   Killing   pod/llm-pretrain-worker-3   Stopping container pytorch"),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),

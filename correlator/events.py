@@ -81,7 +81,7 @@ def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
 
 
 def _host_of(f: Finding, ids: IdentityMap) -> str | None:
-    return f.speaker.host or ids.host_of_source.get(f.source)
+    return f.speaker.host or ids.host_of_line.get((f.source, f.line_no)) or ids.host_of_source.get(f.source)
 
 
 def _target(rank: int | None, host: str | None, ids: IdentityMap) -> Target:

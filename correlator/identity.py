@@ -44,6 +44,7 @@ class IdentityMap:
     exits: list[ExitRecord] = field(default_factory=list)
     sigtermed_pids: set[int] = field(default_factory=set)
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
+    host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
     rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
     interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
@@ -196,8 +197,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         rank, pid, ip = int(rec.fields["rank"]), int(rec.fields["pid"]), str(rec.fields["ip"])
         ids.by_pid.setdefault(pid, rank)
         ids.by_host_pid.setdefault((ip, pid), rank)
-    for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):
-        ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
+    _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)
     rings = of_kind.get("nccl_ring", [])
@@ -213,6 +213,18 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _fill_exit_ranks(ids)
     _metadata_exits(ids, exit_codes or {})
     return ids
+
+
+def _source_hosts(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """The node a pod's description names is its file's host; a file whose lines name several nodes (`kubectl get
+    events` for the whole job: one Scheduled row a pod) is no one host's, and each of its rows about a pod is
+    that pod's (context.py: k8s_event_pod)."""
+    named: dict[str, set[str]] = defaultdict(set)
+    for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):
+        named[rec.source].add(str(rec.fields["host"]))
+    ids.host_of_source.update((source, next(iter(hosts))) for source, hosts in named.items() if len(hosts) == 1)
+    ids.host_of_line.update(((rec.source, rec.line_no), str(rec.fields["host"]))
+                            for rec in of_kind.get("k8s_event_pod", ()))
 
 
 def _pod_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
