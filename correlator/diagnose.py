@@ -21,7 +21,7 @@ from correlator.impact import with_impact
 from correlator.kept import ContextRecord
 from correlator.local_ranks import LocalRanks
 from correlator.locate import locate, node_wide, pick
-from correlator.named_by_elimination import place_named_rank
+from correlator.named_by_elimination import held_by_absence, place_named_rank
 from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
@@ -77,7 +77,8 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
     del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
     # a coordination service's named task, on the host that fell silent
-    place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
+    placed = place_named_rank(findings, catalog, ids,
+                              {h for r in results if r.lines and (h := who_from_path(r.source).host)})
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
@@ -105,6 +106,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     made = _collateral_only(failures, ids, offsets) if not ranked else _assemble(
         ranked, failures, ids, offsets, results, catalog, notes, logged,
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
+    made = held_by_absence(made, placed)
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 
