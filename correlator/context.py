@@ -134,6 +134,12 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # spawned jobs), whose vpid is the MPI_COMM_WORLD rank (correlator/identity.py pairs the two lines).
     "mpi_exit_name": r"^[ \t]*Process name:[ \t]+\[\[\d+,(?P<job>\d+)\],(?P<rank>\d+)\][ \t]*$",
     "mpi_exit_code": r"^[ \t]*Exit code:[ \t]+(?P<exit_code>-?\d+)[ \t]*$",
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py, main): its node's place, its workers' pids in local-rank
+    # order as it starts them and, once one fails, as its sigkill_handler kills them (correlator/deepspeed_pids.py)
+    "ds_node": r"\bnnodes=(?P<nodes>\d+), num_local_procs=(?P<nproc>\d+), node_rank=(?P<node_rank>\d+)[ \t]*$",
+    "ds_world": r"\bdist_world_size=(?P<world>\d+)[ \t]*$",
+    "ds_spawned": r"\bprocess (?P<pid>\d+) spawned with command: ",
+    "ds_killing": r"\bKilling subprocess (?P<pid>\d+)[ \t]*$",
     # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
     # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
     # Ray Train's worker table (ray/train/_internal/backend_executor.py, _create_rank_world_size_mappings: "- (node_id=
@@ -249,6 +255,13 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_event_pod": ("11m         Warning   Evicted           pod/llm-pretrain-worker-16          The node was low on "
                       "resource: ephemeral-storage.",
                       "default   2m3s   Normal   Killing   pod/llm-pretrain-worker-3   Stopping container pytorch"),
+    "ds_node": ("worker-1: [2024-03-02 10:00:01,510] [INFO] [launch.py:152:main] nnodes=2, num_local_procs=8, "
+                "node_rank=1",),
+    "ds_world": ("[2024-03-02 10:00:01,530] [INFO] [launch.py:164:main] dist_world_size=16",),
+    "ds_spawned": ("[2024-03-02 10:00:01,610] [INFO] [launch.py:256:main] process 51234 spawned with command: "
+                   "['/usr/bin/python3', '-u', 'train.py', '--local_rank=0']",),
+    "ds_killing": ("worker-1: [2024-03-02 10:46:47,607] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
+                   "51235",),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),

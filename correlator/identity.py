@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from correlator.deepspeed_pids import deepspeed_ranks
 from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: the exits are built here
 from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
@@ -193,6 +194,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
+    deepspeed_ranks(ids, of_kind)
     for rec in of_kind.get("ray_worker_rank", ()):  # Ray Train's worker table: a pid's rank, on its node's address
         rank, pid, ip = int(rec.fields["rank"]), int(rec.fields["pid"]), str(rec.fields["ip"])
         ids.by_pid.setdefault(pid, rank)
