@@ -140,6 +140,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "ds_world": r"\bdist_world_size=(?P<world>\d+)[ \t]*$",
     "ds_spawned": r"\bprocess (?P<pid>\d+) spawned with command: ",
     "ds_killing": r"\bKilling subprocess (?P<pid>\d+)[ \t]*$",
+    # Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.21 and later): "Missing ranks:", then one
+    # "R: [tensor names]" line a missing rank, after the reporter's tag where mpirun --tag-output or horovodrun put
+    # one (correlator/stall_reports.py pairs them)
+    "hvd_missing_header": r"(?:^|>:)[ \t]*Missing ranks:[ \t]*$",
+    "hvd_missing_rank": r"(?:^|>:)[ \t]*(?P<rank>\d{1,5}): \[[^\]\n]*\][ \t]*$",
     # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
     # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
     # Ray Train's worker table (ray/train/_internal/backend_executor.py, _create_rank_world_size_mappings: "- (node_id=
@@ -174,6 +179,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     # Hyperscan 5.4 dropped Ray's `\tip: ...` line, anchored with an optional prefix, whenever the line before held
     # a UUID (Ray's `\tnamespace: ` line): unanchored, the same database finds it
     "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
+    "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
@@ -262,6 +268,10 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                    "['/usr/bin/python3', '-u', 'train.py', '--local_rank=0']",),
     "ds_killing": ("worker-1: [2024-03-02 10:46:47,607] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
                    "51235",),
+    "hvd_missing_header": ("Missing ranks:", "Mon Apr 06 07:18:07 2026[1]<stderr>:Missing ranks:"),
+    "hvd_missing_rank": ("0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/then/_79/"
+                         "DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]",
+                         "[1,3]<stderr>:2: [allreduce.model.layer1.weight, allreduce.model.layer1.bias]"),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),
