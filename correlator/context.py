@@ -134,6 +134,10 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # spawned jobs), whose vpid is the MPI_COMM_WORLD rank (correlator/identity.py pairs the two lines).
     "mpi_exit_name": r"^[ \t]*Process name:[ \t]+\[\[\d+,(?P<job>\d+)\],(?P<rank>\d+)\][ \t]*$",
     "mpi_exit_code": r"^[ \t]*Exit code:[ \t]+(?P<exit_code>-?\d+)[ \t]*$",
+    # horovodrun's own launcher (horovod/runner/gloo_run.py, launch_gloo) ends the same way: "Horovod detected that
+    # one or more processes exited with non-zero status, ... The first process to do so was:", "Process name: {name}",
+    # "Exit code: {code}", the name being the process's index in the host allocation plan: its rank
+    "hvd_exit_name": r"^[ \t]*Process name:[ \t]+(?P<rank>\d{1,6})[ \t]*$",
     # DeepSpeed's launcher (deepspeed/launcher/launch.py, main): its node's place, its workers' pids in local-rank
     # order as it starts them and, once one fails, as its sigkill_handler kills them (correlator/deepspeed_pids.py)
     "ds_node": r"\bnnodes=(?P<nodes>\d+), num_local_procs=(?P<nproc>\d+), node_rank=(?P<node_rank>\d+)[ \t]*$",
@@ -276,6 +280,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),
     "mpi_exit_code": ("  Exit code:    1",),
+    "hvd_exit_name": ("Process name: 1",),
     "ray_worker_rank": ("(TorchTrainer pid=45197, ip=10.76.0.71) - (node_id=4c934ab2f646a578b03cc335586f30b943e811b"
                         "645526a74c50bfca1, ip=10.76.0.71, pid=45450) world_rank=1, local_rank=1, node_rank=0",
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "

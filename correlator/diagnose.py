@@ -19,6 +19,7 @@ from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.kept import ContextRecord
+from correlator.killed_by_oom import place_killed_rank
 from correlator.local_ranks import LocalRanks
 from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import held_by_absence, place_named_rank
@@ -79,6 +80,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # a coordination service's named task, on the host that fell silent
     placed = place_named_rank(findings, catalog, ids,
                               {h for r in results if r.lines and (h := who_from_path(r.source).host)})
+    placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing

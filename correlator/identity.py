@@ -248,9 +248,9 @@ def _mpi_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> 
     """Open MPI's report of the first process to exit non-zero: its name line, then its exit code on the next line
     of the same file. Only the launched application's (local job 1) vpid is a rank; a spawned job's is not."""
     codes = {(rec.source, rec.line_no): rec for rec in of_kind.get("mpi_exit_code", ())}
-    for rec in of_kind.get("mpi_exit_name", ()):
+    for rec in (*of_kind.get("mpi_exit_name", ()), *of_kind.get("hvd_exit_name", ())):  # horovodrun's: no job id
         code = codes.get((rec.source, rec.line_no + 1))
-        if code is None or int(rec.fields["job"]) != MPI_APP_JOB:
+        if code is None or int(rec.fields.get("job", MPI_APP_JOB)) != MPI_APP_JOB:
             continue
         ids.exits.append(ExitRecord(int(rec.fields["rank"]), None, None, None, int(code.fields["exit_code"]),
                                     rec.source, code.line_no))

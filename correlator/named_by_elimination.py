@@ -28,6 +28,7 @@ from schemas.findings import Finding, Role
 class Placement(NamedTuple):
     host: str
     by_absence: bool  # the host printed nothing that says so: it is the one log left once the others are read
+    why: str = ""  # how it was found, said in the answer when it is held for it (held_by_absence)
 
 
 def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap,
@@ -65,7 +66,9 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
     host = next(iter(left))
     ids.host_of_rank[hostless[0]] = host
     ids.sole_rank.setdefault(host, hostless[0])
-    return Placement(host, by_absence)
+    why = (f"host {host}: the one log that printed neither the report naming rank {hostless[0]} nor a consequence "
+           "of it (placed by elimination)")
+    return Placement(host, by_absence, why)
 
 
 def held_by_absence(d: Diagnosis, placed: Placement | None) -> Diagnosis:
@@ -76,7 +79,5 @@ def held_by_absence(d: Diagnosis, placed: Placement | None) -> Diagnosis:
     if rc is None or placed is None or not placed.by_absence or rc.host != placed.host \
             or rc.confidence <= CAP_UNCONFIRMED:
         return d
-    note = (f"host {placed.host}: the one log that printed neither the report naming rank {rc.rank} nor a "
-            "consequence of it (placed by elimination)")
-    held = rc.model_copy(update={"confidence": CAP_UNCONFIRMED, "explanation": [*rc.explanation, note]})
+    held = rc.model_copy(update={"confidence": CAP_UNCONFIRMED, "explanation": [*rc.explanation, placed.why]})
     return d.model_copy(update={"root_cause": held})
