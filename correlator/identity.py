@@ -202,6 +202,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)
+    for rec in of_kind.get("ray_worker_rank", ()):  # where no line names a worker's host, its node's address does
+        ids.host_of_rank.setdefault(int(rec.fields["rank"]), str(rec.fields["ip"]))
     rings = of_kind.get("nccl_ring", [])
     comms = of_kind.get("nccl_comm", [])
     # _table_rows reads each kind's cells in their order, never one kind's order against another's
