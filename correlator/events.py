@@ -71,6 +71,12 @@ class Event:
         self.role = self.best.role
 
 
+def victims_only(own: Sequence[Event], pointing: Sequence[Event]) -> bool:
+    """A suspect's own lines are all a victim's (its watchdog's abort, the driver's report that its actor died)
+    while others' lines point at it (a peer's IB completion error naming its node): those say what failed."""
+    return bool(pointing) and all(ev.role is Role.COLLATERAL for ev in own)
+
+
 def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
     if f.speaker.rank is not None:
         return f.speaker.rank

@@ -65,8 +65,10 @@ def test_without_the_table_the_node_is_named_and_no_rank(tmp_path: Path, capsys:
     assert _root(tmp_path, capsys, _driver(killed=6, table=False)) == ("ray.oom_killed", None, "10.182.203.143")
 
 
+@pytest.mark.parametrize("actor_died", [False, True])
 def test_a_peer_address_is_the_node_the_worker_table_puts_its_ranks_on(tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      actor_died: bool) -> None:
     """NCCL's IB completion error (src/transport/net_ib.cc: "NET/IB : Got completion from peer %s with status=%d
     ...") on a worker of the second node names the first node's address. No line but the worker table names that
     node's ranks' host (their lines carry Ray's prefix only): the table's ip= is it, so the peer is that node and
@@ -78,7 +80,13 @@ def test_a_peer_address_is_the_node_the_worker_table_puts_its_ranks_on(tmp_path:
     lines += [f"(RayTrainWorker pid={_pid(5)}, ip={_NODES[1]}) worker-b:{_pid(5)}:{_pid(5) + 37} [1] "
               f"transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer {_NODES[0]}<31146> with "
               "status=12 opcode=0 len=0 vendor err 129 (Send)"]
+    if actor_died:  # ray/exceptions.py ActorDiedError: the driver's report, a victim's line about that node
+        lines += ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+                  "\tclass_name: RayTrainWorker", "\tactor_id: 3fa1c00000", f"\tpid: {_pid(0)}",
+                  "\tnamespace: 743800", f"\tip: {_NODES[0]}"]
     (tmp_path / "driver.log").write_text("\n".join(lines) + "\n")
     assert main(["diagnose", str(tmp_path), "--format", "json"]) == 0
     rc = json.loads(capsys.readouterr().out)["root_cause"]
     assert rc["host"] == _NODES[0] and rc["rank"] != 5
+    # the node's own lines are only a victim's: the IB error that points at it says what failed
+    assert rc["signature"].startswith("nccl.ib.")
