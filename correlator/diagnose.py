@@ -27,6 +27,7 @@ from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import redact, redact_model
+from correlator.reporters import spare_messengers
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.speakers import who_from_path
 from correlator.transport import assign
@@ -104,6 +105,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
                                     (None, ev.reporter.host) for ev in failures})
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
+    spare_messengers(failures, len(logged | {ev.reporter.rank for ev in failures if ev.reporter.rank is not None}), ids)
     ranked = score(failures, ids, offsets, suspect, logged)
     made = _collateral_only(failures, ids, offsets) if not ranked else _assemble(
         ranked, failures, ids, offsets, results, catalog, notes, logged,
