@@ -243,7 +243,7 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
     events = []
     for members in groups.values():
         best: Finding | None = None
-        best_key: tuple[int, int] | None = None
+        best_key: tuple[int, bool, int] | None = None
         sig: Signature | None = None
         waiting: Finding | None = None  # the earliest line of the event that waits on the main process
         for f in members:
@@ -252,7 +252,9 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
                 facts = ranked[(f.signature, f.generic, f.role)] = _ranked(f, catalog)
             if facts is None:
                 continue
-            key = (facts[0], -f.order)
+            # of lines that rank alike, the one that says whose it is (srun's `task 8: Out Of Memory` under
+            # slurmstepd's `Detected 1 oom_kill event`, one message), then the first
+            key = (facts[0], not _NAMING_FIELDS.isdisjoint(f.fields), -f.order)
             if best_key is None or key > best_key:
                 best, best_key, sig = f, key, facts[1]
             if facts[2] and (waiting is None or f.order < waiting.order):
