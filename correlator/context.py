@@ -117,6 +117,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # kube-scheduler's Scheduled event (pkg/scheduler/schedule_one.go: "Successfully assigned %v/%v to %v", the
     # pod's namespace/name and node), in `kubectl describe pod` or `get events`: the node the pod's events are about
     "k8s_assigned": r"Successfully assigned (?P<pod>[\w.-]+/[\w.-]+) to (?P<host>[A-Za-z0-9][\w.-]*)",
+    # kubectl get events' table (kubernetes pkg/printers/internalversion/printers.go, printEvent: LAST SEEN, TYPE,
+    # REASON, OBJECT as "{kind, lower case}/{name}", MESSAGE; -o wide adds its columns after OBJECT, -A puts the
+    # NAMESPACE first): a row about a pod is that pod's, whatever node the file's other rows name
+    "k8s_event_pod": r"^(?:[a-z0-9][a-z0-9-]*[ \t]+)?(?:\d+[smhdy][\dsmhdy]*|<unknown>|<invalid>)[ \t]+"
+    r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/(?P<host>[a-z0-9][a-z0-9.-]{0,252})(?=[ \t])",
     # kubectl describe pod: a terminated container's exit status, under "State:" or "Last State:  Terminated"
     # (kubectl pkg/describe/describe.go, describeContainerState: "Exit Code:\t%d"); the file names the pod
     "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
@@ -129,6 +134,21 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # spawned jobs), whose vpid is the MPI_COMM_WORLD rank (correlator/identity.py pairs the two lines).
     "mpi_exit_name": r"^[ \t]*Process name:[ \t]+\[\[\d+,(?P<job>\d+)\],(?P<rank>\d+)\][ \t]*$",
     "mpi_exit_code": r"^[ \t]*Exit code:[ \t]+(?P<exit_code>-?\d+)[ \t]*$",
+    # horovodrun's own launcher (horovod/runner/gloo_run.py, launch_gloo) ends the same way: "Horovod detected that
+    # one or more processes exited with non-zero status, ... The first process to do so was:", "Process name: {name}",
+    # "Exit code: {code}", the name being the process's index in the host allocation plan: its rank
+    "hvd_exit_name": r"^[ \t]*Process name:[ \t]+(?P<rank>\d{1,6})[ \t]*$",
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py, main): its node's place, its workers' pids in local-rank
+    # order as it starts them and, once one fails, as its sigkill_handler kills them (correlator/deepspeed_pids.py)
+    "ds_node": r"\bnnodes=(?P<nodes>\d+), num_local_procs=(?P<nproc>\d+), node_rank=(?P<node_rank>\d+)[ \t]*$",
+    "ds_world": r"\bdist_world_size=(?P<world>\d+)[ \t]*$",
+    "ds_spawned": r"\bprocess (?P<pid>\d+) spawned with command: ",
+    "ds_killing": r"\bKilling subprocess (?P<pid>\d+)[ \t]*$",
+    # Horovod's stall inspector (horovod/common/stall_inspector.cc, 0.21 and later): "Missing ranks:", then one
+    # "R: [tensor names]" line a missing rank, after the reporter's tag where mpirun --tag-output or horovodrun put
+    # one (correlator/stall_reports.py pairs them)
+    "hvd_missing_header": r"(?:^|>:)[ \t]*Missing ranks:[ \t]*$",
+    "hvd_missing_rank": r"(?:^|>:)[ \t]*(?P<rank>\d{1,5}): \[[^\]\n]*\][ \t]*$",
     # Ray's ActorDiedError names the dead actor on tab-indented lines (python/ray/exceptions.py: "\tpid: ",
     # "\tname: ", "\tnamespace: ", "\tip: {node_ip_address}"), then its error message on the next line
     # Ray Train's worker table (ray/train/_internal/backend_executor.py, _create_rank_world_size_mappings: "- (node_id=
@@ -162,6 +182,8 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "srun_task_host": r"\[\d+\] NCCL INFO (?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using ",
     # Hyperscan 5.4 dropped Ray's `\tip: ...` line, anchored with an optional prefix, whenever the line before held
     # a UUID (Ray's `\tnamespace: ` line): unanchored, the same database finds it
+    "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
+    "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
@@ -240,10 +262,25 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_node": ("Node:             gpu-node-17/10.0.3.17",),
     "k8s_assigned": ("  Normal   Scheduled  9m22s  default-scheduler  Successfully assigned "
                      "default/llama-worker-0-w5psk to gpu-node-17.cluster.internal",),
+    "k8s_event_pod": ("11m         Warning   Evicted           pod/llm-pretrain-worker-16          The node was low on "
+                      "resource: ephemeral-storage.",
+                      "default   2m3s   Normal   Killing   pod/llm-pretrain-worker-3   Stopping container pytorch"),
+    "ds_node": ("worker-1: [2024-03-02 10:00:01,510] [INFO] [launch.py:152:main] nnodes=2, num_local_procs=8, "
+                "node_rank=1",),
+    "ds_world": ("[2024-03-02 10:00:01,530] [INFO] [launch.py:164:main] dist_world_size=16",),
+    "ds_spawned": ("[2024-03-02 10:00:01,610] [INFO] [launch.py:256:main] process 51234 spawned with command: "
+                   "['/usr/bin/python3', '-u', 'train.py', '--local_rank=0']",),
+    "ds_killing": ("worker-1: [2024-03-02 10:46:47,607] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
+                   "51235",),
+    "hvd_missing_header": ("Missing ranks:", "Mon Apr 06 07:18:07 2026[1]<stderr>:Missing ranks:"),
+    "hvd_missing_rank": ("0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/then/_79/"
+                         "DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]",
+                         "[1,3]<stderr>:2: [allreduce.model.layer1.weight, allreduce.model.layer1.bias]"),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),
     "mpi_exit_code": ("  Exit code:    1",),
+    "hvd_exit_name": ("Process name: 1",),
     "ray_worker_rank": ("(TorchTrainer pid=45197, ip=10.76.0.71) - (node_id=4c934ab2f646a578b03cc335586f30b943e811b"
                         "645526a74c50bfca1, ip=10.76.0.71, pid=45450) world_rank=1, local_rank=1, node_rank=0",
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "

@@ -26,6 +26,7 @@ from catalog.model import Implicates, Severity, Signature
 from correlator.events import Event, Target
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
+from correlator.stall_reports import stall_events
 from schemas.findings import Finding, Role, Speaker
 from schemas.wire import MAX_WORLD_SIZE
 
@@ -64,6 +65,7 @@ def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[
     starts = [(f, ev.reporter.rank if f.speaker.rank is None else f.speaker.rank) for ev in events
               for f in ev.findings if f.signature == SAVE_HANG]
     out += _unfinished_saves(starts, of_kind.get("ckpt_saved", []), failures, catalog, ids)
+    out += stall_events(of_kind, catalog, ids)  # Horovod's stall inspector's missing ranks, one a line
     return out
 
 

@@ -18,14 +18,16 @@ from correlator.exits import cause_like, death_targets, exit_report, launcher_su
 from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
+from correlator.killed_by_oom import place_killed_rank
 from correlator.local_ranks import LocalRanks
 from correlator.locate import locate, node_wide, pick
-from correlator.named_by_elimination import place_named_rank
+from correlator.named_by_elimination import held_by_absence, place_named_rank
 from correlator.naming import settle
 from correlator.nothing_matched import nothing_matched
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_model
+from correlator.reporters import spare_messengers
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.speakers import who_from_path
 from correlator.transport import assign
@@ -76,7 +78,9 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
     del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
     # a coordination service's named task, on the host that fell silent
-    place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
+    placed = place_named_rank(findings, catalog, ids,
+                              {h for r in results if r.lines and (h := who_from_path(r.source).host)})
+    placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
@@ -100,10 +104,12 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
                                     (None, ev.reporter.host) for ev in failures})
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
+    spare_messengers(failures, len(logged | {ev.reporter.rank for ev in failures if ev.reporter.rank is not None}), ids)
     ranked = score(failures, ids, offsets, suspect, logged)
     made = _collateral_only(failures, ids, offsets) if not ranked else _assemble(
         ranked, failures, ids, offsets, results, catalog, notes, logged,
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
+    made = held_by_absence(made, placed)
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 

@@ -73,6 +73,12 @@ class Event:
         self.role = self.best.role
 
 
+def victims_only(own: Sequence[Event], pointing: Sequence[Event]) -> bool:
+    """A suspect's own lines are all a victim's (its watchdog's abort, the driver's report that its actor died)
+    while others' lines point at it (a peer's IB completion error naming its node): those say what failed."""
+    return bool(pointing) and all(ev.role is Role.COLLATERAL for ev in own)
+
+
 def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
     if f.speaker.rank is not None:
         return f.speaker.rank
@@ -83,7 +89,7 @@ def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
 
 
 def _host_of(f: Finding, ids: IdentityMap) -> str | None:
-    return f.speaker.host or ids.host_of_source.get(f.source)
+    return f.speaker.host or ids.host_of_line.get((f.source, f.line_no)) or ids.host_of_source.get(f.source)
 
 
 def _target(rank: int | None, host: str | None, ids: IdentityMap) -> Target:
@@ -239,7 +245,7 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
     events = []
     for members in groups.values():
         best: Finding | None = None
-        best_key: tuple[int, int] | None = None
+        best_key: tuple[int, bool, int] | None = None
         sig: Signature | None = None
         waiting: Finding | None = None  # the earliest line of the event that waits on the main process
         for f in members:
@@ -248,7 +254,9 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
                 facts = ranked[(f.signature, f.generic, f.role)] = _ranked(f, catalog)
             if facts is None:
                 continue
-            key = (facts[0], -f.order)
+            # of lines that rank alike, the one that says whose it is (srun's `task 8: Out Of Memory` under
+            # slurmstepd's `Detected 1 oom_kill event`, one message), then the first
+            key = (facts[0], not _NAMING_FIELDS.isdisjoint(f.fields), -f.order)
             if best_key is None or key > best_key:
                 best, best_key, sig = f, key, facts[1]
             if facts[2] and (waiting is None or f.order < waiting.order):

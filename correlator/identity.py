@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from correlator.deepspeed_pids import deepspeed_ranks
 from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: the exits are built here
 from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
@@ -44,6 +45,7 @@ class IdentityMap:
     exits: list[ExitRecord] = field(default_factory=list)
     sigtermed_pids: set[int] = field(default_factory=set)
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
+    host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
     rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
     interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
@@ -192,14 +194,16 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
+    deepspeed_ranks(ids, of_kind)
     for rec in of_kind.get("ray_worker_rank", ()):  # Ray Train's worker table: a pid's rank, on its node's address
         rank, pid, ip = int(rec.fields["rank"]), int(rec.fields["pid"]), str(rec.fields["ip"])
         ids.by_pid.setdefault(pid, rank)
         ids.by_host_pid.setdefault((ip, pid), rank)
-    for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):
-        ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
+    _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)
+    for rec in of_kind.get("ray_worker_rank", ()):  # where no line names a worker's host, its node's address does
+        ids.host_of_rank.setdefault(int(rec.fields["rank"]), str(rec.fields["ip"]))
     rings = of_kind.get("nccl_ring", [])
     comms = of_kind.get("nccl_comm", [])
     # _table_rows reads each kind's cells in their order, never one kind's order against another's
@@ -213,6 +217,18 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _fill_exit_ranks(ids)
     _metadata_exits(ids, exit_codes or {})
     return ids
+
+
+def _source_hosts(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """The node a pod's description names is its file's host; a file whose lines name several nodes (`kubectl get
+    events` for the whole job: one Scheduled row a pod) is no one host's, and each of its rows about a pod is
+    that pod's (context.py: k8s_event_pod)."""
+    named: dict[str, set[str]] = defaultdict(set)
+    for rec in (*of_kind.get("k8s_node", ()), *of_kind.get("k8s_assigned", ())):
+        named[rec.source].add(str(rec.fields["host"]))
+    ids.host_of_source.update((source, next(iter(hosts))) for source, hosts in named.items() if len(hosts) == 1)
+    ids.host_of_line.update(((rec.source, rec.line_no), str(rec.fields["host"]))
+                            for rec in of_kind.get("k8s_event_pod", ()))
 
 
 def _pod_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
@@ -234,9 +250,9 @@ def _mpi_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> 
     """Open MPI's report of the first process to exit non-zero: its name line, then its exit code on the next line
     of the same file. Only the launched application's (local job 1) vpid is a rank; a spawned job's is not."""
     codes = {(rec.source, rec.line_no): rec for rec in of_kind.get("mpi_exit_code", ())}
-    for rec in of_kind.get("mpi_exit_name", ()):
+    for rec in (*of_kind.get("mpi_exit_name", ()), *of_kind.get("hvd_exit_name", ())):  # horovodrun's: no job id
         code = codes.get((rec.source, rec.line_no + 1))
-        if code is None or int(rec.fields["job"]) != MPI_APP_JOB:
+        if code is None or int(rec.fields.get("job", MPI_APP_JOB)) != MPI_APP_JOB:
             continue
         ids.exits.append(ExitRecord(int(rec.fields["rank"]), None, None, None, int(code.fields["exit_code"]),
                                     rec.source, code.line_no))

@@ -6,28 +6,41 @@ it, and the task number is the process index, the rank. Nothing in a multi-host 
 index to its host, so the named rank stays hostless while its host's own cause (the kernel's OOM kill, the
 allocator's OOM, an Xid) stays rankless, and the two compete as strangers. The survivors are the hosts that
 printed the report; a host that printed a cause of its own and not the report is the named process's, when it is
-the only such host, it ran no other known rank, and the named rank is the only one without a host.
+the only such host, it ran no other known rank, and the named rank is the only one without a host. Where no host
+printed a cause, the named process's host is the one log that printed neither the report nor a consequence: a
+host whose process reported losing a peer (NCCL's `remote process exited or there was a network error`, a
+collateral line) was alive to see it go, as the survivors that printed the report were.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from catalog.loader import Catalog
 from catalog.model import Implicates
+from correlator.calibration import CAP_UNCONFIRMED
 from correlator.identity import IdentityMap
+from schemas.diagnosis import Diagnosis
 from schemas.findings import Finding, Role
 
 
+class Placement(NamedTuple):
+    host: str
+    by_absence: bool  # the host printed nothing that says so: it is the one log left once the others are read
+    why: str = ""  # how it was found, said in the answer when it is held for it (held_by_absence)
+
+
 def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap,
-                     source_hosts: Iterable[str] = ()) -> str | None:
-    """Put the named rank on its host in ``ids`` (host_of_rank, sole_rank) where elimination leaves one; the
-    host, or None. ``source_hosts``: the host each log read is named after (logs/<host>.log), printed or not:
+                     source_hosts: Iterable[str] = ()) -> Placement | None:
+    """Put the named rank on its host in ``ids`` (host_of_rank, sole_rank) where elimination leaves one; where, or
+    None. ``source_hosts``: the host each log read is named after (logs/<host>.log), printed or not:
     where no host printed a cause, the one whose log holds no report at all is the named process's (its kernel
     log, where the OOM killer said why, was not collected)."""
     named: set[int] = set()
     survivors: set[str] = set()
     causes: set[str] = set()
+    witnesses: set[str] = set()  # hosts whose process printed a consequence: alive when the failure came
     ranked_hosts = set(ids.host_of_rank.values())
     for f in findings:
         sig = catalog.get(f.signature)
@@ -41,13 +54,30 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
         elif (f.role is Role.INITIATING and sig.implicates is Implicates.SELF and f.speaker.rank is None
               and f.speaker.host is not None and not f.generic):
             causes.add(f.speaker.host)
+        elif f.role is Role.COLLATERAL and f.speaker.host is not None:
+            witnesses.add(f.speaker.host)
     hostless = [rank for rank in named if rank not in ids.host_of_rank]
     left = causes - survivors - ranked_hosts
-    if not left:
-        left = set(source_hosts) - survivors - ranked_hosts - causes
+    by_absence = not left
+    if by_absence:
+        left = set(source_hosts) - survivors - ranked_hosts - causes - witnesses
     if len(named) != 1 or len(hostless) != 1 or len(left) != 1 or not survivors:
         return None
     host = next(iter(left))
     ids.host_of_rank[hostless[0]] = host
     ids.sole_rank.setdefault(host, hostless[0])
-    return host
+    why = (f"host {host}: the one log that printed neither the report naming rank {hostless[0]} nor a consequence "
+           "of it (placed by elimination)")
+    return Placement(host, by_absence, why)
+
+
+def held_by_absence(d: Diagnosis, placed: Placement | None) -> Diagnosis:
+    """A host placed only because its log is the one left (``by_absence``) is an inference from what is missing: a
+    log not collected would move it. The rank the others name stays sure; the answer naming that host is held
+    under 0.9, and says how the host was found."""
+    rc = d.root_cause
+    if rc is None or placed is None or not placed.by_absence or rc.host != placed.host \
+            or rc.confidence <= CAP_UNCONFIRMED:
+        return d
+    held = rc.model_copy(update={"confidence": CAP_UNCONFIRMED, "explanation": [*rc.explanation, placed.why]})
+    return d.model_copy(update={"root_cause": held})

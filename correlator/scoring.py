@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from catalog.model import Implicates, Scope
 from correlator.differential import Suspect
-from correlator.events import Event, Target
+from correlator.events import Event, Target, victims_only
 from correlator.exits import DEATH_CODES, first_failures, task_exits
 from correlator.exits import exit_report as exit_report  # re-exported: calibration reads it from here
 from correlator.identity import ExitRecord, IdentityMap
@@ -78,7 +78,7 @@ class Candidate:
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity],
                     1 if ev.signature.implicates is Implicates.SELF else 0, ev.signature.scope is Scope.NODE,
                     -ev.best.order)
-        if self.own_events:
+        if self.own_events and not victims_only(self.own_events, self.support_events):
             return max(self.own_events, key=key)
         return min(self.support_events, key=lambda ev: ev.best.order) if self.support_events else None
 

@@ -192,6 +192,9 @@ def _local_from_folders(head: str) -> int | None:
     return None
 
 
+# A file named by a node's IPv4 address, then its extensions (10.1.2.3.log): collectors that reach nodes by
+# address name their kernel logs so
+_ADDRESS_NAME = re.compile(rf"^(?P<ip>{_IPV4})(?:\.[A-Za-z]\w*)*$")
 _BARE_HOST = re.compile(r"^(?:[A-Za-z]{2,}[\w-]*\d|[A-Za-z]\d+-[\w-]*\d)")
 
 
@@ -207,6 +210,8 @@ def who_from_path(path: str) -> Who:
     rank = None
     host = None
     base = name.split(".")[0]
+    if (address := _ADDRESS_NAME.match(name)) and _SYSTEM_LOG.search(path):
+        return Who(host=address["ip"])  # dmesg/10.1.2.3.log: a node's kernel log named by its address
     if _SYSTEM_LOG.search(path) or _POD_NAME.search(base):
         # A kernel or system log is a node's (syslog/gpu300.log names host gpu300, not rank 300), and a pod's log
         # file is named after the pod (a replica index, not a rank: PyTorchJob's worker-0 is rank 1, and under

@@ -65,3 +65,37 @@ def test_horovodruns_own_rank_tags_name_the_global_rank(tmp_path: Path, capsys: 
     log.write_text("\n".join(lines) + "\n")
     rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["signature"]) == (3, "cuda.oom")
+
+
+_STALL = ("[2026-12-03T10:00:00.000137: W /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] One or more "
+          "tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for "
+          "remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit "
+          "different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. ")
+
+
+@pytest.mark.parametrize("tag", ["[1,0]<stderr>:", "Thu Dec  3 10:00:00 2026[0]<stderr>:", ""])
+def test_the_stall_inspectors_report_over_several_lines_names_its_missing_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:
+    """stall_inspector.cc since 0.21: "Missing ranks:", then one "R: [tensor names]" line a rank (a report seen in
+    horovod's own issue threads), each line under the reporter's tag; every minute again until the job ends."""
+    lines = [f"[1,{r}]<stdout>:step 120" for r in range(4)]
+    for minute in range(2):
+        lines += [tag + _STALL, tag + "Missing ranks:",
+                  tag + f"3: [DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_{minute}, "
+                        "DistributedSGD_Allreduce/cond_1/HorovodAllreduce_grads_1_0]"]
+    lines += [f"[1,{r}]<stderr>:RuntimeError: {SHUT_DOWN}" for r in (0, 1, 2)]
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["rank"], rc["signature"]) == (3, "horovod.stalled_ranks")
+
+
+def test_a_numbered_list_line_without_the_report_names_nobody(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """"R: [names]" alone is any numbered list: only under "Missing ranks:" is it a missing rank."""
+    lines = ["[1,0]<stderr>:Parameters by group:", "[1,0]<stderr>:3: [layer1.weight, layer1.bias]",
+             *(f"[1,{r}]<stderr>:RuntimeError: {SHUT_DOWN}" for r in (0, 1, 2))]
+    log = tmp_path / "horovod.log"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] != "horovod.stalled_ranks" and rc["rank"] != 3

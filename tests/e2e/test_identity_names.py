@@ -476,3 +476,20 @@ def test_every_rank_numbered_on_one_host_makes_a_one_node_job(tmp_path: Path) ->
               "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGSEGV"]
     (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
     assert _root(_diagnose(tmp_path)) == ("pytorch.mp.spawn_process_segfault", 1, "node-9")
+
+
+def test_a_kernel_log_named_by_its_nodes_address_is_that_nodes(tmp_path: Path) -> None:
+    """dmesg/10.0.3.7.log: a collector that reaches nodes by address names their kernel logs so. NCCL's bootstrap
+    line (src/bootstrap.cc, "Bootstrap : Using eth0:10.0.3.7<0>") says which host advertises the address, and the
+    Xid's pid (open-gpu-kernel-modules, "NVRM: Xid (PCI:...): 79, pid=N") is that host's rank 4."""
+    (tmp_path / "dmesg").mkdir()
+    (tmp_path / "node07").mkdir()
+    (tmp_path / "node07" / "rank4.log").write_text(
+        "node07:2301:2301 [0] NCCL INFO Bootstrap : Using eth0:10.0.3.7<0>\n"
+        "node07:2301:2388 [0] NCCL INFO comm 0x55d3c8a0 rank 4 nranks 8 cudaDev 0 busId 41000 - Init COMPLETE\n"
+        "[rank4]:[E1021 10:13:20.302379183 ProcessGroupNCCL.cpp:616] [Rank 4] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=44, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600253 "
+        "milliseconds before timing out.\n")
+    (tmp_path / "dmesg" / "10.0.3.7.log").write_text(
+        "[ 4254.197816] NVRM: Xid (PCI:0000:41:00): 79, pid=2301, name=python3, GPU has fallen off the bus.\n")
+    assert _root(_diagnose(tmp_path)) == ("xid.79", 4, "node07")

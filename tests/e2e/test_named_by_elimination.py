@@ -6,6 +6,9 @@
   UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):", then one task name a line,
   "/job:jax_worker/replica:0/task:N", then "The tasks have crashed. ..."), in absl's glog format;
 - the task number is the process index (jax.process_index()), the rank; one process per host;
+- XLA's NCCL status (xla/service/gpu/nccl_api.cc, ToStatus: "%s:%d: NCCL operation %s failed: %s. Last NCCL
+  warning(error) log entry (may be unrelated) '%s'.", with ncclGetErrorString(ncclRemoteError): "remote process
+  exited or there was a network error"), printed by the dead process's ring neighbours instead of the report;
 - XLA's device allocator: "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying
   to allocate N bytes."; the kernel's OOM killer (linux mm/oom_kill.c) in dmesg.
 """
@@ -28,7 +31,14 @@ _OOM = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory
         "8589934592 bytes.")
 
 
-def _job(tmp_path: Path, dead: int, silent: tuple[int, ...] = (), cause: bool = True, dmesg: bool = False) -> Path:
+_REMOTE = ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_api.cc:580: NCCL "
+           "operation ncclGroupEnd() failed: remote process exited or there was a network error. Last NCCL "
+           "warning(error) log entry (may be unrelated) 'socketProgress: Connection closed by remote peer "
+           "10.0.0.{peer}<49586>'.")
+
+
+def _job(tmp_path: Path, dead: int, silent: tuple[int, ...] = (), cause: bool = True, dmesg: bool = False,
+         neighbours: tuple[int, ...] = ()) -> Path:
     logs = tmp_path / "logs"
     logs.mkdir()
     for task, host in enumerate(_HOSTS):
@@ -37,6 +47,8 @@ def _job(tmp_path: Path, dead: int, silent: tuple[int, ...] = (), cause: bool = 
         if task == dead and cause and not dmesg:
             lines += ["Traceback (most recent call last):", '  File "/workspace/train_jax.py", line 201, in <module>',
                       "    state, metrics = p_train_step(state, batch)", _OOM]
+        elif task in neighbours:
+            lines.append(_REMOTE.format(peer=10 + dead))
         elif task != dead and task not in silent:
             lines += [_FATAL.format(pid=4100 + task), f"/job:jax_worker/replica:0/task:{dead}",
                       "The tasks have crashed. Check the task logs for an earlier error to debug further."]
@@ -80,3 +92,22 @@ def test_two_silent_hosts_leave_the_named_task_without_a_host(
     assert main(["diagnose", str(path), "--format", "json"]) == 0
     rc = json.loads(capsys.readouterr().out)["root_cause"]
     assert (rc["rank"], rc["host"]) == (1, None) and rc["confidence"] < 0.7
+
+
+def test_hosts_that_lost_the_task_as_a_peer_are_not_where_it_ran(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The dead task's ring neighbours print NCCL's remote error, not the report: they were alive to see it go, so
+    the one log with neither is the task's host. Found only by elimination, the answer stays under 0.9."""
+    path = _job(tmp_path, dead=2, cause=False, neighbours=(1, 3))
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert (rc["rank"], rc["host"]) == (2, "gpu-j03")
+    assert 0.7 <= rc["confidence"] < 0.9 and "placed by elimination" in rc["explanation"][-1]
+
+
+def test_a_neighbours_report_does_not_place_the_task_where_two_logs_are_silent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _job(tmp_path, dead=2, cause=False, neighbours=(1,), silent=(3,))
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert (rc["rank"], rc["host"]) == (2, None) and rc["confidence"] < 0.7

@@ -63,3 +63,30 @@ def test_the_killed_workers_pid_in_the_worker_table_names_its_rank(
 
 def test_without_the_table_the_node_is_named_and_no_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _root(tmp_path, capsys, _driver(killed=6, table=False)) == ("ray.oom_killed", None, "10.182.203.143")
+
+
+@pytest.mark.parametrize("actor_died", [False, True])
+def test_a_peer_address_is_the_node_the_worker_table_puts_its_ranks_on(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      actor_died: bool) -> None:
+    """NCCL's IB completion error (src/transport/net_ib.cc: "NET/IB : Got completion from peer %s with status=%d
+    ...") on a worker of the second node names the first node's address. No line but the worker table names that
+    node's ranks' host (their lines carry Ray's prefix only): the table's ip= is it, so the peer is that node and
+    not an address no log maps, which had left the reporter to blame itself."""
+    lines = ["(TorchTrainer pid=1965887) Started distributed worker processes: "]
+    lines += [f"(TorchTrainer pid=1965887) - (node_id=1edc4c000{r // 4}e1f2a3b4, ip={_NODES[r // 4]}, pid={_pid(r)}) "
+              f"world_rank={r}, local_rank={r % 4}, node_rank={r // 4}" for r in range(8)]
+    lines += [f"(RayTrainWorker pid={_pid(r)}, ip={_NODES[r // 4]}) step 550 | loss 5.0571" for r in range(8)]
+    lines += [f"(RayTrainWorker pid={_pid(5)}, ip={_NODES[1]}) worker-b:{_pid(5)}:{_pid(5) + 37} [1] "
+              f"transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer {_NODES[0]}<31146> with "
+              "status=12 opcode=0 len=0 vendor err 129 (Send)"]
+    if actor_died:  # ray/exceptions.py ActorDiedError: the driver's report, a victim's line about that node
+        lines += ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+                  "\tclass_name: RayTrainWorker", "\tactor_id: 3fa1c00000", f"\tpid: {_pid(0)}",
+                  "\tnamespace: 743800", f"\tip: {_NODES[0]}"]
+    (tmp_path / "driver.log").write_text("\n".join(lines) + "\n")
+    assert main(["diagnose", str(tmp_path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert rc["host"] == _NODES[0] and rc["rank"] != 5
+    # the node's own lines are only a victim's: the IB error that points at it says what failed
+    assert rc["signature"].startswith("nccl.ib.")

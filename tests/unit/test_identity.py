@@ -21,6 +21,7 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
     ids = IdentityMap()
     comm_size: dict[tuple[str | None, int], int] = {}
     rings, comms, tables = [], [], []
+    nodes_named: dict[str, set[str]] = {}  # a file naming several nodes is no one node's (`kubectl get events`)
     for rec in records:
         who, kind = rec.who, rec.kind
         if kind == "nccl_ring":
@@ -56,9 +57,10 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
         elif kind == "worker_sigterm":
             ids.sigtermed_pids.add(int(rec.fields["pid"]))
         elif kind == "k8s_node":
-            ids.host_of_source.setdefault(rec.source, str(rec.fields["host"]))
+            nodes_named.setdefault(rec.source, set()).add(str(rec.fields["host"]))
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
+    ids.host_of_source.update((src, next(iter(named))) for src, named in nodes_named.items() if len(named) == 1)
     identity._ring_ranks(ids, rings)
     identity._table_exits(ids, tables)  # unchanged: build_identity calls it with the tables of each kind
     identity._device_offsets(ids, comms)

@@ -86,6 +86,9 @@ def test_words_before_a_colon_are_not_hosts() -> None:
         ("trainjob-worker-6/dmesg.log", None, "trainjob-worker-6"),  # Kubeflow {job}-{replica type}-{index}
         ("myjob-workers-0-3/console.log", None, "myjob-workers-0-3"),  # a JobSet pod
         ("train_logs/out.log", None, None),
+        ("dmesg/10.113.175.164.log", None, "10.113.175.164"),  # a node's kernel log named by its address
+        ("syslog/10.0.0.1", None, "10.0.0.1"),
+        ("logs/10.1.2.3.log", None, None),  # not a system log: an address alone says no more than a number
     ],
 )
 def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | None) -> None:
