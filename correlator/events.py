@@ -162,6 +162,9 @@ def _kernel_rank(host: str | None, pid: int | None, pci: str, ids: IdentityMap) 
 
 
 _NAMING_FIELDS = frozenset(("host", "pid", "rank", "local_rank", "pci"))  # what says whose a line is
+# what says whom a line is about: its own process, or the peer it lost (NCCL's `Call to recv from <peer> failed`
+# heads the back trace that ends in the proxy's `[Proxy Service <its own rank>] Failed to execute operation`)
+_WHOSE_FIELDS = _NAMING_FIELDS | {"peer"}
 
 
 def _implicated(ev: Event, ids: IdentityMap) -> None:
@@ -256,7 +259,7 @@ def build_events(findings: Iterable[Finding], catalog: Catalog, ids: IdentityMap
                 continue
             # of lines that rank alike, the one that says whose it is (srun's `task 8: Out Of Memory` under
             # slurmstepd's `Detected 1 oom_kill event`, one message), then the first
-            key = (facts[0], not _NAMING_FIELDS.isdisjoint(f.fields), -f.order)
+            key = (facts[0], not _WHOSE_FIELDS.isdisjoint(f.fields), -f.order)
             if best_key is None or key > best_key:
                 best, best_key, sig = f, key, facts[1]
             if facts[2] and (waiting is None or f.order < waiting.order):

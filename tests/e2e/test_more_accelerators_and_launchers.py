@@ -119,6 +119,20 @@ def test_a_back_trace_never_outranks_the_line_a_rank_says_of_its_own_abort(
     assert not cli_root_cause(tmp_path, capsys)["signature"].startswith("nccl.trace.")
 
 
+
+def test_where_every_line_is_a_consequence_a_wrapper_is_not_the_one_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NCCL's `ncclAsyncJobComplete: job ... failed, job error N` (group.cc) only carries a result code up; the
+    abort line printed after it says what the rank went through."""
+    (tmp_path / "train.log").write_text(
+        "n124:312247:326969 [0] group.cc:89 NCCL WARN ncclAsyncJobComplete: job 0x55d1c2a0 failed, job error 3\n"
+        "[rank6]:[E624 04:14:29.224103812 ProcessGroupNCCL.cpp:684] [Rank 6] Some NCCL operations have failed or "
+        "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+        "corrupted/incomplete data.\n"
+        "[rank6]:[E624 04:14:29.224139849 ProcessGroupNCCL.cpp:698] [Rank 6] To avoid data inconsistency, we are "
+        "taking the entire process down.\n")
+    assert cli_root_cause(tmp_path, capsys)["signature"] != "nccl.group.async_job_failed"
+
 def test_a_start_up_script_that_cannot_resolve_the_master_is_the_jobs_configuration(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "worker-0.log").write_text(
@@ -142,3 +156,18 @@ def test_rays_oom_summary_wrapped_by_a_terminal_still_names_its_node(
         "(raylet) \n")
     rc = cli_root_cause(tmp_path, capsys)
     assert (rc["signature"], rc["host"]) == ("ray.oom_killed", "172.24.0.226")
+
+
+def test_the_peer_a_proxys_failed_connect_lost_is_the_suspect_not_the_proxy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One message: NCCL's socket WARN naming the peer (misc/socket.cc), the back trace, then the proxy's WARN naming
+    its own rank (proxy.cc: "[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d")."""
+    head = "gpu-22:183006:183220 [1]"
+    (tmp_path / "gpu-22.log").write_text(
+        f"{head} misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.200.84.247<58355> failed : Broken pipe\n"
+        + "".join(f"{head} NCCL INFO {frame} -> 6\n" for frame in
+                  ("misc/socket.cc:535", "transport/net_socket.cc:368", "include/net.h:26", "proxy.cc:991"))
+        + f"{head} proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, "
+          "retcode 6\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert rc["host"] == "10.200.84.247" and rc["rank"] is None, rc["explanation"]
