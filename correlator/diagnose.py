@@ -47,24 +47,38 @@ MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 EVIDENCE_CHARS = 1000  # of one evidence line
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
+# The record kinds no step after the differential view reads (identity, naming, the lags, clock offsets, staleness
+# and the differential view read them; the later steps read their maps, or other kinds): a rank's init, `Using`,
+# work status and error lines, 5.5 records a rank, let go of before scoring (issue 23: memory per rank).
+DONE_BEFORE_SCORING = ("errorish", "pg_status", "nccl_comm", "nccl_using")
 
 
 def diagnose(
     results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None, *,
-    exit_codes: Mapping[str, int] | None = None, ended_at: datetime | None = None,
+    exit_codes: Mapping[str, int] | None = None, ended_at: datetime | None = None, release: bool = False,
 ) -> Diagnosis:
     """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004"). Without them,
     a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map.
 
     The diagnosis comes back redacted (correlator/redact.py): this is the one place every output (the CLI's
-    formats, the stored incident, the API, the web pages, the notifiers) gets its log text from."""
-    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes, ended_at))
+    formats, the stored incident, the API, the web pages, the notifiers) gets its log text from.
+
+    With ``release``, the caller hands the results over: each one's lists of findings and records are deleted
+    once read (only its source, lines, bytes and structured are read later), so that what a step is done with is
+    freed (issue 23: a one-shot diagnosis, the CLI's, holds every rank's lines at its peak)."""
+    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes, ended_at, release))
 
 
 def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None,
-              exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None) -> Diagnosis:
-    findings = [f for r in results for f in r.findings]
-    context = [c for r in results for c in r.context]
+              exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None,
+              release: bool = False) -> Diagnosis:
+    findings: list[Finding] = []
+    context: list[ContextRecord] = []
+    for r in results:
+        findings += r.findings
+        context += r.context
+        if release:  # their lists: 0.27 KB a rank, held to the end for nothing
+            del r.findings, r.context
     job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
     if job is not None:
         exit_codes = exit_codes if exit_codes is not None else job.exit_codes
@@ -99,6 +113,9 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
                            failing={(ev.reporter.rank, None) if ev.reporter.rank is not None else
                                     (None, ev.reporter.host) for ev in failures})
+    del progress, comms, errors
+    for kind in DONE_BEFORE_SCORING:  # with release, that frees them: of_kind and the events held them last
+        of_kind.pop(kind, None)
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
     ranked = score(failures, ids, offsets, suspect, logged)
