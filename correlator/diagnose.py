@@ -26,6 +26,7 @@ from correlator.naming import settle
 from correlator.prepare import before_cascade, collective_lags, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import redact, redact_model
+from correlator.release import gathered, let_go
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.speakers import who_from_path
 from correlator.transport import assign
@@ -47,10 +48,6 @@ MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
 EVIDENCE_CHARS = 1000  # of one evidence line
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
-# The record kinds no step after the differential view reads (identity, naming, the lags, clock offsets, staleness
-# and the differential view read them; the later steps read their maps, or other kinds): a rank's init, `Using`,
-# work status and error lines, 5.5 records a rank, let go of before scoring (issue 23: memory per rank).
-DONE_BEFORE_SCORING = ("errorish", "pg_status", "nccl_comm", "nccl_using")
 
 
 def diagnose(
@@ -64,21 +61,14 @@ def diagnose(
     formats, the stored incident, the API, the web pages, the notifiers) gets its log text from.
 
     With ``release``, the caller hands the results over: each one's lists of findings and records are deleted
-    once read (only its source, lines, bytes and structured are read later), so that what a step is done with is
-    freed (issue 23: a one-shot diagnosis, the CLI's, holds every rank's lines at its peak)."""
+    once read, so that what a step is done with is freed (correlator/release.py)."""
     return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes, ended_at, release))
 
 
 def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None,
               exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None,
               release: bool = False) -> Diagnosis:
-    findings: list[Finding] = []
-    context: list[ContextRecord] = []
-    for r in results:
-        findings += r.findings
-        context += r.context
-        if release:  # their lists: 0.27 KB a rank, held to the end for nothing
-            del r.findings, r.context
+    findings, context = gathered(results, release)
     job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
     if job is not None:
         exit_codes = exit_codes if exit_codes is not None else job.exit_codes
@@ -90,6 +80,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
     findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
     del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
+    let_go(of_kind, "nccl_using")  # read by identity and naming alone
     # a coordination service's named task, on the host that fell silent
     place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
@@ -108,14 +99,15 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, comms)
+    del progress, comms
+    let_go(of_kind, "pg_status", "nccl_comm")  # read by identity, naming and the steps above alone
     notes = assign(failures, ids, death_targets(ids.exits + task_exits(failures, ids), ids))
     # (the speakers with failures are a key a rank: made for this call alone, not held to the end)
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
                            failing={(ev.reporter.rank, None) if ev.reporter.rank is not None else
                                     (None, ev.reporter.host) for ev in failures})
-    del progress, comms, errors
-    for kind in DONE_BEFORE_SCORING:  # with release, that frees them: of_kind and the events held them last
-        of_kind.pop(kind, None)
+    del errors
+    let_go(of_kind, "errorish")  # read by the differential view alone
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
     ranked = score(failures, ids, offsets, suspect, logged)

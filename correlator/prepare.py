@@ -26,8 +26,9 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
                     ids: IdentityMap, world: int | None = None) -> list[Lag]:
     """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops, older
     or absent timeouts. ``world``: the job's size where known (NCCL's nranks, the job's metadata)."""
-    rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
-               for i, rec in enumerate(context) if rec.kind == "pg_status"}  # the only records from_status reads
+    # by position, None for a record from_status does not read (a list: a map by index was 0.1 KB a rank)
+    rank_of = [(rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid))
+               if rec.kind == "pg_status" else None for rec in context]
     timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
                  ev.best.line_no, ev.best.text) for ev in failures
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
