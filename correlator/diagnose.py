@@ -23,7 +23,7 @@ from correlator.local_ranks import LocalRanks
 from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import place_named_rank
 from correlator.naming import settle
-from correlator.prepare import before_cascade, collective_lags, mark_stale, when
+from correlator.prepare import before_cascade, collective_lags, init_lines, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import redact, redact_model
 from correlator.release import gathered, let_go
@@ -80,7 +80,12 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
     findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
     del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
-    let_go(of_kind, "nccl_using")  # read by identity and naming alone
+    del context  # each step below reads the records of its kinds (of_kind)
+    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
+    logged = {int(rec.fields["rank"]) for rec in of_kind.get("nccl_comm", ())}
+    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, local)) is not None}
+    inits = init_lines(of_kind.get("nccl_comm", ()))  # what staleness reads of them
+    let_go(of_kind, "nccl_using", "nccl_comm")  # read by identity, naming and the two lines above alone
     # a coordination service's named task, on the host that fell silent
     place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
@@ -88,19 +93,15 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
-    if not failures:
-        return _unknown(results, context, ids)
-    del context  # from here on each step reads the records of its kinds (of_kind)
-    progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
+    if not failures:  # the differential view reads the error records alone
+        return _unknown(results, of_kind.get("errorish", []), ids)
+    progress, errors = of_kind.get("pg_status", []), of_kind.get("errorish", [])
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
-    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
-    logged = {int(rec.fields["rank"]) for rec in comms}
-    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, local)) is not None}
     failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
-    mark_stale(failures, offsets, comms)
-    del progress, comms
-    let_go(of_kind, "pg_status", "nccl_comm")  # read by identity, naming and the steps above alone
+    mark_stale(failures, offsets, inits)
+    del progress, inits
+    let_go(of_kind, "pg_status")  # read by the steps above alone
     notes = assign(failures, ids, death_targets(ids.exits + task_exits(failures, ids), ids))
     # (the speakers with failures are a key a rank: made for this call alone, not held to the end)
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),

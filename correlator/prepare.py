@@ -64,14 +64,20 @@ def _unexplained_absences(lags: list[Lag], failures: Sequence[Event]) -> list[La
     return out
 
 
-def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],
-                context: Sequence[ContextRecord]) -> None:
-    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
-    rank by a completed NCCL init (a store retry at start-up), or printed long before the consequences began."""
+def init_lines(context: Sequence[ContextRecord]) -> dict[str, int]:
+    """Each source's last NCCL init line (what mark_stale reads of the init records: read early, the records can
+    be let go of before the events are built; issue 23)."""
     inits: dict[str, int] = {}
     for rec in context:
         if rec.kind == "nccl_comm":
             inits[rec.source] = max(inits.get(rec.source, 0), rec.line_no)
+    return inits
+
+
+def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta], inits: Mapping[str, int]) -> None:
+    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
+    rank by a completed NCCL init (a store retry at start-up; ``inits``: init_lines), or printed long before the
+    consequences began."""
     times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := when(ev, offsets)) is not None]
     horizon = min(times) - STALE_BEFORE if times else None
     for ev in failures:
