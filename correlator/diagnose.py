@@ -19,7 +19,7 @@ from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.kept import ContextRecord
-from correlator.local_ranks import LocalRanks
+from correlator.local_ranks import named_by_paths
 from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import place_named_rank
 from correlator.naming import settle
@@ -28,7 +28,6 @@ from correlator.reading import SourceResult
 from correlator.redact import redact, redact_model
 from correlator.release import gathered, let_go
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
-from correlator.speakers import who_from_path
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
 from schemas.diagnosis import (
@@ -83,11 +82,13 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     del context  # each step below reads the records of its kinds (of_kind)
     # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
     logged = {int(rec.fields["rank"]) for rec in of_kind.get("nccl_comm", ())}
-    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, local)) is not None}
+    path_ranks, path_hosts = named_by_paths((r.source for r in results if r.lines), local)
+    logged |= path_ranks
     inits = init_lines(of_kind.get("nccl_comm", ()))  # what staleness reads of them
     let_go(of_kind, "nccl_using", "nccl_comm")  # read by identity, naming and the two lines above alone
     # a coordination service's named task, on the host that fell silent
-    place_named_rank(findings, catalog, ids, {h for r in results if r.lines and (h := who_from_path(r.source).host)})
+    place_named_rank(findings, catalog, ids, path_hosts)
+    del path_ranks, path_hosts
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
@@ -116,15 +117,6 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
         ranked, failures, ids, offsets, results, catalog, notes, logged,
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
-
-
-def _rank_of_source(source: str, local: LocalRanks) -> int | None:
-    """The rank a source's path names: rank7.log, or torchrun --log-dir's <host>/.../attempt_0/7/ where the local
-    ranks of that host are known."""
-    who = who_from_path(source)
-    if who.rank is None and who.local_rank is not None:
-        return local.global_of(who.host, source, who.local_rank)
-    return who.rank
 
 
 def evidence_text(text: str) -> str:

@@ -230,23 +230,18 @@ def _groups(findings: Sequence[Finding], catalog: Catalog) -> Iterator[list[Find
     runs = [source for source, _ in groupby(map(_SOURCE, findings))]
     by_source = len(runs) == len(set(runs))
     del runs
-    groups: dict[tuple[str, int, bool], list[Finding]] = {}
+    groups: dict[tuple[str, int, bool], list[Finding]] = defaultdict(list)
     exit_sigs: dict[str, bool] = {}
     source: str | None = None
     for f in findings:
         if by_source and f.source != source:
             yield from groups.values()
-            groups, source = {}, f.source
+            groups, source = defaultdict(list), f.source
         reports = exit_sigs.get(f.signature)
         if reports is None:
             entry = catalog.get(f.signature)
             reports = exit_sigs[f.signature] = entry is not None and reports_exit(entry)
-        key = (f.source, f.event, reports and ("exit_code" in f.fields or "signal" in f.fields))
-        members = groups.get(key)
-        if members is None:
-            groups[key] = [f]
-        else:
-            members.append(f)
+        groups[(f.source, f.event, reports and ("exit_code" in f.fields or "signal" in f.fields))].append(f)
     yield from groups.values()
 
 

@@ -29,13 +29,12 @@ class FewSets(Generic[K, V]):
         self._by_key: dict[K, Any] = {}  # a value, or a _Many of them
 
     def add(self, key: K, value: V) -> None:
-        held = self._by_key.get(key, _ABSENT)
-        if held is _ABSENT:
-            self._by_key[key] = value
-        elif type(held) is _Many:
-            held.add(value)
-        elif held != value:
-            self._by_key[key] = _Many((held, value))
+        held = self._by_key.setdefault(key, value)
+        if held is not value and held != value:  # (a _Many equals no value)
+            if type(held) is _Many:
+                held.add(value)
+            else:
+                self._by_key[key] = _Many((held, value))
 
     def __contains__(self, key: object) -> bool:
         return key in self._by_key
