@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     t_ready = time.perf_counter()
     scan = scan_sources(matcher, expand([a.logs]), 2026, jobs=a.jobs)
     t_scanned = time.perf_counter()
-    diagnosis = diagnose(scan.results, matcher.catalog)
+    found = sum(len(r.findings) for r in scan.results)
+    diagnosis = diagnose(scan.results, matcher.catalog, release=True)  # as the CLI: its lists freed once read
     t_correlated = time.perf_counter()
     sizes = _renders(diagnosis)
     t_rendered = time.perf_counter()
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"startup_s": t_ready - STARTED, "scan_s": t_scanned - t_ready, "correlate_s": t_correlated - t_scanned,
            "render_s": t_rendered - t_correlated, **sizes, "verdict": diagnosis.verdict,
            "signature": rc.signature if rc else None, "rank": rc.rank if rc else None,
-           "host": rc.host if rc else None, "findings": sum(len(r.findings) for r in scan.results)}
+           "host": rc.host if rc else None, "findings": found}
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     os._exit(0)  # as the console script: what was read is not freed object by object

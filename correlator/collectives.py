@@ -50,12 +50,11 @@ def _majority(values: Sequence[int | str]) -> tuple[int | str, int] | None:
     return (value, count) if count >= MAJORITY * len(values) else None
 
 
-def from_status(records: Sequence[ContextRecord], rank_of: dict[int, int | None]) -> list[Lag]:
+def from_status(records: Sequence[ContextRecord], rank_of: Sequence[int | None]) -> list[Lag]:
     """Ranks whose last enqueued collective is older than the one most ranks were waiting in, and ranks that
     enqueued as many as most but completed fewer (stuck inside an older collective)."""
     latest: dict[int, ContextRecord] = {}
-    for index, rec in enumerate(records):
-        rank = rank_of.get(index)
+    for rec, rank in zip(records, rank_of, strict=True):  # ``rank_of``: each record's rank, by position
         if rec.kind != "pg_status" or rank is None:
             continue
         if rank not in latest or int(rec.fields["enqueued"]) > int(latest[rank].fields["enqueued"]):

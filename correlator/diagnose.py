@@ -19,17 +19,17 @@ from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.killed_by_oom import place_killed_rank
-from correlator.local_ranks import LocalRanks
+from correlator.local_ranks import named_by_paths
 from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import held_by_absence, place_named_rank
 from correlator.naming import settle
 from correlator.nothing_matched import nothing_matched
-from correlator.prepare import before_cascade, collective_lags, mark_stale, when
+from correlator.prepare import before_cascade, collective_lags, init_lines, mark_stale, when
 from correlator.reading import SourceResult
 from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_model
+from correlator.release import gathered, let_go
 from correlator.reporters import spare_messengers
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
-from correlator.speakers import who_from_path
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
 from schemas.diagnosis import (
@@ -52,20 +52,23 @@ MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: n
 
 def diagnose(
     results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None = None, *,
-    exit_codes: Mapping[str, int] | None = None, ended_at: datetime | None = None,
+    exit_codes: Mapping[str, int] | None = None, ended_at: datetime | None = None, release: bool = False,
 ) -> Diagnosis:
     """``exit_codes`` are the job metadata's (a JobEvent's), by rank ("37") or by host ("node004"). Without them,
     a JobEvent found among the sources (a ``job.json`` beside the logs) supplies them and the rank -> host map.
 
     The diagnosis comes back redacted (correlator/redact.py): this is the one place every output (the CLI's
-    formats, the stored incident, the API, the web pages, the notifiers) gets its log text from."""
-    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes, ended_at))
+    formats, the stored incident, the API, the web pages, the notifiers) gets its log text from.
+
+    With ``release``, the caller hands the results over: each one's lists of findings and records are deleted
+    once read, so that what a step is done with is freed (correlator/release.py)."""
+    return redact_model(_diagnose(results, catalog, rank_hosts, exit_codes, ended_at, release))
 
 
 def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None,
-              exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None) -> Diagnosis:
-    findings = [f for r in results for f in r.findings]
-    context = [c for r in results for c in r.context]
+              exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None,
+              release: bool = False) -> Diagnosis:
+    findings, context = gathered(results, release)
     job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
     if job is not None:
         exit_codes = exit_codes if exit_codes is not None else job.exit_codes
@@ -77,31 +80,38 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
     findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
     del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
+    del context  # each step below reads the records of its kinds (of_kind)
+    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
+    logged = {int(rec.fields["rank"]) for rec in of_kind.get("nccl_comm", ())}
+    path_ranks, path_hosts = named_by_paths((r.source for r in results if r.lines), local)
+    logged |= path_ranks
+    inits = init_lines(of_kind.get("nccl_comm", ()))  # what staleness reads of them
+    let_go(of_kind, "nccl_using", "nccl_comm")  # read by identity, naming and the two lines above alone
     # a coordination service's named task, on the host that fell silent
-    placed = place_named_rank(findings, catalog, ids,
-                              {h for r in results if r.lines and (h := who_from_path(r.source).host)})
+    placed = place_named_rank(findings, catalog, ids, path_hosts)
     placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
+    del path_ranks, path_hosts
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
-    if not failures:
-        return nothing_matched(results, context, ids)
-    del context  # from here on each step reads the records of its kinds (of_kind)
-    progress, comms, errors = (of_kind.get(kind, []) for kind in ("pg_status", "nccl_comm", "errorish"))
+    if not failures:  # the differential view reads the error records alone
+        return nothing_matched(results, of_kind.get("errorish", []), ids)
+    progress, errors = of_kind.get("pg_status", []), of_kind.get("errorish", [])
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
-    # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
-    logged = {int(rec.fields["rank"]) for rec in comms}
-    logged |= {rank for r in results if r.lines and (rank := _rank_of_source(r.source, local)) is not None}
     failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
-    mark_stale(failures, offsets, comms)
+    mark_stale(failures, offsets, inits)
+    del progress, inits
+    let_go(of_kind, "pg_status")  # read by the steps above alone
     notes = assign(failures, ids, death_targets(ids.exits + task_exits(failures, ids), ids))
     # (the speakers with failures are a key a rank: made for this call alone, not held to the end)
     suspect = differential(errors, named_only=True, early=before_cascade(errors, failures, offsets),
                            failing={(ev.reporter.rank, None) if ev.reporter.rank is not None else
                                     (None, ev.reporter.host) for ev in failures})
+    del errors
+    let_go(of_kind, "errorish")  # read by the differential view alone
     if suspect is not None:  # the explanation quotes its first line cut to 100 characters: redacted before the cut
         suspect = replace(suspect, lines=[r._replace(text=redact(r.text)) for r in suspect.lines])
     spare_messengers(failures, len(logged | {ev.reporter.rank for ev in failures if ev.reporter.rank is not None}), ids)
@@ -113,13 +123,6 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 
-def _rank_of_source(source: str, local: LocalRanks) -> int | None:
-    """The rank a source's path names: rank7.log, or torchrun --log-dir's <host>/.../attempt_0/7/ where the local
-    ranks of that host are known."""
-    who = who_from_path(source)
-    if who.rank is None and who.local_rank is not None:
-        return local.global_of(who.host, source, who.local_rank)
-    return who.rank
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from correlator.identity import METADATA, IdentityMap
 from correlator.kept import ContextRecord
-from correlator.speakers import Who
+from correlator.speakers import Who, who_from_path
 
 Node = tuple[str, str]  # ("host", name) or ("source", name)
 AMBIGUOUS = -1  # two different global ranks were seen for one (node, local rank)
@@ -258,3 +258,20 @@ def _nodes(out: LocalRanks, of_kind: Mapping[str, list[ContextRecord]], ids: Ide
         out.single_node = world <= max_local + 1 or (len(placed) == world and len(set(placed.values())) == 1)
     else:
         out.single_node = not hosts_named
+
+
+def named_by_paths(sources: Iterable[str], local: LocalRanks) -> tuple[set[int], set[str]]:
+    """The ranks and hosts the paths of ``sources`` name: rank7.log, node017/..., or torchrun --log-dir's
+    <host>/.../attempt_0/7/ where the local ranks of that host are known. Each path read once (the diagnosis read
+    each twice: a second per 100,000 files)."""
+    ranks: set[int] = set()
+    hosts: set[str] = set()
+    for source in sources:
+        who = who_from_path(source)
+        rank = local.global_of(who.host, source, who.local_rank) if (
+            who.rank is None and who.local_rank is not None) else who.rank
+        if rank is not None:
+            ranks.add(rank)
+        if who.host:
+            hosts.add(who.host)
+    return ranks, hosts

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from correlator.events import task_ids
+from correlator.few import FewSets
 from correlator.hostnames import aliases
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord, members
@@ -150,22 +151,23 @@ def _lone_process(pairs: Sequence[tuple[Who, str]], findings: list[Finding], con
     own lines under the rank (c10's prefix), NCCL its own under host:pid:tid (src/debug.cc); a paste of one
     failing process shows both and nothing ties them but this. Not when the device NCCL names exceeds the rank
     (local device d is local rank d, at most the global rank)."""
-    processes: dict[str, set[tuple[str, int, int | None]]] = {}
-    ranks: dict[str, set[int]] = {}
-    hosts: dict[str, set[str]] = {}
+    # one process, rank and host a source, almost always: no set each (correlator/few.py)
+    processes: FewSets[str, tuple[str, int, int | None]] = FewSets()
+    ranks: FewSets[str, int] = FewSets()
+    hosts: FewSets[str, str] = FewSets()
     mapped = set(ids.by_host_pid.values())
     for who, source in pairs:
         if who.host:
-            hosts.setdefault(source, set()).add(who.host)
+            hosts.add(source, who.host)
         if who.pid is not None and who.host is not None and who.rank is None:
             if (who.host, who.pid) not in ids.by_host_pid:
-                processes.setdefault(source, set()).add((who.host, who.pid, who.device))
+                processes.add(source, (who.host, who.pid, who.device))
         elif who.rank is not None and who.pid is None:
-            ranks.setdefault(source, set()).add(who.rank)
+            ranks.add(source, who.rank)
     same: dict[tuple[str, str, int], int] = {}  # (source, host, pid) -> rank
     for source, procs in processes.items():
-        seen = ranks.get(source, set())
-        if len(procs) != 1 or len(seen) != 1 or len(hosts.get(source, ())) != 1:
+        seen = ranks.get(source)
+        if len(procs) != 1 or len(seen) != 1 or hosts.count(source) != 1:
             continue
         (host, pid, device), rank = next(iter(procs)), next(iter(seen))
         if rank not in mapped and (device is None or device <= rank):
@@ -202,11 +204,13 @@ def _speakers(findings: Sequence[Finding], context: Sequence[ContextRecord]) -> 
     """Each distinct (speaker, source) of the records, then of the findings, in the order first seen. Built with
     C-level maps: at 1,024 ranks a Python loop over the 30,000 records and findings took 40 ms."""
     pairs = dict.fromkeys(zip(map(_WHO, context), map(_SOURCE, context), strict=True))
-    speakers = list(map(_SPEAKER, findings))
-    # a Speaker hashes in Python code: each distinct one is found by identity, and hashed once
-    by_id = dict(zip(map(id, speakers), speakers, strict=True))
-    for key, source in dict.fromkeys(zip(map(id, speakers), map(_SOURCE, findings), strict=True)):
-        pairs.setdefault((_who(by_id[key]), source))
+    # a Speaker hashes in Python code: each distinct (speaker, source) is found by the speaker's identity (the
+    # findings hold them all the while), in one map of the distinct ones: a map of every finding's speaker by its
+    # id, and its list, were a peak of naming (0.5 KB a rank at 8,192 ranks; issue 23)
+    distinct = dict(zip(zip(map(id, map(_SPEAKER, findings)), map(_SOURCE, findings), strict=True),
+                        map(_SPEAKER, findings), strict=True))
+    for (_, source), speaker in distinct.items():
+        pairs.setdefault((_who(speaker), source))
     return list(pairs)
 
 
@@ -228,10 +232,10 @@ def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[tup
     """The hosts the sources' folders name (node017/train.log), and (folder's host, line's host) where all the
     lines of a source that name a host name one other (node017's NCCL headers say ip-10-0-0-17): a collector
     files each node's logs under the node's name."""
-    lines: dict[str, set[str]] = {}
+    lines: FewSets[str, str] = FewSets()  # one host a source, almost always: no set each (correlator/few.py)
     for who, source in pairs:
         if who.host:
-            lines.setdefault(source, set()).add(who.host)
+            lines.add(source, who.host)
     folders: list[str] = []
     same: list[tuple[str, str]] = []
     for source in sorted(lines):
@@ -239,7 +243,7 @@ def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[tup
         if folder is None:
             continue
         folders.append(folder)
-        others = lines[source] - {folder}
+        others = lines.get(source) - {folder}
         if len(others) == 1:
             same.append((folder, next(iter(others))))
     return folders, same

@@ -26,8 +26,9 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
                     ids: IdentityMap, world: int | None = None) -> list[Lag]:
     """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops, older
     or absent timeouts. ``world``: the job's size where known (NCCL's nranks, the job's metadata)."""
-    rank_of = {i: rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid)
-               for i, rec in enumerate(context) if rec.kind == "pg_status"}  # the only records from_status reads
+    # by position, None for a record from_status does not read (a list: a map by index was 0.1 KB a rank)
+    rank_of = [(rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid))
+               if rec.kind == "pg_status" else None for rec in context]
     timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
                  ev.best.line_no, ev.best.text) for ev in failures
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
@@ -63,14 +64,20 @@ def _unexplained_absences(lags: list[Lag], failures: Sequence[Event]) -> list[La
     return out
 
 
-def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta],
-                context: Sequence[ContextRecord]) -> None:
-    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
-    rank by a completed NCCL init (a store retry at start-up), or printed long before the consequences began."""
+def init_lines(context: Sequence[ContextRecord]) -> dict[str, int]:
+    """Each source's last NCCL init line (what mark_stale reads of the init records: read early, the records can
+    be let go of before the events are built; issue 23)."""
     inits: dict[str, int] = {}
     for rec in context:
         if rec.kind == "nccl_comm":
             inits[rec.source] = max(inits.get(rec.source, 0), rec.line_no)
+    return inits
+
+
+def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta], inits: Mapping[str, int]) -> None:
+    """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
+    rank by a completed NCCL init (a store retry at start-up; ``inits``: init_lines), or printed long before the
+    consequences began."""
     times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := when(ev, offsets)) is not None]
     horizon = min(times) - STALE_BEFORE if times else None
     for ev in failures:

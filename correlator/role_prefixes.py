@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from correlator.few import FewSets
 from correlator.identity import METADATA, IdentityMap
 from correlator.kept import ContextRecord
 from correlator.speakers import Who
@@ -26,14 +27,14 @@ def role_rank_prefixes(pairs: Sequence[tuple[Who, str]], ids: IdentityMap) -> di
     table says local rank 4 is rank 28, "[rank4]:" speaks in it and "[rank28]:" does not."""
     agree: set[str] = set()
     disagree: dict[str, set[int]] = {}
-    prefixed: dict[str, set[int]] = {}
-    hosts: dict[str, set[str]] = {}
+    prefixed: FewSets[str, int] = FewSets()  # one value a source, almost always: no set each (correlator/few.py)
+    hosts: FewSets[str, str] = FewSets()
     for who, source in pairs:
         if who.host:
-            hosts.setdefault(source, set()).add(who.host)
+            hosts.add(source, who.host)
         if who.rank is None or who.local_rank is not None:
             continue
-        prefixed.setdefault(source, set()).add(who.rank)
+        prefixed.add(source, who.rank)
         if who.pid is None or who.host is None:
             continue
         numbered = ids.by_host_pid.get((who.host, who.pid))
@@ -42,14 +43,14 @@ def role_rank_prefixes(pairs: Sequence[tuple[Who, str]], ids: IdentityMap) -> di
         elif numbered is not None and numbered > who.rank:  # a local rank is below its global one
             disagree.setdefault(source, set()).add(numbered)
     for row in ids.exits:
-        seen = prefixed.get(row.source, set())
+        seen = prefixed.get(row.source)
         if row.rank is None or row.local_rank is None or row.rank == row.local_rank or row.source == METADATA:
             continue
         if row.rank in seen and row.local_rank in seen:
             continue  # both under "[rankN]:": the header's local ranks, c10's global ones after it; NCCL decides
         if row.rank in seen:
             agree.add(row.source)
-        elif row.local_rank in seen and row.rank > row.local_rank and hosts.get(row.source, set()) <= {row.host}:
+        elif row.local_rank in seen and row.rank > row.local_rank and hosts.get(row.source) <= {row.host}:
             disagree.setdefault(row.source, set()).add(row.rank)  # one node's console: its agent's table
     out = {source: ranks for source, ranks in disagree.items() if source not in agree}
     for source in _repeated_across_hosts(pairs):
@@ -62,17 +63,17 @@ def _repeated_across_hosts(pairs: Sequence[tuple[Who, str]]) -> set[str]:
     """Sources whose "[rankN]:" numbers other hosts print too: a global rank is one process on one host, so
     two numbers each printed on two hosts or more are each node's local ranks (every node's "[rank0]:" ...
     "[rank7]:"), on every source that prints them."""
-    hosts_of: dict[int, set[str]] = {}
-    sources_of: dict[int, set[str]] = {}
+    hosts_of: FewSets[int, str] = FewSets()  # one host a rank, almost always: no set each
+    sources_of: FewSets[int, str] = FewSets()
     for who, source in pairs:
         if who.rank is None or who.local_rank is not None or who.pid is not None or who.host is None:
             continue
-        hosts_of.setdefault(who.rank, set()).add(who.host)
-        sources_of.setdefault(who.rank, set()).add(source)
-    repeated = [rank for rank, hosts in hosts_of.items() if len(hosts) >= 2]
+        hosts_of.add(who.rank, who.host)
+        sources_of.add(who.rank, source)
+    repeated = [rank for rank in hosts_of if hosts_of.count(rank) >= 2]
     if len(repeated) < 2:
         return set()
-    return {source for rank in repeated for source in sources_of[rank]}
+    return {source for rank in repeated for source in sources_of.get(rank)}
 
 
 def as_local(findings: list[Finding], context: list[ContextRecord], role_named: Mapping[str, set[int]]
