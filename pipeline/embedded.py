@@ -43,6 +43,7 @@ Task = Callable[[], object]
 # what a dead letter keeps of a task: kind, where, payload (built when it is kept, for a shard held packed)
 Letter = tuple[str, str, dict[str, Any] | Callable[[], dict[str, Any]]]
 BATCH = 64  # shards taken off the queue at once: enough to amortize a commit, little to redo when one fails
+STORE_BATCH = 256  # shards scanned by the pool stored in one transaction at most (batches that came back together)
 
 
 class Item(NamedTuple):
@@ -212,23 +213,34 @@ class EmbeddedRunner:
                     self._queue.task_done()
 
     def _store_scans(self, until_empty: bool) -> None:
-        """Store the scanned batches at the head, oldest first: every one (waiting for each), or those done."""
+        """Store the scanned batches at the head, oldest first: every one (waiting for each), or those done. The
+        batches already scanned behind the first go with it, up to STORE_BATCH shards: one transaction and one
+        completion check for them all (a commit and the job's rows read cost as much as a few shards stored)."""
         while self._scanning and (until_empty or self._scanning[0][1].done()):
             batch, future = self._scanning.popleft()
-            outcomes: list[Outcome] | None
-            try:
-                outcomes = received(future.result())
-            except Exception as exc:  # died holding it, or its scan raised: scanned here, with its retries
-                if isinstance(exc, BrokenProcessPool) and self._pool is not None:
-                    self._pool.broken()
-                else:
-                    log.warning("a scan process failed a batch; scanning it here", exc_info=True)
-                outcomes = None
+            outcomes = self._received(future)
+            while outcomes is not None and self._scanning and len(batch) < STORE_BATCH:
+                more, after = self._scanning[0]
+                if not after.done() or after.exception() is not None:  # a failed one goes alone, next
+                    break
+                self._scanning.popleft()
+                batch, outcomes = batch + more, outcomes + received(after.result())
             try:
                 self._run_batch(batch, outcomes)
             finally:
                 for _ in batch:
                     self._queue.task_done()
+
+    def _received(self, future: Future[list[Sent]]) -> list[Outcome] | None:
+        """A batch's scans, or None when its process died holding it or its scan raised (scanned here then)."""
+        try:
+            return received(future.result())
+        except Exception as exc:
+            if isinstance(exc, BrokenProcessPool) and self._pool is not None:
+                self._pool.broken()
+            else:
+                log.warning("a scan process failed a batch; scanning it here", exc_info=True)
+            return None
 
     def _run_batch(self, batch: list[Item], outcomes: list[Outcome] | None = None) -> None:
         """Run a batch: shards stored together (their scans `outcomes`, when the pool made them, else scanned here)."""
@@ -239,7 +251,8 @@ class EmbeddedRunner:
             return
         try:
             if outcomes is not None:
-                self._bound().accept_scanned([shard for shard, _ in shards], outcomes)
+                self._bound().accept_scanned([shard for shard, _ in shards], outcomes,
+                                             [headers for _, headers in shards])
             else:
                 self._bound().accept_shards([shard for shard, _ in shards], [headers for _, headers in shards])
         except Exception:  # each alone then, with its own retries and dead letter (storing is idempotent)

@@ -8,7 +8,9 @@ order, while the processes scan the next ones.
 The processes come from a fork server, not from forking the service: the service runs threads (the runner's, the
 HTTP server's, the pool's own), and a child forked from it could inherit a lock one of them held. Each process
 builds its matcher once with the factory it is given (`scan.engine.default_matcher` in the service: the catalog
-and the Hyperscan database come from the cache the service itself filled, in about 50 ms).
+and the Hyperscan database come from the cache the service itself filled, in about 50 ms). As with any fork
+server, each process imports the program's main module: a program that starts the embedded service itself must
+guard its own start-up (`if __name__ == "__main__":`); `firstfault serve` and `python -m` entry points do.
 
 A process that dies (the OOM killer, a signal) breaks the pool: every batch it held comes back as an error, which
 the runner scans in its own thread, and the next batch starts a new pool. No shard is lost; the one that killed a

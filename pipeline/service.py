@@ -112,13 +112,23 @@ class Pipeline:
         fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True, bad=bad)
         return Stored(fresh, lost, [(present[i][1].ref, why) for i, why in sorted(bad.items())])
 
-    def accept_scanned(self, shards: Sequence[LogShard | ShardPayload], outcomes: Sequence[Outcome]) -> list[bool]:
+    def accept_scanned(self, shards: Sequence[LogShard | ShardPayload], outcomes: Sequence[Outcome],
+                       headers: Sequence[Mapping[str, str]] | None = None) -> list[bool]:
         """accept_shards for shards already scanned elsewhere (the embedded runner's scan processes, by
-        pipeline.scanning.scan_arrivals with this Pipeline's matcher and its clock's year): only stored here."""
-        for outcome in outcomes:
-            if isinstance(outcome, Scanned):
-                metrics.SCAN_SECONDS.observe(outcome.seconds)
-        return self._store([arrival(s) for s in shards], outcomes, self.clock(), drop=False)
+        pipeline.scanning.scan_arrivals with this Pipeline's matcher and its clock's year): only stored here. Each
+        shard has its match_shard span (its scan's time an attribute); the store runs in the last one's, so the
+        shard that completes a job carries its producer's trace on to the correlation, as accept_shard does."""
+        arrivals = [arrival(s) for s in shards]
+        last = len(arrivals) - 1
+        for index, (shard, outcome) in enumerate(zip(arrivals, outcomes, strict=True)):
+            seconds = outcome.seconds if isinstance(outcome, Scanned) else None
+            if seconds is not None:
+                metrics.SCAN_SECONDS.observe(seconds)
+            with tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
+                              seq=shard.seq, scan_seconds=seconds):
+                if index == last:
+                    return self._store(arrivals, outcomes, self.clock(), drop=False)
+        return []
 
     def _accept(self, arrivals: Sequence[Arrival], headers: Sequence[Mapping[str, str]] | None,
                 drop: bool, bad: dict[int, str] | None = None) -> list[bool]:
