@@ -1,11 +1,14 @@
 """Time from a job's last shard produced to its incident committed, in both modes, against a named baseline.
 
     python -m bench.pipeline [--ranks 64,1024] [--jobs 10,3] [--kb-per-rank 50] [--modes embedded,distributed]
+                             [--scan-workers 0,2]
 
 For each world size the generator writes one failed job's logs (bench.generate: NCCL noise, steps, a planted
 OOM kill), which are cut into shards exactly as `firstfault ship` cuts them (zstd, ≤ 1 MiB). Then, per job:
 
-- embedded: `serve --embedded`'s runner and SQLite, shards handed to its in-process queue;
+- embedded: `serve --embedded`'s runner and SQLite, shards handed to its in-process queue, scanned in its scan
+  processes (its default: one per core; `--scan-workers 0,2` runs the mode once per number given, 0 being the
+  runner's own thread);
 - distributed: shards produced to Kafka (Tansu, in memory), the real consumer loop handing them to Celery on
   the local Redis, ONE `celery worker --pool=solo` process, PostgreSQL (a scratch database, dropped after).
 
@@ -84,12 +87,15 @@ def baseline_s(logs: Path) -> float:
     return statistics.median(runs)
 
 
-def embedded(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[float], float, str | None]:
+def embedded(ranks: int, logs: Path, jobs: int, tmp: Path, scan_workers: str = ""
+             ) -> tuple[list[float], float, str | None]:
     from config.settings import load_settings
     from firstfault.serve import build_embedded
 
-    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
-                                      "FIRSTFAULT_QUEUE_SIZE": "100000", "FIRSTFAULT_GROUP_WAIT_S": GROUP_WAIT_S},
+    workers = {"FIRSTFAULT_SCAN_WORKERS": scan_workers} if scan_workers else {}
+    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": f"sqlite:///{tmp / f'bench{scan_workers}.db'}",
+                                      "FIRSTFAULT_QUEUE_SIZE": "100000", "FIRSTFAULT_GROUP_WAIT_S": GROUP_WAIT_S,
+                                      **workers},
                              path="/dev/null")
     saved: dict[str, threading.Event] = {}
     service = build_embedded(settings, on_saved=lambda _tx, inc, _old: saved[inc.job_id].set())
@@ -210,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", default="10,3", help="jobs per world size (p99 of few jobs is their maximum)")
     p.add_argument("--kb-per-rank", type=float, default=50.0)
     p.add_argument("--modes", default="embedded,distributed")
+    p.add_argument("--scan-workers", default="", help="embedded: scan processes, one run per number (0,2)")
     a = p.parse_args(argv)
     sizes = [int(r) for r in a.ranks.split(",")]
     counts = [int(j) for j in a.jobs.split(",")]
@@ -228,9 +235,13 @@ def main(argv: list[str] | None = None) -> int:
             base = baseline_s(logs)
             n = len(shards_for("x", logs))
             print(f"| {ranks} | {n} | baseline: `diagnose` in one warm process | 3 | {base:.2f} s | | 1.00 | | |")
-            for mode in modes:
-                run = embedded if mode == "embedded" else distributed
-                lat, rate, found = run(ranks, logs, jobs, tmp)
+            runs = [(m, w) for m in modes for w in (a.scan_workers.split(",") if m == "embedded" else [""])]
+            for mode, workers in runs:
+                if mode == "embedded":
+                    lat, rate, found = embedded(ranks, logs, jobs, tmp, workers)
+                    mode = f"embedded, {workers} scan processes" if workers else mode
+                else:
+                    lat, rate, found = distributed(ranks, logs, jobs, tmp)
                 verdict = "right" if found and found.endswith(f"rank {truth['victim']}") else "WRONG"
                 print(f"| {ranks} | {n} | {mode} | {jobs} | {pct(lat, .5):.2f} s | {pct(lat, .99):.2f} s | "
                       f"{pct(lat, .5) / base:.2f} | {rate:.0f} | {found} ({verdict}) |", flush=True)

@@ -7,8 +7,9 @@ before it, so evidence cites the line a user finds in the original file.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -61,6 +62,43 @@ def result_to_json(result: SourceResult) -> dict[str, Any]:
         "findings": [finding_json(f) for f in result.findings],
         "context": [_context_json(c) for c in result.context],
     }
+
+
+class ScanJSON(Mapping[str, Any]):
+    """result_to_json's dict as its JSON text, made where the scan ran: the store writes the text as it is
+    (store/db.py's serializer), so a scan process's JSON is neither pickled as a dict nor encoded again by the
+    thread that stores it; a reader that asks for more than its counts decodes it, once."""
+
+    __slots__ = ("_bytes", "_decoded", "_lines", "text")
+
+    def __init__(self, text: str, lines: int, size: int) -> None:
+        self.text, self._lines, self._bytes = text, lines, size
+        self._decoded: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, result: SourceResult) -> ScanJSON:
+        return cls(json.dumps(result_to_json(result)), result.lines, result.bytes)
+
+    def __reduce__(self) -> tuple[type[ScanJSON], tuple[str, int, int]]:
+        return ScanJSON, (self.text, self._lines, self._bytes)
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "lines":
+            return self._lines
+        if key == "bytes":
+            return self._bytes
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def _dict(self) -> dict[str, Any]:
+        if self._decoded is None:
+            self._decoded = json.loads(self.text)
+        return self._decoded
 
 
 def _context_json(record: ContextRecord) -> dict[str, Any]:

@@ -34,12 +34,13 @@ def build_embedded(settings: Settings, on_saved: OnSaved | None = None) -> Embed
     from api.app import create_app
     from pipeline.embedded import EmbeddedRunner
     from pipeline.sweep import resume_pending
-    from runtime.build import pipeline_for
+    from runtime.build import pipeline_for, scan_pool_for
     from schemas.clock import system_clock
     from store.incidents import Store
 
     store = Store.open(settings.database_url)
-    runner = EmbeddedRunner(queue_size=settings.queue_size, clock=system_clock)  # the pipeline's clock too
+    runner = EmbeddedRunner(queue_size=settings.queue_size, clock=system_clock,  # the pipeline's clock too
+                            scan_pool=scan_pool_for(settings))
     pipeline = pipeline_for(settings, store, runner, on_saved, clock=system_clock)
     runner.bind(pipeline)
     resume_pending(store, runner)  # correlations the previous process had pending, timers and all, are re-armed

@@ -2,8 +2,13 @@
 
 One worker thread runs every task in arrival order (SQLite has one writer anyway), the shards waiting in a row
 together (Pipeline.accept_shards: one transaction and one completion check a job, not one a shard); a timer
-thread releases
-correlations when they fall due by the injected clock (the Pipeline's), so a test's manual clock decides when.
+thread releases correlations when they fall due by the injected clock (the Pipeline's), so a test's manual clock
+decides when.
+
+With a ScanPool (pipeline/scanpool.py), the worker thread hands each batch of shards to the pool's processes and
+stores the scans that come back, oldest first, while the next batches are scanned: at most `2 * workers` batches
+are out at once. Any other task waits until every batch before it is stored, so the order is the one without a
+pool. A batch whose process died, or whose scan failed, is scanned here as it would be without a pool.
 The queue is bounded: when it is full, submit waits, then raises RetryableError, so the HTTP ingest answers 503
 and the shipper backs off instead of memory growing.
 """
@@ -17,10 +22,14 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, wait
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from pipeline import metrics
+from pipeline.scanning import Outcome, arrival
+from pipeline.scanpool import ScanPool, Sent, received
 from pipeline.service import Pipeline
 from schemas.clock import Clock, system_clock
 from schemas.errors import FirstfaultError, RetryableError
@@ -34,6 +43,7 @@ Task = Callable[[], object]
 # what a dead letter keeps of a task: kind, where, payload (built when it is kept, for a shard held packed)
 Letter = tuple[str, str, dict[str, Any] | Callable[[], dict[str, Any]]]
 BATCH = 64  # shards taken off the queue at once: enough to amortize a commit, little to redo when one fails
+STORE_BATCH = 256  # shards scanned by the pool stored in one transaction at most (batches that came back together)
 
 
 class Item(NamedTuple):
@@ -43,12 +53,19 @@ class Item(NamedTuple):
     shard: tuple[LogShard | ShardPayload, Mapping[str, str]] | None = None  # a shard's first attempt (batched)
 
 TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
+# how long the worker thread waits on the oldest batch being scanned before looking at the queue again, while the
+# pool could take more: a shard queued meanwhile waits at most this, and the thread wakes 100 times a second only
+# while batches are out
+SCANNED_WAIT_S = 0.01
 
 
 class EmbeddedRunner:
     def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0,
-                 clock: Clock = system_clock) -> None:
+                 clock: Clock = system_clock, scan_pool: ScanPool | None = None) -> None:
         self._clock = clock
+        self._pool = scan_pool
+        self._scanning: deque[tuple[list[Item], Future[list[Sent]]]] = deque()  # batches out, oldest first
+        self._ahead = 2 * scan_pool.workers if scan_pool is not None else 0
         self._queue: queue.Queue[Item | None] = queue.Queue(maxsize=queue_size)
         self._put_timeout = put_timeout
         self._timers: list[tuple[datetime, int, Task, int, Letter]] = []
@@ -89,6 +106,8 @@ class EmbeddedRunner:
 
     # -- running ------------------------------------------------------------------------------------------------
     def start(self) -> None:
+        if self._pool is not None:
+            self._pool.start()
         metrics.EMBEDDED_QUEUE.set_function(self._queue.qsize)  # read at scrape time; the last runner started
         for target in (self._work, self._tick):
             thread = threading.Thread(target=target, name=f"firstfault-{target.__name__}", daemon=True)
@@ -102,6 +121,8 @@ class EmbeddedRunner:
         self._queue.put(None)
         for thread in self._threads:
             thread.join(timeout=10)
+        if self._pool is not None:
+            self._pool.close()
 
     def idle(self) -> bool:
         with self._wake:
@@ -129,38 +150,111 @@ class EmbeddedRunner:
     def _work(self) -> None:
         carried: Item | None = None  # taken off the queue while gathering a batch, not a shard: runs next
         while True:
-            item = carried or self._queue.get()
+            item = carried or self._take()
             carried = None
             if item is None:
+                self._store_scans(until_empty=True)
                 self._queue.task_done()
                 return
-            batch = [item]
-            while item.shard is not None and len(batch) < BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None or more.shard is None:
-                    carried = more
-                    if more is None:
-                        self._queue.put(None)  # the stop marker was taken: leave one for after the carried
-                        self._queue.task_done()
-                    break
-                batch.append(more)
+            batch, carried = self._gather(item)
+            if self._pool is not None and item.shard is not None:
+                self._scan_ahead(batch)
+                continue
+            self._store_scans(until_empty=True)  # every batch before this task first: arrival order
             try:
                 self._run_batch(batch)
             finally:
                 for _ in batch:
                     self._queue.task_done()
 
-    def _run_batch(self, batch: list[Item]) -> None:
+    def _take(self) -> Item | None:
+        """The next queued item; meanwhile the batches scanned are stored as they come back, oldest first."""
+        while True:
+            self._store_scans(until_empty=False)
+            if not self._scanning:
+                return self._queue.get()
+            room = len(self._scanning) < self._ahead
+            if room:
+                try:
+                    return self._queue.get_nowait()
+                except queue.Empty:
+                    pass
+            wait([self._scanning[0][1]], timeout=SCANNED_WAIT_S if room else None)
+
+    def _gather(self, item: Item) -> tuple[list[Item], Item | None]:
+        """`item` and the shards queued right behind it (up to BATCH), and the non-shard item that ended them."""
+        batch, carried = [item], None
+        while item.shard is not None and len(batch) < BATCH:
+            try:
+                more = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if more is None or more.shard is None:
+                carried = more
+                if more is None:
+                    self._queue.put(None)  # the stop marker was taken: leave one for after the carried
+                    self._queue.task_done()
+                break
+            batch.append(more)
+        return batch, carried
+
+    def _scan_ahead(self, batch: list[Item]) -> None:
+        assert self._pool is not None
+        shards = [arrival(item.shard[0]) for item in batch if item.shard is not None]
+        try:
+            self._scanning.append((batch, self._pool.submit(shards, self._clock().year)))
+        except Exception:  # no process could start: scanned here, after the batches before it
+            log.warning("the scan pool takes no batch; scanning in the runner's thread", exc_info=True)
+            self._store_scans(until_empty=True)
+            try:
+                self._run_batch(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _store_scans(self, until_empty: bool) -> None:
+        """Store the scanned batches at the head, oldest first: every one (waiting for each), or those done. The
+        batches already scanned behind the first go with it, up to STORE_BATCH shards: one transaction and one
+        completion check for them all (a commit and the job's rows read cost as much as a few shards stored)."""
+        while self._scanning and (until_empty or self._scanning[0][1].done()):
+            batch, future = self._scanning.popleft()
+            outcomes = self._received(future)
+            while outcomes is not None and self._scanning and len(batch) < STORE_BATCH:
+                more, after = self._scanning[0]
+                if not after.done() or after.exception() is not None:  # a failed one goes alone, next
+                    break
+                self._scanning.popleft()
+                batch, outcomes = batch + more, outcomes + received(after.result())
+            try:
+                self._run_batch(batch, outcomes)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _received(self, future: Future[list[Sent]]) -> list[Outcome] | None:
+        """A batch's scans, or None when its process died holding it or its scan raised (scanned here then)."""
+        try:
+            return received(future.result())
+        except Exception as exc:
+            if isinstance(exc, BrokenProcessPool) and self._pool is not None:
+                self._pool.broken()
+            else:
+                log.warning("a scan process failed a batch; scanning it here", exc_info=True)
+            return None
+
+    def _run_batch(self, batch: list[Item], outcomes: list[Outcome] | None = None) -> None:
+        """Run a batch: shards stored together (their scans `outcomes`, when the pool made them, else scanned here)."""
         shards = [item.shard for item in batch if item.shard is not None]
-        if len(batch) == 1 or len(shards) != len(batch):
+        if outcomes is None and (len(batch) == 1 or len(shards) != len(batch)):
             for item in batch:
                 self._run(item.task, item.attempt, item.letter)
             return
         try:
-            self._bound().accept_shards([shard for shard, _ in shards], [headers for _, headers in shards])
+            if outcomes is not None:
+                self._bound().accept_scanned([shard for shard, _ in shards], outcomes,
+                                             [headers for _, headers in shards])
+            else:
+                self._bound().accept_shards([shard for shard, _ in shards], [headers for _, headers in shards])
         except Exception:  # each alone then, with its own retries and dead letter (storing is idempotent)
             log.info("a batch of %d shards failed; taking them one by one", len(batch), exc_info=True)
             for item in batch:

@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, Protocol
 
 from catalog.matcher import Matcher
 from correlator.diagnose import diagnose
-from correlator.jobs import Readiness, changes, readiness
-from correlator.reading import SourceResult, SourceScanner
-from correlator.shards import SourceKey, base_who, complete_sources, merge, result_to_json, source_key
+from correlator.jobs import changes, readiness
+from correlator.reading import SourceResult
+from correlator.shards import SourceKey, merge, result_to_json
 from pipeline import metrics, tracing
 from pipeline.recent import RecentScans
+from pipeline.scanning import Arrival, Outcome, Scanned, Unreadable, arrival, scan, scan_arrival
 from schemas.clock import Clock
 from schemas.diagnosis import Diagnosis
-from schemas.errors import PermanentError
 from schemas.incident import Incident, Severity, incident_id
 from schemas.wire import JobEvent, LogShard
-from sources.shard_data import decode_shard_data, inflate
 from store.gpus import pci_in
 from store.incidents import JobView, OnSaved, Store
 from store.ports import ShardPayload, ShardRef
@@ -35,17 +33,6 @@ class Scheduler(Protocol):
     embedded timer; in memory, pipeline.testing.RecordingScheduler): tests/pipeline/test_handoff_contract.py."""
 
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None: ...
-
-
-@dataclass(frozen=True)
-class _Arrival:
-    """A shard to scan: its identity, and its log bytes (decoded when the scan asks, inside its span)."""
-
-    job_id: str
-    key: SourceKey
-    seq: int
-    eof: bool
-    data: Callable[[], bytes]
 
 
 @dataclass(frozen=True)
@@ -79,18 +66,19 @@ class Pipeline:
     def accept_shard(self, shard: LogShard | ShardPayload, headers: Mapping[str, str] | None = None) -> bool:
         """Scan and keep one shard (a ShardPayload: one the edge validated, only inflated here); False when it was
         a redelivery of one already kept."""
-        arrival = _arrival(shard)
-        with (tracing.span("firstfault.match_shard", headers, job_id=arrival.job_id, seq=arrival.seq) as sp,
+        got = arrival(shard)
+        with (tracing.span("firstfault.match_shard", headers, job_id=got.job_id, seq=got.seq) as sp,
               metrics.SCAN_SECONDS.time()):
             now = self.clock()
-            key = arrival.key
-            result, scanned = self._scan(key, arrival.data(), now.year)
+            key = got.key
+            result = scan(self.matcher, key, got.data(), now.year)
+            scanned = result_to_json(result)
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
-            recorded = self.store.record_shard(arrival.job_id, key, arrival.seq, arrival.eof, scanned, now)
+            recorded = self.store.record_shard(got.job_id, key, got.seq, got.eof, scanned, now)
             if recorded.fresh:
-                self.recent.add(arrival.job_id, key, arrival.seq, result)
+                self.recent.add(got.job_id, key, got.seq, result)
             if recorded.decides:
-                self._consider(arrival.job_id, late_evidence=recorded.fresh)
+                self._consider(got.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
             return recorded.fresh
 
@@ -100,7 +88,7 @@ class Pipeline:
         one transaction and its completion decided once, from its counts after the last of them. The same
         outcome as one by one (a decision reads only the store's state, which the last shard leaves). A
         ShardPayload is a shard the edge validated, its data as the producer packed it: only inflated here."""
-        return self._accept([_arrival(s) for s in shards], headers, drop=False)
+        return self._accept([arrival(s) for s in shards], headers, drop=False)
 
     def accept_stored(self, refs: Sequence[ShardRef], headers: Sequence[Mapping[str, str]] | None = None) -> Stored:
         """accept_shards for shards the edge validated and left in the store (a task's ShardRefs): each payload
@@ -119,34 +107,55 @@ class Pipeline:
         for job_id in sorted(set(again)):
             self._consider(job_id, late_evidence=False)
         present = [(i, p) for i, p in enumerate(found) if p is not None]
-        arrivals = [_arrival(p) for _, p in present]
+        arrivals = [arrival(p) for _, p in present]
         bad: dict[int, str] = {}
         fresh = self._accept(arrivals, [headers[i] for i, _ in present] if headers else None, drop=True, bad=bad)
         return Stored(fresh, lost, [(present[i][1].ref, why) for i, why in sorted(bad.items())])
 
-    def _accept(self, arrivals: Sequence[_Arrival], headers: Sequence[Mapping[str, str]] | None,
+    def accept_scanned(self, shards: Sequence[LogShard | ShardPayload], outcomes: Sequence[Outcome],
+                       headers: Sequence[Mapping[str, str]] | None = None) -> list[bool]:
+        """accept_shards for shards already scanned elsewhere (the embedded runner's scan processes, by
+        pipeline.scanning.scan_arrivals with this Pipeline's matcher and its clock's year): only stored here. Each
+        shard has its match_shard span (its scan's time an attribute); the store runs in the last one's, so the
+        shard that completes a job carries its producer's trace on to the correlation, as accept_shard does."""
+        arrivals = [arrival(s) for s in shards]
+        last = len(arrivals) - 1
+        for index, (shard, outcome) in enumerate(zip(arrivals, outcomes, strict=True)):
+            seconds = outcome.seconds if isinstance(outcome, Scanned) else None
+            if seconds is not None:
+                metrics.SCAN_SECONDS.observe(seconds)
+            with tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
+                              seq=shard.seq, scan_seconds=seconds):
+                if index == last:
+                    return self._store(arrivals, outcomes, self.clock(), drop=False)
+        return []
+
+    def _accept(self, arrivals: Sequence[Arrival], headers: Sequence[Mapping[str, str]] | None,
                 drop: bool, bad: dict[int, str] | None = None) -> list[bool]:
-        """`bad` given: an arrival whose data does not decode (PermanentError) is left out and noted there by
-        index, and the others are stored; else that error is raised and nothing is stored."""
         now = self.clock()
-        by_job: dict[str, list[int]] = defaultdict(list)
-        items: dict[int, tuple[SourceKey, int, bool, dict[str, Any]]] = {}
-        results: dict[int, SourceResult] = {}
+        outcomes = []
         for index, shard in enumerate(arrivals):
             with (tracing.span("firstfault.match_shard", headers[index] if headers else None, job_id=shard.job_id,
                                seq=shard.seq),
                   metrics.SCAN_SECONDS.time()):
-                try:
-                    data = shard.data()
-                except PermanentError as exc:
-                    if bad is None:
-                        raise
-                    bad[index] = str(exc)
-                    continue
-                result, scanned = self._scan(shard.key, data, now.year)
-                del data
-            items[index] = (shard.key, shard.seq, shard.eof, scanned)
-            results[index] = result
+                outcomes.append(scan_arrival(self.matcher, shard, now.year))
+        return self._store(arrivals, outcomes, now, drop, bad)
+
+    def _store(self, arrivals: Sequence[Arrival], outcomes: Sequence[Outcome], now: datetime, drop: bool,
+               bad: dict[int, str] | None = None) -> list[bool]:
+        """`bad` given: an arrival whose data does not decode (PermanentError) is left out and noted there by
+        index, and the others are stored; else that error is raised and nothing is stored."""
+        by_job: dict[str, list[int]] = defaultdict(list)
+        items: dict[int, tuple[SourceKey, int, bool, Mapping[str, Any]]] = {}
+        results: dict[int, SourceResult] = {}
+        for index, (shard, outcome) in enumerate(zip(arrivals, outcomes, strict=True)):
+            if isinstance(outcome, Unreadable):
+                if bad is None:
+                    raise outcome.error
+                bad[index] = str(outcome.error)
+                continue
+            items[index] = (shard.key, shard.seq, shard.eof, outcome.stored)
+            results[index] = outcome.result
             by_job[shard.job_id].append(index)
         fresh = [False] * len(arrivals)
         with tracing.span("firstfault.store_shards", None, shards=len(arrivals)):
@@ -161,12 +170,6 @@ class Pipeline:
                     metrics.SHARDS_SCANNED.labels("stored" if kept else "redelivery").inc()
         return fresh
 
-    def _scan(self, key: SourceKey, data: bytes, year: int) -> tuple[SourceResult, dict[str, Any]]:
-        scanner = SourceScanner(self.matcher, key.name, base_who(key), year, fold_context=True)
-        scanner.feed(data)
-        result = scanner.finish()
-        return result, result_to_json(result)
-
     def _consider(self, job_id: str, late_evidence: bool) -> None:
         now = self.clock()
         if self.store.incident_for_job(job_id) is not None:
@@ -177,10 +180,6 @@ class Pipeline:
         ready = readiness(found.event, found.failed_at, found.complete, found.seen, now, self.group_wait)
         if ready.due is not None:
             self._schedule(job_id, ready.due, now)
-
-    def _readiness(self, view: JobView, now: datetime) -> Readiness:
-        seen = {s.key for s in view.shards}
-        return readiness(view.event, view.failed_at, complete_sources(view.shards), seen, now, self.group_wait)
 
     def _schedule(self, job_id: str, due: datetime, now: datetime) -> None:
         if self.store.schedule(job_id, due, now):
@@ -193,14 +192,20 @@ class Pipeline:
             # this run is the pending one (or a spare): clear it, so a reschedule below is really enqueued even
             # when a countdown fired a little before its due time
             self.store.unschedule(job_id)
-            if self._nothing_new(job_id):
+            found = self.store.job_progress(job_id)
+            if found.correlated >= found.changes and self.store.incident_for_job(job_id) is not None:
+                # no shard or event arrived since the correlation that last committed read the job (a spare
+                # timer, say group_wait's after completion had correlated, or a redelivered task): the same
+                # diagnosis again would change nothing. A correlation that died before committing noted nothing.
                 return None
             view = self._view(job_id)
             event = view.event
             if event is None:
                 return None
             if self.store.incident_for_job(job_id) is None:
-                ready = self._readiness(view, now)
+                # from the sources' rows, as _consider decides: not every shard's seq walked again (0.3 s at
+                # 4,096 ranks); a shard stored since `found` was read can only make the job more complete
+                ready = readiness(found.event, found.failed_at, found.complete, found.seen, now, self.group_wait)
                 if not ready.ready:
                     if ready.due is not None:
                         self._schedule(job_id, ready.due, now)
@@ -224,13 +229,6 @@ class Pipeline:
         listed = self.store.job(job_id, scans=False)
         kept = self.recent.shards(job_id, listed.shards)
         return self.store.job(job_id) if kept is None else replace(listed, shards=kept)
-
-    def _nothing_new(self, job_id: str) -> bool:
-        """The job has an incident and no shard or event arrived since the correlation that last committed read
-        it (a spare timer, say group_wait's after completion had correlated, or a redelivered task): the same
-        diagnosis again would change nothing. A correlation that died before committing noted nothing."""
-        found = self.store.job_progress(job_id)
-        return found.correlated >= found.changes and self.store.incident_for_job(job_id) is not None
 
     def _fixed_before(self, diagnosis: Diagnosis, event: JobEvent) -> Incident | None:
         """The resolved incident this diagnosis repeats on the same host, if any: the fix did not hold."""
@@ -284,14 +282,6 @@ class Pipeline:
 REPEATS_CRITICAL = 2  # the third attempt of a job to fail the same way is critical
 _RAISED: dict[Severity, Severity] = {"info": "warning", "warning": "error", "error": "critical",
                                      "critical": "critical"}
-
-
-def _arrival(shard: LogShard | ShardPayload) -> _Arrival:
-    if isinstance(shard, ShardPayload):
-        r = shard.ref
-        return _Arrival(r.job_id, r.source_key, r.seq, shard.eof, partial(inflate, shard.compression, shard.data))
-    return _Arrival(shard.job_id, source_key(shard.stream, shard.rank, shard.host, shard.source), shard.seq,
-                    shard.eof, partial(decode_shard_data, shard))
 
 
 def _repeats(previous: Incident | None, diagnosis: Diagnosis) -> int:

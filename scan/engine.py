@@ -18,8 +18,8 @@ from catalog.loader import Catalog
 from catalog.matcher import Matcher
 from correlator.context import CONTEXT_EXAMPLES, CONTEXT_PATTERNS, CONTEXT_PREFILTERS, CONTEXT_VOLATILE
 from correlator.diagnose import diagnose
+from correlator.interned import Interner
 from correlator.reading import SourceResult
-from scan.interned import Interner
 from scan.source import order_base, scan_source
 from scan.split import scan_split, split_workers
 from schemas import findings
@@ -105,7 +105,7 @@ def scan_sources(matcher: Matcher, sources: list[Source], year: int,
     """Scan every source, in one process or (``jobs``: see pool_size) in a pool; the results are the same."""
     if len(sources) == 1 and (split := split_workers(sources[0], jobs)) > 1:
         result = scan_split(matcher, sources[0], year, order_base(0), split, progress)
-        if result is not None:  # shared and trimmed as one process's result is (scan/interned.py)
+        if result is not None:  # shared and trimmed as one process's result is (correlator/interned.py)
             return Scan([Interner().result(result)], result.bytes)
     workers = pool_size(sources, jobs)
     if workers > 1:

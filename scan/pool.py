@@ -6,7 +6,8 @@ The parent scans too (``workers - 1`` children): what it scans itself is never p
 results back cost a third of the scan phase when every core ran a child, and the parent's unpickling competed
 with them for the cores. Batches are claimed, not dealt: a process slowed by receiving takes fewer.
 
-Workers send each batch's results at once, their context records as plain tuples (see _packed).
+Workers send each batch's results at once, their findings and context records as plain tuples
+(correlator/packed.py).
 
 Workers are forked: they inherit the compiled matcher (Hyperscan database, scratch, compiled regexes) instead of
 building their own or receiving it pickled. Where fork does not exist, the caller scans in-process.
@@ -20,7 +21,6 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
-from operator import attrgetter
 from typing import Any
 
 try:
@@ -29,10 +29,11 @@ except ImportError:  # not POSIX: no fork either, so the pool is not used
     fcntl = None  # type: ignore[assignment]
 
 from catalog.matcher import Matcher
+from correlator.interned import Interner
+from correlator.packed import pack, unpack
 from correlator.reading import SourceResult
-from scan.interned import Interner
 from scan.source import order_base, scan_source
-from schemas.findings import Finding, Speaker
+from schemas.findings import Speaker
 from sources.files import Source, chunks
 
 Task = tuple[int, Source, int, int]  # (index in the input, source, year, order base)
@@ -71,57 +72,13 @@ def _scan(matcher: Matcher, batch: Sequence[Task]) -> list[tuple[int, SourceResu
 
 
 Packed = tuple[int, SourceResult, list[tuple[Any, ...]], list[tuple[Any, ...]]]
-# (index, the result without its records and findings, the records, the findings)
-
-# A Finding's fields in its dataclass order (tests/e2e/test_pool.py checks it), as plain values: see _packed.
-FINDING_FIELDS = ("signature", "generic", "role", "source", "line_no", "text", "speaker", "time", "clock", "fields",
-                  "order", "event", "repeats")
-SPEAKER_FIELDS = ("rank", "local_rank", "host", "pid", "device")
-_finding_values = attrgetter(*FINDING_FIELDS)
-_speaker_values = attrgetter(*SPEAKER_FIELDS)
-_SPEAKER_AT = FINDING_FIELDS.index("speaker")
+# (index, the result without its records and findings, the records, the findings): correlator/packed.py
 
 
 def _packed(results: list[tuple[int, SourceResult]]) -> list[Packed]:
-    """A batch's results as a worker sends them: each context record and each finding as a plain tuple, which
-    pickle writes and reads in C. A NamedTuple costs a Python call each way (at 4,096 ranks a worker's 39,000
-    records took twice as long to pickle as plain tuples); a slotted Finding pickles its fields as a dict, and a
-    frozen Speaker through Python code: a worker's 17,700 findings took 79 ms to pickle and the parent 42 ms to
-    read, as tuples 33 and 37 ms (rebuilt included). A speaker's tuple is made once, so the findings of one
-    speaker still share one object on both sides."""
-    out = []
+    """A batch's results as a worker sends them, each as plain tuples (correlator/packed.py)."""
     speakers: dict[int, tuple[Any, ...]] = {}
-    for index, result in results:
-        records, result.context = result.context, []
-        found, result.findings = result.findings, []
-        packed_findings = []
-        for finding in found:
-            values = _finding_values(finding)
-            speaker = speakers.get(id(finding.speaker))
-            if speaker is None:
-                speaker = speakers[id(finding.speaker)] = _speaker_values(finding.speaker)
-            packed_findings.append((*values[:_SPEAKER_AT], speaker, *values[_SPEAKER_AT + 1 :]))
-        out.append((index, result, [tuple(rec) for rec in records], packed_findings))
-    return out
-
-
-def _unpacked(result: SourceResult, records: list[tuple[Any, ...]], found: list[tuple[Any, ...]],
-              speakers: dict[tuple[Any, ...], Speaker], interner: Interner) -> SourceResult:
-    """A worker's result rebuilt, its texts and field dicts shared with every other source's (scan/interned.py):
-    pickled, each batch had copies of its own."""
-    result.source = interner.text(result.source)
-    result.context = [interner.record(rec) for rec in records]
-    text, fields = interner.text, interner.fields
-    findings = []
-    for (signature, generic, role, source, line_no, said, who, time, clock, captured, order, event, repeats) in found:
-        speaker = speakers.get(who)
-        if speaker is None:
-            speaker = speakers[who] = Speaker(*who)
-        findings.append(Finding(signature=signature, generic=generic, role=role, source=text(source),
-                                line_no=line_no, text=text(said), speaker=speaker, time=time, clock=clock,
-                                fields=fields(captured), order=order, event=event, repeats=repeats))
-    result.findings = findings
-    return result
+    return [(index, *pack(result, speakers)) for index, result in results]
 
 
 def _work(matcher: Matcher, batches: Sequence[Sequence[Task]], counter: Any, out: Connection) -> None:
@@ -167,8 +124,7 @@ class _Receiver(threading.Thread):
                 try:
                     kind, payload = reader.recv()
                     if kind == "batch":
-                        payload = [(index, _unpacked(result, records, found, self._speakers,
-                                                        self._interner))
+                        payload = [(index, unpack((result, records, found), self._speakers, self._interner))
                                    for index, result, records, found in payload]
                 except (EOFError, OSError):  # the worker ended, done or not (killed: the parent rescans)
                     open_readers.remove(reader)

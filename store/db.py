@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
 
+from correlator.shards import ScanJSON
 from schemas.errors import TransportError, UsageError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -36,6 +38,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _json(value: Any) -> str:
+    """A JSON column's value as text: a scan's JSON made where it was scanned (correlator.shards.ScanJSON) as it
+    is, anything else as SQLAlchemy's default serializer writes it."""
+    return value.text if isinstance(value, ScanJSON) else json.dumps(value)
+
+
 def make_engine(url: str) -> Engine:
     url = normalize_url(url)
     try:
@@ -43,10 +51,10 @@ def make_engine(url: str) -> Engine:
             path = sa.engine.make_url(url).database
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+            engine = sa.create_engine(url, connect_args={"check_same_thread": False}, json_serializer=_json)
             sa.event.listen(engine, "connect", _sqlite_pragmas)
             return engine
-        return sa.create_engine(url, pool_pre_ping=True)
+        return sa.create_engine(url, pool_pre_ping=True, json_serializer=_json)
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise UsageError(f"database URL {url!r}: {exc}") from exc
 

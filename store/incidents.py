@@ -6,7 +6,7 @@ so a redelivered Kafka message or Celery task never duplicates a row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -126,7 +126,7 @@ class Store:
                         for r in rows],
             )
 
-    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: Mapping[str, Any],
                      now: datetime, drop_payload: bool = False) -> Recorded:
         """Store one scanned shard (not fresh when it was stored already: a redelivery), count it in its source
         and its job (store/progress.py), and say, from those counts, what deciding whether it matters needs: for
@@ -148,7 +148,7 @@ class Store:
             raise TransportError(f"database: {exc.orig}") from exc
         return recorded(counted, now)
 
-    def record_shards(self, job_id: str, shards: list[tuple[SourceKey, int, bool, dict[str, Any]]],
+    def record_shards(self, job_id: str, shards: list[tuple[SourceKey, int, bool, Mapping[str, Any]]],
                       now: datetime, drop_payloads: bool = False) -> tuple[list[bool], bool]:
         """record_shard for several scanned shards of one job (key, seq, eof, scanned), in one transaction:
         (fresh per shard, whether they may decide anything: False only when a correlation is pending and, by the

@@ -23,7 +23,7 @@ Datetimes come back aware (UTC), whatever the database hands back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -37,7 +37,7 @@ from store.ports import OnSaved, Regressed
 STALE = timedelta(minutes=10)  # a pending correlation overdue by more than this is taken as lost
 
 # (key, seq, eof, scanned): one scanned shard of a job, as record_shards takes them
-ShardItem = tuple[SourceKey, int, bool, dict[str, Any]]
+ShardItem = tuple[SourceKey, int, bool, Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class JobStore(Protocol):
         """The job and its shards (in no set order); with scans=False each shard's ``scanned`` is empty."""
         ...
 
-    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: Mapping[str, Any],
                      now: datetime, drop_payload: bool = False) -> Recorded:
         """Store one scanned shard; not fresh when stored already. With drop_payload its payload is dropped."""
         ...

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,7 +46,7 @@ class _Job:
 class _State:
     jobs: dict[str, _Job] = field(default_factory=dict)
     # (job_id, source token, seq) -> (key, eof, scanned), in the order stored
-    shards: dict[tuple[str, str, int], tuple[SourceKey, bool, dict[str, Any]]] = field(default_factory=dict)
+    shards: dict[tuple[str, str, int], tuple[SourceKey, bool, Mapping[str, Any]]] = field(default_factory=dict)
     incidents: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the Incident as JSON
     revisions: dict[str, dict[int, tuple[datetime, list[str]]]] = field(default_factory=dict)
 
@@ -93,7 +93,7 @@ class MemoryStore:
             return JobView(JobEvent.model_validate(job.event), job.failed_at, job.correlate_at, shards,
                            job.changes, job.correlated)
 
-    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+    def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: Mapping[str, Any],
                      now: datetime, drop_payload: bool = False) -> Recorded:
         with self._lock:
             ref = (job_id, key.token, seq)

@@ -9,6 +9,7 @@ when its eof arrived and every seq up to it; the full readiness check reads thes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -194,7 +195,7 @@ def sources(s: Session, job_id: str) -> tuple[set[SourceKey], set[SourceKey]]:
     return set(seen), {key for key, done in seen.items() if done}
 
 
-def shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: dict[str, Any],
+def shard_values(job_id: str, key: SourceKey, seq: int, eof: bool, scanned: Mapping[str, Any],
                   now: datetime) -> dict[str, Any]:
     return {"job_id": job_id, "source_token": key.token, "stream": key.stream, "rank": key.rank, "host": key.host,
             "name": key.name, "seq": seq, "eof": eof, "lines": int(scanned["lines"]),

@@ -46,7 +46,7 @@ def _diagnose(path: Path, *flags: str) -> dict[str, object]:
 def test_workers_send_every_field_of_a_finding() -> None:
     from dataclasses import fields
 
-    from scan.pool import FINDING_FIELDS, SPEAKER_FIELDS
+    from correlator.packed import FINDING_FIELDS, SPEAKER_FIELDS
     from schemas.findings import Finding, Speaker
 
     assert tuple(f.name for f in fields(Finding)) == FINDING_FIELDS

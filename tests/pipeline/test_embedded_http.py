@@ -10,10 +10,10 @@ import httpx
 import pytest
 import zstandard
 
+import pipeline.service
 import sources.shard_data as shard_data
 from config.settings import load_settings
 from firstfault.serve import Embedded, build_embedded
-from pipeline.service import Pipeline
 from schemas.errors import InvalidMessage
 from schemas.wire import LogShard
 from store.dead_letters import listed
@@ -25,9 +25,13 @@ TOKEN = "s3cret-test-token"
 
 
 @pytest.fixture
-def embedded(sqlite_url: str) -> Iterator[tuple[Embedded, str]]:
+def embedded(sqlite_url: str, request: pytest.FixtureRequest) -> Iterator[tuple[Embedded, str]]:
+    # scan processes by default (one per core, as `serve --embedded` runs); `scan_workers` marks a test that
+    # needs another number (0: scanned in the runner's thread, where a test can count the calls)
+    marker = request.node.get_closest_marker("scan_workers")
+    workers = {"FIRSTFAULT_SCAN_WORKERS": str(marker.args[0])} if marker else {}
     settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": sqlite_url, "FIRSTFAULT_API_TOKEN": TOKEN,
-                                      "FIRSTFAULT_GROUP_WAIT_S": "1", "FIRSTFAULT_REVISE_WAIT_S": "0.5"},
+                                      "FIRSTFAULT_GROUP_WAIT_S": "1", "FIRSTFAULT_REVISE_WAIT_S": "0.5", **workers},
                              path="/dev/null")
     service = build_embedded(settings)
     service.runner.start()
@@ -95,6 +99,7 @@ def _zstd_shard(job_id: str, seq: int) -> LogShard:
                     data=base64.b64encode(zstandard.ZstdCompressor().compress(data)).decode(), source="dmesg.log")
 
 
+@pytest.mark.scan_workers(0)  # the calls are counted in this process
 def test_a_shard_posted_to_the_embedded_service_is_unpacked_once_and_inflated_where_checked_and_scanned(
         embedded: tuple[Embedded, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """As in the distributed mode (tests/workers/test_refs.py): the edge undoes the base64 and checks that the data
@@ -120,13 +125,14 @@ def test_a_shard_posted_to_the_embedded_service_is_unpacked_once_and_inflated_wh
     assert any(f["signature"] == "host.oom_killer" for f in stored.scanned["findings"])
 
 
+@pytest.mark.scan_workers(0)  # the scan is broken in this process
 def test_a_checked_shard_failing_for_good_in_the_embedded_queue_is_a_dead_letter_of_the_shard_as_sent(
         embedded: tuple[Embedded, str], monkeypatch: pytest.MonkeyPatch) -> None:
     service, url = embedded
 
     def broken(*_: object) -> object:
         raise InvalidMessage("refused")
-    monkeypatch.setattr(Pipeline, "_scan", broken)
+    monkeypatch.setattr(pipeline.service, "scan", broken)
     shard = _zstd_shard("e4", 0)
     with _client(url) as http:
         assert http.post("/v1/shards", json=shard.model_dump(mode="json")).status_code == 202

@@ -15,7 +15,7 @@ host's keys a dict, no empty list a source) and diagnose() let go of its lists o
 at ee78fb3, which the peak bound fails); before an NCCL init line became one record, a speaker's runs of
 SIGTERMed pids and `Using` lines one record a run and the differential view and the events shared their keys,
 rows and Targets, 5.06 and 8.3 KB (df1417e); before texts and field dicts were shared across sources
-(scan/interned.py), 7.6 and 11.2 KB.
+(correlator/interned.py), 7.6 and 11.2 KB.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def test_the_scanners_findings_are_valid_findings(tmp_path: object) -> None:
         assert again == f
         assert [type(getattr(again, name)) for name in names] == [type(getattr(f, name)) for name in names]
         assert type(again.speaker.rank) is type(f.speaker.rank) and type(again.speaker.pid) is type(f.speaker.pid)
-    # equal fields are one dict (scan/interned.py: read, never changed), never a LineMatch's, whose memo outlives
+    # equal fields are one dict (correlator/interned.py: read, never changed), never a LineMatch's, whose memo outlives
     # the line: a finding made from each copy of the doubled file's lines holds the first copy's dict
     scanned = [r.findings for r in scan_sources(default_matcher(), expand([str(tmp_path / "logs")]), 2026).results]
     one_scan = [f for findings in scanned for f in findings]

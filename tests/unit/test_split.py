@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from correlator.diagnose import diagnose
+from correlator.interned import Interner
 from correlator.kept import MAX_ERROR_ROWS
 from correlator.reading import SourceResult
 from scan import split
 from scan.engine import default_matcher, scan_source, scan_sources
-from scan.interned import Interner
 from simulate import SCENARIOS, Knobs, generate
 from sources.files import CHUNK, Source, chunks
 from sources.ranges import range_reader
