@@ -29,7 +29,10 @@ JOBS = 60
 # bench/independent2 seed 1 (10 launch layouts, 21 kinds), written 2026-12-07: class 46 and initiating 25 of the 57
 # labels naming a rank or host at that session's start; 52 and 40 at its end (JAX's coordination-service report
 # and the task it names placed by elimination, Ray Train's worker table, spawn's carried errors, XLA's OOM).
-FLOORS = {"independent": (57, 46), "independent2": (52, 40)}
+# 2026-12-07, branch acc22: 53 and 49 (kubectl get events rows, the Flight Recorder analyzer's missing ranks,
+# Horovod's multi-line stall report, srun's `task N: Out Of Memory`, the monitored barrier's messenger spared, Ray
+# Train ranks on their node's address, kernel logs named by address; docs/accuracy.md, "A second pass").
+FLOORS = {"independent": (57, 46), "independent2": (53, 49)}
 MAX_WRONG_AT_0_9 = 0
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")
