@@ -93,7 +93,9 @@ def embedded(ranks: int, logs: Path, jobs: int, tmp: Path, scan_workers: str = "
     from firstfault.serve import build_embedded
 
     workers = {"FIRSTFAULT_SCAN_WORKERS": scan_workers} if scan_workers else {}
-    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": f"sqlite:///{tmp / f'bench{scan_workers}.db'}",
+    # a database of its own each run: a second run on the first's would find its jobs' incidents already there
+    database = tempfile.mkdtemp(prefix="embedded-", dir=tmp)
+    settings = load_settings(environ={"FIRSTFAULT_DATABASE_URL": f"sqlite:///{database}/bench.db",
                                       "FIRSTFAULT_QUEUE_SIZE": "100000", "FIRSTFAULT_GROUP_WAIT_S": GROUP_WAIT_S,
                                       **workers},
                              path="/dev/null")
