@@ -3,6 +3,7 @@ rank/host and name, so each file is numbered 0..n on its own), all of it before 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ class OutOfTime(FirstfaultError):
 def _blocks(item: Item) -> Iterable[bytes]:
     if item.path is None:
         return [item.data]
-    return chunks(Source(item.name, item.path))
+    return chunks(Source(item.name, os.fspath(item.path)))
 
 
 def shards_of(job_id: str, item: Item, compression: Compression, note: Note) -> Iterator[LogShard]:

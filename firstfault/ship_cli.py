@@ -122,7 +122,7 @@ def _follow(args: argparse.Namespace) -> int:
     if args.until_pid:
         checks.append(process_gone(args.until_pid))
     given = Overrides(rank=args.rank, host=args.host[0] if args.host else None, stream=args.stream)
-    key: StreamKey = stream_key(Source(path.name, path), given)
+    key: StreamKey = stream_key(Source(path.name, os.fspath(path)), given)
     try:
         transport = _transport(args)
         try:

@@ -19,11 +19,19 @@ _PROBE = 64 << 10  # what a plain file is asked for after a short read: its end,
 _SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
+    """One input. Slotted, its path a string: a diagnosis holds one a file to its end (163,840 at 131,072 ranks),
+    and each pool worker writes to those it reads (their reference counts, a Path's cached string) and so copies
+    their pages: a dict and a Path each were 0.3 KB a file of the two (issue 23: memory per rank)."""
+
     name: str  # what evidence cites: the path as given, relative inside a directory
-    path: Path | None  # None for stdin
+    path: str | None  # on disk (os.fspath of a Path); None for stdin
     size: int | None = None  # bytes on disk when expand listed it: progress, the pool's choice and its order
+
+    def __post_init__(self) -> None:
+        if self.path is not None and type(self.path) is not str:  # a Path given (os.PathLike): kept as its string
+            object.__setattr__(self, "path", os.fspath(self.path))
 
     def length(self) -> int:
         """Its size in bytes as listed, else as on disk now; 0 for stdin or a file that cannot be read."""
@@ -32,8 +40,7 @@ class Source:
         return (_size(self.path) or 0) if self.path is not None else 0
 
 
-def _open(path: Path) -> BinaryIO:
-    where = os.fspath(path)
+def _open(where: str) -> BinaryIO:
     suffix = os.path.splitext(where)[1]  # Path.suffix's answer, without building Path's parts for every file
     if suffix == ".gz":
         return gzip.open(where, "rb")  # type: ignore[return-value]
@@ -41,7 +48,7 @@ def _open(path: Path) -> BinaryIO:
         try:
             import zstandard
         except ImportError as exc:
-            raise UsageError(f"{path}: reading .zst needs the 'zstandard' package") from exc
+            raise UsageError(f"{where}: reading .zst needs the 'zstandard' package") from exc
         from sources.zstdfile import ZstdFile
 
         return ZstdFile(where, zstandard)  # type: ignore[return-value]  # read and close: what chunks calls
@@ -75,10 +82,12 @@ def _walk(top: Path, relative: bool) -> list[Source]:
     for root, dirs, files in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         within = os.path.relpath(root, top)
-        folder, prefix = Path(root), os.path.join(root, "")  # "" ends it with one separator
+        prefix = os.path.join(root, "")  # "" ends it with one separator
         shown_prefix = (os.path.join(within, "") if within != os.curdir else "") if relative else prefix
+        folder = os.fspath(Path(root))  # as pathlib spells it ("./job/." is "job"), once a folder
+        on_disk = "" if folder == os.curdir else os.path.join(folder, "")
         for name in sorted(files):
-            found.append(Source(shown_prefix + name, folder / name, _size(prefix + name)))
+            found.append(Source(shown_prefix + name, on_disk + name, _size(prefix + name)))
     return found
 
 
@@ -98,7 +107,7 @@ def expand(paths: list[str]) -> list[Source]:
         elif path.is_file():
             if not os.access(path, os.R_OK):
                 raise UsageError(f"{raw}: permission denied")
-            sources.append(Source(path.name if len(paths) == 1 else str(path), path, _size(path)))
+            sources.append(Source(path.name if len(paths) == 1 else str(path), os.fspath(path), _size(path)))
         else:
             raise UsageError(f"{raw}: no such file or directory")
     return sources

@@ -94,7 +94,7 @@ def test_one_file_and_stdin_stay_in_one_process(tmp_path: Path) -> None:
     small = [Source(f"rank{i}.log", tmp_path / f"rank{i}.log") for i in range(4)]
     for s in small:
         assert s.path is not None
-        s.path.write_bytes(b"step 1 loss 2.0\n")
+        Path(s.path).write_bytes(b"step 1 loss 2.0\n")
     assert pool_size(small[:1], 4) == 1
     assert pool_size([*small, Source("<stdin>", None)], 4) == 1
     assert pool_size(small, 8) == 4  # never more workers than files
@@ -150,7 +150,7 @@ def test_a_worker_killed_mid_scan_loses_nothing(tmp_path: Path, monkeypatch: pyt
     logs = tmp_path / "job" / "logs"
     one = _everything(logs, 1)
     # Batches go largest file first, and the parent takes the first: the victims are the three smallest files.
-    by_size = sorted(expand([str(logs)]), key=lambda s: s.path.stat().st_size if s.path else 0)
+    by_size = sorted(expand([str(logs)]), key=lambda s: os.stat(s.path).st_size if s.path else 0)
     for victim in (s.name for s in by_size[:3]):
         marker = tmp_path / f"killed-{victim.replace('/', '_')}"
 
@@ -217,7 +217,7 @@ def test_progress_counts_every_byte_once_whoever_scans_it(tmp_path: Path, jobs: 
     sources = expand([str(tmp_path / "logs")])
     reported: list[int] = []
     scan_sources(default_matcher(), sources, 2026, progress=reported.append, jobs=jobs)
-    assert sum(reported) == sum(s.path.stat().st_size for s in sources if s.path is not None)
+    assert sum(reported) == sum(os.stat(s.path).st_size for s in sources if s.path is not None)
     assert all(n >= 0 for n in reported)
     if jobs == 1:  # with workers, they may finish every batch before the parent claims one: one report then
         assert len(reported) > 1

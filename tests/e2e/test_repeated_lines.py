@@ -111,7 +111,7 @@ def _sharded(logs: Path, chunk: int = 1 << 20) -> Diagnosis:
     for src in expand([str(logs)]):
         assert src.path is not None
         key = source_key("stdout", None, None, src.name)
-        data = src.path.read_bytes()
+        data = Path(src.path).read_bytes()
         pieces, start = [], 0
         while start < len(data):
             end = data.find(b"\n", start + chunk)

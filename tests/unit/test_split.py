@@ -236,7 +236,7 @@ def test_a_worker_killed_mid_piece_leaves_the_file_to_one_process(tmp_path: Path
     assert split.scan_split(default_matcher(), sources[0], YEAR, 0, 2) is None
     survived = scan_sources(default_matcher(), sources, YEAR, jobs=2)
     # what one process returns: its result shared and trimmed by the interner, as scan_sources's own loop does
-    alone = Interner().result(_one(sources[0].path, CHUNK))  # type: ignore[arg-type]
+    alone = Interner().result(_one(Path(sources[0].path), CHUNK))  # type: ignore[arg-type]
     assert [_read(r) for r in survived.results] == [_read(alone)]
 
 
