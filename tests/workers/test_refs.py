@@ -19,7 +19,7 @@ import pytest
 import zstandard
 from fastapi import FastAPI
 
-import pipeline.service as pipeline_service
+import pipeline.scanning as pipeline_scanning
 import sources.shard_data as shard_data
 from api.ingest import ingest_router
 from ingest.consumer import IngestLoop
@@ -124,7 +124,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
         seen.kept += len(data)
         return data
     monkeypatch.setattr(shard_data, "_unzstd", counted_unzstd)
-    monkeypatch.setattr(pipeline_service, "inflate", counted_inflate)
+    monkeypatch.setattr(pipeline_scanning, "inflate", counted_inflate)
     validate = LogShard.model_validate.__func__  # type: ignore[attr-defined]
 
     def counted_validate(cls: type[LogShard], obj: Any, **kw: Any) -> LogShard:
@@ -257,7 +257,7 @@ def test_a_task_failing_for_good_leaves_the_shard_itself_as_a_dead_letter_and_dr
         rig: Rig, monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
     def broken(*_: object) -> object:
         raise failure
-    monkeypatch.setattr(Pipeline, "_scan", broken)
+    monkeypatch.setattr(pipeline_scanning, "scan", broken)
     text = b"plain text log line\n" * 50
     rig.dispatcher.submit_shards([zstd_shard("j6", 0, False), zstd_shard("j6", 1, True, data=text)], [{}, {}])
     rig.run_sent()
