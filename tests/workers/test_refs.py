@@ -20,6 +20,7 @@ import zstandard
 from fastapi import FastAPI
 
 import pipeline.scanning as pipeline_scanning
+import pipeline.service as pipeline_service
 import sources.shard_data as shard_data
 from api.ingest import ingest_router
 from ingest.consumer import IngestLoop
@@ -257,7 +258,7 @@ def test_a_task_failing_for_good_leaves_the_shard_itself_as_a_dead_letter_and_dr
         rig: Rig, monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
     def broken(*_: object) -> object:
         raise failure
-    monkeypatch.setattr(pipeline_scanning, "scan", broken)
+    monkeypatch.setattr(pipeline_service, "scan_arrival", broken)  # what the task scans each shard with
     text = b"plain text log line\n" * 50
     rig.dispatcher.submit_shards([zstd_shard("j6", 0, False), zstd_shard("j6", 1, True, data=text)], [{}, {}])
     rig.run_sent()
