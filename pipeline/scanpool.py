@@ -84,13 +84,15 @@ class ScanPool:
         self._lock = threading.Lock()  # start, submit after a break and close may come from different threads
 
     def start(self) -> None:
-        """Start every process now (the service's start-up pays their imports, not the first job's shards)."""
-        for ready in [self._pool().submit(_pid) for _ in range(self.workers)]:
-            try:
+        """Start every process now (the service's start-up pays their imports, not the first job's shards). A pool
+        that cannot start is said, not raised: each batch then tries a new one, and is scanned in the runner's
+        thread when that fails too."""
+        try:
+            for ready in [self._pool().submit(_pid) for _ in range(self.workers)]:
                 ready.result(timeout=120)
-            except BrokenProcessPool:  # a process failed to start: the next batch tries a new pool
-                self._drop()
-                return
+        except Exception:
+            log.warning("the scan processes did not start; batches will try again", exc_info=True)
+            self._drop()
 
     def submit(self, shards: Sequence[Arrival], year: int) -> Future[list[Sent]]:
         """The shards' outcomes, in order, as sent (`received` rebuilds them); the future raises BrokenProcessPool
@@ -107,7 +109,7 @@ class ScanPool:
         log.warning("a scan process died; its batches are scanned in the runner's thread, a new pool starts")
 
     def pids(self) -> list[int]:
-        """The processes' ids (tests, and the log of a death)."""
+        """The processes' ids, for tests (the executor's own table: it has no public one)."""
         pool = self._executor
         return sorted(pool._processes) if pool is not None and pool._processes else []
 
