@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from catalog.model import Implicates, Scope, Signature
 from correlator import calibration_model as model
 from correlator.events import Event
-from correlator.scoring import Candidate, exit_report
+from correlator.exits import exit_report
+from correlator.scoring import Candidate
 from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
 

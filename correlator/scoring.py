@@ -10,8 +10,7 @@ from datetime import datetime, timedelta
 from catalog.model import Implicates, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target, victims_only
-from correlator.exits import DEATH_CODES, first_failures, task_exits
-from correlator.exits import exit_report as exit_report  # re-exported: calibration reads it from here
+from correlator.exits import DEATH_CODES, exit_report, first_failures, task_exits
 from correlator.identity import ExitRecord, IdentityMap
 from schemas.findings import Role
 
