@@ -52,12 +52,13 @@ def _the_one_exit(ids: IdentityMap) -> ExitRecord | None:
 
 
 def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
-    host = exited.host or ids.host_of_rank.get(exited.rank) if exited.rank is not None else exited.host
+    rank = exited.rank  # _the_one_exit keeps only exits that name a rank
+    host = exited.host or (ids.host_of_rank.get(rank) if rank is not None else None)
     return Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
             signature=None, title="Cause unknown: only an exit code speaks", category="launcher",
-            tags=["exit_code"], rank=exited.rank, host=host, confidence=CONFIDENCE_EXIT_ONLY, time=None,
+            tags=["exit_code"], rank=rank, host=host, confidence=CONFIDENCE_EXIT_ONLY, time=None,
             evidence=[Evidence(source=exited.source, line=exited.line_no,
                                text=f"rank {exited.rank} exited with code {exited.exit_code}")],
             explanation=[f"no catalog entry matches these logs; the launcher reports that rank {exited.rank} exited "
