@@ -46,7 +46,7 @@ FIELD = ROOT / "bench" / "field"
 # additions: bench/field, bench/field2 and bench/field3 (each collected later, never read while tuning; see their
 # READMEs).
 FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2"), "field3": FIELD.with_name("field3"),
-              "field4": FIELD.with_name("field4")}
+              "field4": FIELD.with_name("field4"), "field5": FIELD.with_name("field5")}
 
 
 def field_rows(half: str, which: str = "field") -> list[dict[str, object]]:
