@@ -15,6 +15,7 @@ from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
 from correlator.exits import cause_like, death_targets, exit_report, launcher_summary, task_exits
+from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
@@ -90,6 +91,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # a coordination service's named task, on the host that fell silent
     placed = place_named_rank(findings, catalog, ids, path_hosts)
     placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
+    pair_gpu_fault(findings, catalog, ids)  # the node's Xid and the rank's CUDA error: one GPU
     del path_ranks, path_hosts
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)

@@ -56,12 +56,13 @@ class _Groups:
 
 def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
             scheduler_names: Iterable[str] = (), same: Iterable[tuple[str, str]] = (),
-            folder_names: Iterable[str] = ()) -> dict[str, str]:
+            folder_names: Iterable[str] = (), file_names: Iterable[str] = ()) -> dict[str, str]:
     """Every name seen -> the name to report its host by. ``names`` in the order they were seen (ties go to the
     first); ``advertised``: (host, address) pairs from NCCL's interface lines; ``scheduler_names``: the hosts the
     job's metadata names (its rank -> host map); ``same``: pairs of names known to be one host (a node's folder
     and the host its files' lines name; the scheduler's host of a rank and the one its lines name);
-    ``folder_names``: hosts named by the folders logs were collected into, preferred after the scheduler's."""
+    ``folder_names``: hosts named by the folders logs were collected into, preferred after the scheduler's;
+    ``file_names``: hosts named by a log's file name alone, whose lines name another: reported last."""
     same = list(same)
     order: dict[str, int] = {}
     for name in (*scheduler_names, *folder_names, *names, *(n for pair in same for n in pair)):
@@ -89,7 +90,7 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
     members: dict[str, list[str]] = {}
     for name in order:
         members.setdefault(groups.find(name), []).append(name)
-    preferred = {**dict.fromkeys(folder_names, 1), **dict.fromkeys(scheduler_names, 0)}
+    preferred = {**dict.fromkeys(file_names, 5), **dict.fromkeys(folder_names, 1), **dict.fromkeys(scheduler_names, 0)}
     out: dict[str, str] = {}
     for group in members.values():
         best = min(group, key=lambda n: _rank(n, preferred, order))
@@ -99,7 +100,7 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
 
 def _rank(name: str, preferred: Mapping[str, int], order: Mapping[str, int]) -> tuple[int, int, int]:
     """How a name ranks as the one to report (lowest first): the scheduler's, a folder's, a short name, the most
-    dotted name, an address; then the first seen."""
+    dotted name, an address, a file's name; then the first seen."""
     if name in preferred:
         kind = preferred[name]
     elif is_address(name):

@@ -21,7 +21,7 @@ from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ran
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
 from correlator.role_prefixes import as_local, role_rank_prefixes
-from correlator.speakers import Who, folder_host
+from correlator.speakers import Who, folder_host, who_from_path
 from correlator.table_lines import table_speakers
 from schemas.findings import Finding, Speaker
 
@@ -49,12 +49,13 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     findings = table_speakers(findings, ids.exits, of_kind) or findings
     state = _Naming(findings, context, of_kind, ids, rank_hosts, exit_codes, _speakers(findings, context))
     names = _host_names(state.pairs, findings, of_kind)
-    folders, same = _folder_hosts(state.pairs)
+    folders, files, same = _folder_hosts(state.pairs)
     same += _scheduler_hosts(state.pairs, rank_hosts or {})
     srun_named = _srun_task_hosts(findings, of_kind)
     same += srun_named
     scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named)]
-    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders).items()
+    renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,
+                                                  files).items()
                if n != c}
     if renamed:
         state.step(_rename_hosts(state.findings, state.context, renamed))
@@ -228,25 +229,30 @@ def _host_names(pairs: Sequence[tuple[Who, str]], findings: Sequence[Finding],
     return list(seen)
 
 
-def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The hosts the sources' folders name (node017/train.log), and (folder's host, line's host) where all the
-    lines of a source that name a host name one other (node017's NCCL headers say ip-10-0-0-17): a collector
-    files each node's logs under the node's name."""
+def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """The hosts the sources' folders name (node017/train.log), the hosts only their file names name (node1.log,
+    gpt-4002729-1.out), and (path's host, line's host) where all the lines of a source that name a host name one
+    other (node017's NCCL headers say ip-10-0-0-17): a collector files each node's logs under the node's name,
+    while a file's own name is often an index (node1.log for the second node; Slurm's --output pattern
+    %x-%j-%n.out: job name, job id, node index), never more sure than the host the process printed."""
     lines: FewSets[str, str] = FewSets()  # one host a source, almost always: no set each (correlator/few.py)
     for who, source in pairs:
         if who.host:
             lines.add(source, who.host)
     folders: list[str] = []
+    files: list[str] = []
     same: list[tuple[str, str]] = []
     for source in sorted(lines):
-        folder = folder_host(source)
-        if folder is None:
-            continue
-        folders.append(folder)
-        others = lines.get(source) - {folder}
-        if len(others) == 1:
-            same.append((folder, next(iter(others))))
-    return folders, same
+        folder, named = folder_host(source), lines.get(source)
+        if folder is not None:
+            folders.append(folder)
+            others = named - {folder}
+            if len(others) == 1:
+                same.append((folder, next(iter(others))))
+        elif len(named) == 2 and (own := who_from_path(source).host) in named:  # its name and the lines' one
+            files.append(own)
+            same.append((own, next(iter(named - {own}))))
+    return folders, files, same
 
 
 def _scheduler_hosts(pairs: Sequence[tuple[Who, str]], rank_hosts: Mapping[int, str]) -> list[tuple[str, str]]:

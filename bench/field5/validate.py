@@ -85,8 +85,12 @@ def main(here=HERE):
             got = [json.loads(x) for x in fh if x.strip()]
         if got != [r for r in rows if r.get("split") == h]:
             problems.append(f"{h}.jsonl is not labels.jsonl filtered by split")
-    additions = json.load(open(os.path.join(here, "class_map_additions.json")))
-    corpus = json.load(open(CORPUS_MAP)) if os.path.exists(CORPUS_MAP) else {}
+    with open(os.path.join(here, "class_map_additions.json")) as f:
+        additions = json.load(f)
+    corpus = {}
+    if os.path.exists(CORPUS_MAP):
+        with open(CORPUS_MAP) as f:
+            corpus = json.load(f)
     for c in sorted({r.get("failure_class") for r in rows}):
         if c not in corpus and c not in additions:
             problems.append(f"class {c}: not in the corpus map nor in class_map_additions.json")

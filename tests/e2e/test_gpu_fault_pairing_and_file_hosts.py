@@ -1,0 +1,72 @@
+"""One GPU failure seen from two sides, and a log file's name that is not its host, written from upstream formats.
+
+- The driver logs an Xid on the node naming the GPU by bus id ("NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>',
+  name=<unknown>, GPU has fallen off the bus.", NVIDIA's Xid catalog; journalctl -k's short format prefixes
+  "<Mon DD HH:MM:SS> <host> kernel: "), and the process on that GPU gets cudaErrorLaunchFailure back ("CUDA error:
+  unspecified launch failure", c10/cuda/CUDAException.h's message for the CUDA runtime's error string). horovodrun's
+  gloo launcher prefixes each rank's stream "[<rank>]<stderr>:" (horovod/runner/common/util/safe_shell_exec.py)
+  and names no host, so nothing but the pair ties the rank to the node.
+- Slurm's --output filename pattern "%x-%j-%n.out" (sbatch(1): job name, job id, node index relative to the job)
+  names a file per node by its index; NCCL's INFO lines inside it print the node's hostname ("<host>:<pid>:<tid>
+  [<dev>] NCCL INFO ...", src/debug.cc)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.scoring import cli_root_cause
+
+_TRACE = ["Traceback (most recent call last):", '  File "/workspace/train.py", line 251, in train_one_epoch',
+          "    loss.backward()", "RuntimeError: CUDA error: unspecified launch failure"]
+_XID = ("Apr 24 11:26:01 {host} kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+        "fallen off the bus.")
+
+
+def _horovod_job(tmp_path: Path, failing: list[int], xid_host: str = "a100-06") -> None:
+    lines = [f"[{rank}]<stderr>:{text}" for rank in failing for text in _TRACE]
+    lines += ["[3]<stderr>:horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: remote process "
+              "exited or there was a network error", f"Process {failing[0]} exit with status code 1.",
+              f"Terminating remaining workers after failure of Process {failing[0]}."]
+    (tmp_path / "horovodrun.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "journal").mkdir()
+    loading = f"Mar 19 00:32:03 {xid_host} kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.129.03"
+    (tmp_path / "journal" / "10.175.217.81.log").write_text(f"{loading}\n{_XID.format(host=xid_host)}\n")
+
+
+def test_the_nodes_xid_and_the_ranks_cuda_error_are_one_failure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _horovod_job(tmp_path, [2])
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.79", 2, "a100-06")
+
+
+def test_two_ranks_with_cuda_errors_leave_the_xid_unpaired(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _horovod_job(tmp_path, [2, 5])  # which of the two used the GPU that fell off is not in these logs
+    rc = cli_root_cause(tmp_path, capsys)
+    assert not (rc["signature"] == "xid.79" and rc["rank"] in (2, 5))
+
+
+def test_a_rank_known_on_another_host_is_not_paired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _horovod_job(tmp_path, [2])
+    with (tmp_path / "horovodrun.log").open("a") as log:  # NCCL's header puts rank 2 on a100-07
+        log.write("[2]<stderr>:a100-07:4242:4300 [0] NCCL INFO comm 0x55d5 rank 2 nranks 4 cudaDev 0 nvmlDev 0 "
+                  "busId 1b000 commId 0x3d13a9a11 - Init COMPLETE\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert not (rc["rank"] == 2 and rc["host"] == "a100-06")
+
+
+def test_a_file_named_by_slurms_node_index_reports_the_host_its_lines_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "logs").mkdir()
+    for node, host in enumerate(("trn-c-60", "trn-c-61")):
+        lines = [f"[rank{4 * node + r}]:{host}:{3834048 + r}:{3834085 + r} [{r}] NCCL INFO comm 0x55d550120 rank "
+                 f"{4 * node + r} nranks 8 cudaDev {r} nvmlDev {r} busId {r + 1}b000 commId 0x3d13a9a11 - Init "
+                 "COMPLETE" for r in range(4)]
+        if node == 1:
+            lines += [f"[rank5]:{text}" for text in _TRACE]
+        (tmp_path / "logs" / f"gpt-4002729-{node}.out").write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["rank"], rc["host"]) == (5, "trn-c-61")
