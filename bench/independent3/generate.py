@@ -165,6 +165,13 @@ def generate(out: Path | str, seed: int = 1, jobs: int = 60) -> list[dict]:
         ctx = layouts.Ctx(rng, spec, hosts, stories, lab, extra.get("slurm_job", spec.job), extra)
         layouts.LAYOUTS[layout](ctx)
         evidence = ctx.ev.get("evidence") or lab.evidence or f"(no line names it: {lab.root_cause})"
+        truncated = None
+        if rng.random() < 0.15:   # collected with `tail -c`: the biggest text file starts mid-line
+            big = max(_text_files(ctx.files).items(), key=lambda kv: len(kv[1]))
+            if len(big[1]) > 20000:
+                cut = int(len(big[1]) * rng.uniform(0.1, 0.35))
+                ctx.files[big[0]] = big[1][cut:]
+                truncated = big[0]
         jdir = out / spec.job
         for p, v in sorted(ctx.files.items()):
             fp = jdir / p
@@ -185,7 +192,7 @@ def generate(out: Path | str, seed: int = 1, jobs: int = 60) -> list[dict]:
             "restarts": len(stories) - 1, "torch_logging": "2.4+" if spec.new_torch else "2.1",
             "nccl_debug": spec.nccl_debug, "kernel_logs": spec.kernel_collected,
             "clock_skew_s": round(max(h.skew for h in hosts) - min(h.skew for h in hosts), 1),
-            "cause_line_present": present, "initiating_files": holders, "bytes": size,
+            "truncated_head": truncated, "cause_line_present": present, "initiating_files": holders, "bytes": size,
         })
     with open(out / "labels.jsonl", "w", encoding="utf-8") as fh:
         for lab in labels:

@@ -71,8 +71,7 @@ def xid_common(st: Story, fix: dict, code: int, kind: str) -> Label:
         inner = lines.cuda_error("unspecified launch failure").rstrip("\n")
         td = t + rng.uniform(0.3, 4)
         st.nccl_warn(r, td - 0.01, "enqueue.cc:1556", "Cuda failure 'unspecified launch failure'")
-        for tt, text in lines.watchdog_exception(st.spec.new_torch, r, td, inner, st.spec.libdir):
-            st.say(r, tt, text)
+        st.say_c10(r, td, lines.watchdog_exception, inner, st.spec.libdir)
         st.kill(r, td + 0.01, -6)
         cls = "xid_79"
         cause = "GPU fell off the bus (Xid 79)" + (" after a fatal PCIe AER error on its root port" if kind != "xid79" else "")
@@ -91,9 +90,7 @@ def xid_common(st: Story, fix: dict, code: int, kind: str) -> Label:
         if rng.random() < 0.5:
             pyexc(st, r, td, exc, "step")
         else:
-            for tt, text in lines.watchdog_exception(st.spec.new_torch, r, td, exc[len("RuntimeError: "):],
-                                                     st.spec.libdir):
-                st.say(r, tt, text)
+            st.say_c10(r, td, lines.watchdog_exception, exc[len("RuntimeError: "):], st.spec.libdir)
             st.kill(r, td + 0.01, -6)
         cls = "gpu_uncorrectable_ecc"
         cause = {48: "double-bit ECC error (Xid 48)", 94: "contained uncorrectable ECC error (Xid 94)",

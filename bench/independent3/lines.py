@@ -305,7 +305,7 @@ def child_failed_table(script: str, failures: list[dict], root: dict) -> str:
         if f["code"] > 0 and not f.get("traceback"):
             tb = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
         return [f"[{idx}]:",
-                f"  time      : {topo.elastic_table_ts(f['t'])}",
+                f"  time      : {topo.elastic_table_ts(f['t_wall'])}",
                 f"  host      : {f['host']}",
                 f"  rank      : {f['rank']} (local_rank: {f['local']})",
                 f"  exitcode  : {f['code']} (pid: {f['pid']})",
@@ -328,11 +328,22 @@ def _signame(code: int) -> str:
 
 def elastic_main_tb(launcher: str) -> str:
     """torch/distributed/run.py main -> elastic_launch.__call__ -> launch_agent raising ChildFailedError."""
-    frames = [
-        (f"/usr/local/bin/{launcher}", 8, "<module>", "sys.exit(main())"),
-        ("/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", 355,
-         "wrapper", "return f(*args, **kwargs)"),
-        ("/usr/local/lib/python3.10/dist-packages/torch/distributed/run.py", 919, "main", "run(args)"),
+    py = "/usr/local/lib/python3.10/dist-packages"
+    if launcher == "accelerate":   # huggingface/accelerate commands/accelerate_cli.py, commands/launch.py
+        frames = [
+            ("/usr/local/bin/accelerate", 8, "<module>", "sys.exit(main())"),
+            (f"{py}/accelerate/commands/accelerate_cli.py", 48, "main", "args.func(args)"),
+            (f"{py}/accelerate/commands/launch.py", 1159, "launch_command", "multi_gpu_launcher(args)"),
+            (f"{py}/accelerate/commands/launch.py", 793, "multi_gpu_launcher", "distrib_run.run(args)"),
+        ]
+    else:
+        frames = [
+            (f"/usr/local/bin/{launcher}", 8, "<module>", "sys.exit(main())"),
+            (f"{py}/torch/distributed/elastic/multiprocessing/errors/__init__.py", 355, "wrapper",
+             "return f(*args, **kwargs)"),
+            (f"{py}/torch/distributed/run.py", 919, "main", "run(args)"),
+        ]
+    frames += [
         ("/usr/local/lib/python3.10/dist-packages/torch/distributed/run.py", 910, "run", "elastic_launch("),
         ("/usr/local/lib/python3.10/dist-packages/torch/distributed/launcher/api.py", 138, "__call__",
          "return launch_agent(self._config, self._entrypoint, list(args))"),

@@ -103,10 +103,10 @@ def agent_lines(st: Story, h: int, restarts_left: int | None, record: bool, run_
     def E(t, sev, mod, ln, msg):
         if sev == "I" and not info:
             return
-        out.append((t, lines.elastic(new, t, sev, apid, mod, ln, msg)))
+        out.append((t, lines.elastic(new, host.clock(t), sev, apid, mod, ln, msg)))
     t = st.t0
     if st.attempt == 0:
-        out.append((t - 3, lines.elastic(new, t - 3, "W", apid, "run.py", 793, "") if new else "WARNING:torch.distributed.run:"))
+        out.append((t - 3, lines.elastic(new, host.clock(t - 3), "W", apid, "run.py", 793, "") if new else "WARNING:torch.distributed.run:"))
         out.append((t - 3, "*****************************************\nSetting OMP_NUM_THREADS environment variable "
                            "for each process to be 1 in default, to avoid your system being overloaded, please "
                            "further tune the variable for optimal performance in your application as needed. \n"
@@ -148,10 +148,11 @@ def agent_lines(st: Story, h: int, restarts_left: int | None, record: bool, run_
             E(det + 0.002, "W", "multiprocessing/api.py", 897, f"Sending process {st.pid(r)} closing signal SIGTERM")
     for r in sorted(dead_by):
         dd = st.deaths[r]
-        rec = {"rank": r, "local": st.local(r), "code": dd.code, "pid": st.pid(r), "host": host.fqdn, "t": det,
+        t_fail = st.pyerr[r][0] if (dd.code == 1 and r in st.pyerr and record) else det
+        rec = {"rank": r, "local": st.local(r), "code": dd.code, "pid": st.pid(r), "host": host.fqdn, "t": t_fail,
+               "t_wall": host.clock(t_fail),
                "error_file": None, "traceback": None}
         if dd.code == 1 and r in st.pyerr and record:
-            rec["t"] = st.pyerr[r][0]
             rec["error_file"] = f"/tmp/torchelastic_{run_id[:6]}/{run_id}_xyz/attempt_{st.attempt}/{st.local(r)}/error.json"
             rec["traceback"] = st.pyerr[r][1]
         failures.append(rec)
@@ -172,7 +173,7 @@ def error_json(st: Story, r: int) -> str:
     """torch/distributed/elastic/multiprocessing/errors/error_handler.py ErrorHandler.record_exception."""
     t, tb = st.pyerr[r]
     msg = tb.rstrip().split("\n")[-1]
-    return json.dumps({"message": {"message": msg, "extraInfo": {"py_callstack": tb + "\n", "timestamp": str(int(t))}}})
+    return json.dumps({"message": {"message": msg, "extraInfo": {"py_callstack": tb + "\n", "timestamp": str(int(st.host(r).clock(t)))}}})
 
 
 # ---------------------------------------------------------------- Slurm srun / slurmstepd

@@ -108,6 +108,16 @@ class Story:
     def say(self, r: int, t: float, text: str, stream: str = "err") -> None:
         self.out[r].append((t, stream, text))
 
+    def say_c10(self, r: int, t: float, fn, *args) -> None:
+        """Emit a c10-logged message: stamped with the rank's host clock, ordered by true time."""
+        sk = self.host(r).skew
+        res = fn(self.spec.new_torch, r, t + sk, *args)
+        if isinstance(res, str):
+            self.say(r, t, res)
+        else:
+            for tt, text in res:
+                self.say(r, tt - sk, text)
+
     def kernel(self, h: int, t: float, text: str) -> None:
         self.kern[h].append((t, text))
 
@@ -192,9 +202,7 @@ class Story:
             elif why.startswith("remote|"):
                 _, where, msg = why.split("|", 2)
                 self.nccl_warn(r, t - 0.01, where, msg)
-                for tt, text in lines.watchdog_exception(sp.new_torch, r, t, lines.nccl_remote_error(sp.nccl_ver, msg),
-                                                         sp.libdir):
-                    self.say(r, tt, text)
+                self.say_c10(r, t, lines.watchdog_exception, lines.nccl_remote_error(sp.nccl_ver, msg), sp.libdir)
             elif why in ("term", "external", "srun"):
                 if r in self.stuck_dstate and code == -15:
                     self._push(t + 30 + rng.uniform(0, 1), r, -9, "term")   # SIGKILL after the agent's wait
@@ -234,9 +242,8 @@ class Story:
         sp = self.spec
         enq = self.seq
         done = self.seq - 1
-        for tt, text in lines.watchdog_timeout(sp.new_torch, r, t, self.seq, self.op, self.numel, sp.timeout_s * 1000,
-                                               enq, done, sp.libdir):
-            self.say(r, tt, text)
+        self.say_c10(r, t, lines.watchdog_timeout, self.seq, self.op, self.numel, sp.timeout_s * 1000, enq, done,
+                     sp.libdir)
 
     def _fr_dumps(self, t: float, src: int) -> None:
         sp = self.spec
@@ -249,9 +256,9 @@ class Story:
             tt = t + (0 if r == src else self.rng.uniform(0.05, 1.5))
             behind = r in self.stuck_nocoll
             if r != src and sp.new_torch:
-                self.say(r, tt, lines.dump_signal(True, r, tt, src, self.seq - 1 if behind else self.seq, self.seq - 1))
+                self.say_c10(r, tt, lines.dump_signal, src, self.seq - 1 if behind else self.seq, self.seq - 1)
             path = f"/shared/fr/nccl_trace_rank_{r}"
-            self.say(r, tt + 0.3, lines.fr_dump_written(sp.new_torch, r, tt + 0.3, path))
+            self.say_c10(r, tt + 0.3, lines.fr_dump_written, path)
             self.fr_dump[r] = {"t": tt, "last_enq": self.seq - 1 if behind else self.seq, "last_done": self.seq - 1,
                                "in_coll": not behind}
 
