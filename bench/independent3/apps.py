@@ -113,6 +113,8 @@ class Lightning(App):
                         f"{1 / self.st.iter_s:.2f}it/s, v_num=3, train_loss={2.1 + 3.0 / (1 + it / 300):.3f}]")]
 
     def on_sigterm(self, r, t):
+        # signal_connector.py logs rank_prefixed_message(..., self.trainer.local_rank): the *local* rank (as recalled;
+        # the argument was not checked against source here)
         self.st.say(r, t + 0.01, f"[rank: {self.st.local(r)}] Received SIGTERM: 15")
 
     def frames(self, r, where):
@@ -127,7 +129,7 @@ class Lightning(App):
 
 
 class NeMo(App):
-    """NVIDIA/NeMo nemo/utils/nemo_logging.py BaseNeMoFormatter `[NeMo %(levelname)1.1s %(asctime)s %(module)s:%(lineno)d]`,
+    """NVIDIA/NeMo nemo/utils/formatters/base.py BaseNeMoFormatter `[NeMo %(levelname)1.1s %(asctime)s %(module)s:%(lineno)d]`,
     nemo/utils/exp_manager.py (Experiments will be logged at; nemo_log_globalrank-R_localrank-L.txt; nemo_error_log.txt),
     nemo/collections/nlp/modules/common/megatron/megatron_init.py (Rank N has data parallel group)."""
 

@@ -92,7 +92,8 @@ def build_job(seed: int, i: int, layout: str, kind: str):
                 h.pod = f"{name}-worker-{h.index}"
             h.fqdn = f"{h.pod}.{name}.default.svc.cluster.local"
         extra.update(flavor=flavor, container={"trainjob": "node", "jobset": "pytorch", "volcano": "trainer"}[flavor],
-                     workload=f"{'trainjob' if flavor == 'trainjob' else 'jobset'}-{name}-{_rand(rng, 5)}",
+                     workload=f"{ {'trainjob': 'trainjob', 'jobset': 'jobset', 'volcano': 'pod'}[flavor]}-{name}-"
+                              f"{_rand(rng, 5)}",
                      owner=f"{'vcjob' if flavor == 'volcano' else 'jobset'}/{name}", task="worker",
                      uid1=f"{_rand(rng, 8, '0123456789abcdef')}-{_rand(rng, 4, '0123456789abcdef')}-4"
                           f"{_rand(rng, 3, '0123456789abcdef')}-a{_rand(rng, 3, '0123456789abcdef')}-"

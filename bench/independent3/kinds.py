@@ -78,6 +78,7 @@ def xid_common(st: Story, fix: dict, code: int, kind: str) -> Label:
     elif code in (48, 94, 95):
         msg = {48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition "
                    f"{rng.randint(0, 11)}, subpartition {rng.randint(0, 1)}.",
+               # 94/95 tails as seen in public H100 logs (not checked against driver source here)
                94: "Contained: SM (0x1). RST: No, D-RST: No",
                95: "Uncontained: FBHUB. RST: Yes, D-RST: No"}[code]
         ev = lines.xid(bus, code, str(pid) if code != 95 else "'<unknown>'", "python" if code != 95 else "<unknown>", msg)
@@ -121,7 +122,13 @@ def k_host_oom(st: Story, fix: dict) -> Label:
     t = st.t_fault
     cg = st.spec.layout == "k8s_kubectl_prefix"
     comm = st.rng.choice(["python", "pt_main_thread", "python3"])
-    ls = lines.oom_lines(comm, st.pid(r), st.rng.randint(180, 900) * 1024 * 1024 // 1024, cg)
+    if cg:
+        memcg = f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{st.rng.randint(10**7, 10**8)}.slice"
+    elif st.spec.launcher == "srun":
+        memcg = f"/slurm/uid_1000/job_{st.rng.randint(10**5, 10**7)}/step_0/user/task_{st.local(r)}"
+    else:
+        memcg = "/user.slice/user-1000.slice/session-4.scope"
+    ls = lines.oom_lines(comm, st.pid(r), st.rng.randint(60, 900) * 1024 * 1024, cg, memcg)
     for i, ln in enumerate(ls):
         st.kernel(h, t + i * 0.0005, ln)
     st.kill(r, t + 0.003, -9)

@@ -255,7 +255,7 @@ def k8s_kubectl_prefix(c: Ctx) -> None:
         return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
 
     ev = []
-    wl = ex["workload"]
+    wl = ex["workload"]   # Kueue workload (for Volcano pods: Kueue's pod-group integration)
     ev.append((st.t0 - 40, "Normal", "QuotaReserved", f"workload/{wl}",
                "Quota reserved in ClusterQueue cluster-queue, wait time since queued was 3s"))
     ev.append((st.t0 - 40, "Normal", "Admitted", f"workload/{wl}",
@@ -286,6 +286,7 @@ def k8s_kubectl_prefix(c: Ctx) -> None:
                    f"Marking for deletion Pod default/{host.pod}"))
     if st.external is None:
         first_fail = min((d.t for d in st.deaths.values() if d.code not in (None, -15)), default=end)
+        # JobSet's FailedJobs reason/message as recalled from kubernetes-sigs/jobset constants (not checked here)
         ev.append((end + 3, "Warning", "FailedJobs" if ex["flavor"] != "volcano" else "PodFailed",
                    ex["owner"], "jobset failed due to one or more job failures" if ex["flavor"] != "volcano"
                    else f"Task {ex['task']} has failed pods"))

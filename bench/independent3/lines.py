@@ -215,14 +215,15 @@ def xid(bus: str, code: int, pid: str, name: str, msg: str) -> str:
     return f"NVRM: Xid (PCI:0000:{bus}:00): {code}, pid={pid}, name={name}, {msg}"
 
 
-def oom_lines(comm: str, pid: int, rss_kb: int, cgroup: bool, uid: int = 1000) -> list[str]:
+def oom_lines(comm: str, pid: int, rss_kb: int, cgroup: bool, memcg: str, uid: int = 1000) -> list[str]:
     head = "Memory cgroup out of memory" if cgroup else "Out of memory"
+    scope = f"oom_memcg={memcg},task_memcg={memcg}" if cgroup else f"global_oom,task_memcg={memcg}"
     return [
         f"{comm} invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0",
         f"CPU: 41 PID: {pid + 3} Comm: {comm} Tainted: P           OE     5.15.0-1053-nvidia #54-Ubuntu",
         "Mem-Info:",
         f"oom-kill:constraint=CONSTRAINT_{'MEMCG' if cgroup else 'NONE'},nodemask=(null),cpuset=/,mems_allowed=0-1,"
-        f"global_oom,task_memcg=/slurm/uid_{uid}/job_0/step_0,task={comm},pid={pid},uid={uid}",
+        f"{scope},task={comm},pid={pid},uid={uid}",
         f"{head}: Killed process {pid} ({comm}) total-vm:{rss_kb * 3 // 2}kB, anon-rss:{rss_kb}kB, "
         f"file-rss:{rss_kb // 97}kB, shmem-rss:{rss_kb // 301}kB, UID:{uid} pgtables:{rss_kb // 450}kB oom_score_adj:0",
         f"oom_reaper: reaped process {pid} ({comm}), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB",
