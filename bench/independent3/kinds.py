@@ -47,6 +47,7 @@ def _uuid(st: Story) -> str:
 def _init_failure(st: Story, r: int, msg: str) -> None:
     """A restarted worker on a GPU that is gone / poisoned fails at torch.cuda.set_device."""
     t = st.t0 + st.rng.uniform(5, 12)
+    st.truncate_after(t)
     pyexc(st, r, t, "RuntimeError: " + lines.cuda_error(msg).rstrip("\n"), "init")
 
 
@@ -268,6 +269,7 @@ def k_env(st: Story, fix: dict) -> Label:
     rng = st.rng
     mod = fix.setdefault("module", rng.choice(MODULES))
     exc = f"ModuleNotFoundError: No module named '{mod}'"
+    st.truncate_after(st.t0)
     for r in range(st.world):
         t = st.t0 + rng.uniform(2, 9)
         tb = lines.traceback([(f"/workspace/{st.app.script}", 14, "<module>", f"import {mod.split('.')[0]}"
@@ -276,7 +278,7 @@ def k_env(st: Story, fix: dict) -> Label:
         st.say(r, t, tb)
         st.pyerr[r] = (t, tb)
         st.kill(r, t + rng.uniform(0.05, 0.3), 1)
-    st.t_coll = st.t0 + 1e7   # nobody reaches a collective
+    st.t_coll = st.t0 + 1e7   # nobody reaches a collective (set after truncate_after)
     return Label("python_env_module_missing_all_ranks", None, None, exc,
                  f"the container image lacks {mod}: every rank failed at import")
 

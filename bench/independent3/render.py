@@ -15,7 +15,9 @@ def rank_events(st: Story, r: int, streams: tuple[str, ...] = ("out", "err", "nl
     """(true time, one line) for rank r, cut where its host died (the last line cut mid-way)."""
     h = st.host_of[r]
     dead = st.dead_hosts.get(h)
-    evs = sorted(((t, text) for t, s, text in st.out[r] if s in streams), key=lambda x: x[0])
+    d = st.deaths.get(r)
+    gone = d.t + 1.5 if d is not None and d.code is not None else float("inf")
+    evs = sorted(((t, text) for t, s, text in st.out[r] if s in streams and t <= gone), key=lambda x: x[0])
     out = []
     for t, text in evs:
         if dead is not None and t > dead:

@@ -74,6 +74,7 @@ class Story:
         self._pending: list[tuple[float, int, int, int | None, str]] = []
         self._n = 0
         self._notified: set[int] = set()
+        self.init_phase = False
         self.app = apps.make(spec.app, self)
         self.t_train = t0 + rng.uniform(40, 150)
         self.t_fault = self.t_train + (rng.uniform(400, 6000) if attempt == 0 else rng.uniform(60, 600))
@@ -117,6 +118,13 @@ class Story:
         else:
             for tt, text in res:
                 self.say(r, tt - sk, text)
+
+    def truncate_after(self, t: float) -> None:
+        """The job never got past time t (a failure at start-up): drop what the story had printed after it."""
+        for r in self.out:
+            self.out[r] = [e for e in self.out[r] if e[0] <= t]
+        self.t_coll = t
+        self.init_phase = t < self.t_train
 
     def kernel(self, h: int, t: float, text: str) -> None:
         self.kern[h].append((t, text))
@@ -193,7 +201,10 @@ class Story:
             h = self.host_of[r]
             if h in self.dead_hosts and t >= self.dead_hosts[h]:
                 continue
-            if why == "watchdog":
+            if why == "watchdog" and self.init_phase:
+                self._store_timeout(r, t)
+                code = 1
+            elif why == "watchdog":
                 self._watchdog(r, t)
                 if first_wd is None:
                     first_wd = (t, r)
@@ -237,6 +248,25 @@ class Story:
             return
         self._notified.add(h)
         self._notify_peers(h, t, vanished=False)
+
+    def _store_timeout(self, r: int, t: float) -> None:
+        """Start-up never completed: init_process_group's store barrier times out instead of the NCCL watchdog
+        (torch/csrc/distributed/c10d/TCPStore.cpp: `Timed out after {} seconds waiting for clients. {}/{} clients
+        joined.` on the store host, `wait timeout after {}ms, keys: {}` on clients)."""
+        s = self.spec.timeout_s
+        if r == 0:
+            msg = f"torch.distributed.DistStoreError: Timed out after {s + 1} seconds waiting for clients. " \
+                  f"{self.world - 1}/{self.world} clients joined."
+        else:
+            msg = f"torch.distributed.DistStoreError: wait timeout after {s * 1000}ms, keys: /default_pg/0//cuda//0"
+        py = "/usr/local/lib/python3.10/dist-packages/torch/distributed"
+        tb = lines.traceback(self.app.frames(r, "init")[:-1] + [
+            (f"{py}/c10d_logger.py", 83, "wrapper", "return func(*args, **kwargs)"),
+            (f"{py}/distributed_c10d.py", 1520, "init_process_group", "store, rank, world_size = next(rendezvous_iterator)"),
+            (f"{py}/rendezvous.py", 269, "_env_rendezvous_handler", "store = _create_c10d_store("),
+        ], msg)
+        self.say(r, t, tb)
+        self.pyerr[r] = (t, tb)
 
     def _watchdog(self, r: int, t: float) -> None:
         sp = self.spec
