@@ -188,7 +188,8 @@ def k_ckpt(st: Story, fix: dict) -> Label:
     msg = st.app.ckpt_start(0, t, it)
     st.say(0, t, msg, "out")
     st.hang([r], t + 3, in_collective=False, dstate=rng.random() < 0.5)
-    ev = msg
+    # the "saving" line names the culprit only when rank 0 itself is the one stuck
+    ev = msg if r == 0 else f"rank {r} never returned from the checkpoint save"
     if rng.random() < 0.5:
         ls = lines.hung_task("python", st.pid(r), 122, st.hosts[h].agent_pid)
         ls = [x.replace("nfs_file_fsync", "lustre_fsync").replace("[nfs]", "[lustre]") for x in ls]

@@ -122,7 +122,7 @@ def agent_lines(st: Story, h: int, restarts_left: int | None, record: bool, run_
         return out, failures
     if st.external is not None and st.spec.launcher == "agent":
         te = st.external[0]
-        E(te, "W", "multiprocessing/api.py", 734, "Received Signals.SIGTERM death signal, shutting down workers")
+        E(te, "W", "agent/server/api.py", 719, "Received Signals.SIGTERM death signal, shutting down workers")
         ev_out["evidence"] = "Received Signals.SIGTERM death signal, shutting down workers"
         for r in ranks:
             E(te + 0.001, "W", "multiprocessing/api.py", 897, f"Sending process {st.pid(r)} closing signal SIGTERM")
