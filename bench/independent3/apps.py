@@ -113,8 +113,8 @@ class Lightning(App):
                         f"{1 / self.st.iter_s:.2f}it/s, v_num=3, train_loss={2.1 + 3.0 / (1 + it / 300):.3f}]")]
 
     def on_sigterm(self, r, t):
-        # signal_connector.py logs rank_prefixed_message(..., self.trainer.local_rank): the *local* rank (as recalled;
-        # the argument was not checked against source here)
+        # signal_connector.py _sigterm_notifier_fn: rank_prefixed_message(f"Received SIGTERM: {signum}",
+        # self.trainer.local_rank) -- the *local* rank, checked against the Lightning source
         self.st.say(r, t + 0.01, f"[rank: {self.st.local(r)}] Received SIGTERM: 15")
 
     def frames(self, r, where):
