@@ -11,8 +11,24 @@ from __future__ import annotations
 from . import lines
 from .story import Label, Story
 
-KINDS = ["xid79", "pcie_aer_xid79", "xid48", "xid94", "xid95", "xid119", "host_oom", "cuda_oom", "shm_sigbus",
-         "nfs_stall", "ckpt_hang", "straggler", "nic_flap", "node_loss", "preempt", "env_error"]
+KINDS = [
+    "xid79",
+    "pcie_aer_xid79",
+    "xid48",
+    "xid94",
+    "xid95",
+    "xid119",
+    "host_oom",
+    "cuda_oom",
+    "shm_sigbus",
+    "nfs_stall",
+    "ckpt_hang",
+    "straggler",
+    "nic_flap",
+    "node_loss",
+    "preempt",
+    "env_error",
+]
 
 JOB_WIDE = {"preempt", "env_error"}
 
@@ -75,37 +91,68 @@ def xid_common(st: Story, fix: dict, code: int, kind: str) -> Label:
         st.say_c10(r, td, lines.watchdog_exception, inner, st.spec.libdir)
         st.kill(r, td + 0.01, -6)
         cls = "xid_79"
-        cause = "GPU fell off the bus (Xid 79)" + (" after a fatal PCIe AER error on its root port" if kind != "xid79" else "")
+        cause = "GPU fell off the bus (Xid 79)" + (
+            " after a fatal PCIe AER error on its root port" if kind != "xid79" else ""
+        )
     elif code in (48, 94, 95):
-        msg = {48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition "
-                   f"{rng.randint(0, 11)}, subpartition {rng.randint(0, 1)}.",
-               # 94/95 tails as seen in public H100 logs (not checked against driver source here)
-               94: "Contained: SM (0x1). RST: No, D-RST: No",
-               95: "Uncontained: FBHUB. RST: Yes, D-RST: No"}[code]
-        ev = lines.xid(bus, code, str(pid) if code != 95 else "'<unknown>'", "python" if code != 95 else "<unknown>", msg)
+        msg = {
+            48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition "
+            f"{rng.randint(0, 11)}, subpartition {rng.randint(0, 1)}.",
+            # 94/95 tails as seen in public H100 logs (not checked against driver source here)
+            94: "Contained: SM (0x1). RST: No, D-RST: No",
+            95: "Uncontained: FBHUB. RST: Yes, D-RST: No",
+        }[code]
+        ev = lines.xid(
+            bus, code, str(pid) if code != 95 else "'<unknown>'", "python" if code != 95 else "<unknown>", msg
+        )
         st.kernel(h, t, ev)
         if code == 48:
-            st.kernel(h, t + 0.002, lines.xid(bus, 63, str(pid), "python",
-                                              "Row Remapper: New row marked for remapping, reset gpu to activate."))
+            st.kernel(
+                h,
+                t + 0.002,
+                lines.xid(
+                    bus, 63, str(pid), "python", "Row Remapper: New row marked for remapping, reset gpu to activate."
+                ),
+            )
         td = t + rng.uniform(0.05, 2)
         exc = "RuntimeError: " + lines.cuda_error("uncorrectable ECC error encountered").rstrip("\n")
         if rng.random() < 0.5:
             pyexc(st, r, td, exc, "step")
         else:
-            st.say_c10(r, td, lines.watchdog_exception, exc[len("RuntimeError: "):], st.spec.libdir)
+            st.say_c10(r, td, lines.watchdog_exception, exc[len("RuntimeError: ") :], st.spec.libdir)
             st.kill(r, td + 0.01, -6)
         cls = "gpu_uncorrectable_ecc"
-        cause = {48: "double-bit ECC error (Xid 48)", 94: "contained uncorrectable ECC error (Xid 94)",
-                 95: "uncontained uncorrectable ECC error (Xid 95)"}[code] + f" on GPU {bus}"
+        cause = {
+            48: "double-bit ECC error (Xid 48)",
+            94: "contained uncorrectable ECC error (Xid 94)",
+            95: "uncontained uncorrectable ECC error (Xid 95)",
+        }[code] + f" on GPU {bus}"
     else:  # 119: the GSP stops answering; the rank's kernels never finish, nothing errors on that rank
-        ev = lines.xid(bus, 119, str(pid), "python", f"Timeout after 6s of waiting for RPC response from GPU"
-                                                     f"{st.local(r)} GSP! Expected function 76 (GSP_RM_CONTROL) "
-                                                     f"(0x20800a4c 0x4).")
+        ev = lines.xid(
+            bus,
+            119,
+            str(pid),
+            "python",
+            f"Timeout after 6s of waiting for RPC response from GPU"
+            f"{st.local(r)} GSP! Expected function 76 (GSP_RM_CONTROL) "
+            f"(0x20800a4c 0x4).",
+        )
         for k in range(rng.randint(1, 4)):
-            st.kernel(h, t + 6 * k + rng.uniform(0, 0.5), ev if k == 0 else
-                      lines.xid(bus, 119, str(pid), "python", f"Timeout after 6s of waiting for RPC response from GPU"
-                                                              f"{st.local(r)} GSP! Expected function 10 (FREE) "
-                                                              f"(0x{rng.randint(1 << 28, 1 << 31):x} 0x0)."))
+            st.kernel(
+                h,
+                t + 6 * k + rng.uniform(0, 0.5),
+                ev
+                if k == 0
+                else lines.xid(
+                    bus,
+                    119,
+                    str(pid),
+                    "python",
+                    f"Timeout after 6s of waiting for RPC response from GPU"
+                    f"{st.local(r)} GSP! Expected function 10 (FREE) "
+                    f"(0x{rng.randint(1 << 28, 1 << 31):x} 0x0).",
+                ),
+            )
         st.hang([r], t, in_collective=True)
         cls = "xid_119"
         cause = "GSP RPC timeout (Xid 119) hung the GPU; its collectives never completed"
@@ -114,6 +161,7 @@ def xid_common(st: Story, fix: dict, code: int, kind: str) -> Label:
 
 def _root(bus: str) -> str:
     from .topo import ROOT_PORT
+
     return ROOT_PORT.get(bus, "00")
 
 
@@ -133,10 +181,15 @@ def k_host_oom(st: Story, fix: dict) -> Label:
     for i, ln in enumerate(ls):
         st.kernel(h, t + i * 0.0005, ln)
     st.kill(r, t + 0.003, -9)
-    ev = [x for x in ls if "Killed process" in x][0]
-    ev = ev[:ev.index(")") + 1]
-    return Label("rank_process_killed_host_oom", r, host_name(st, h), ev,
-                 f"kernel OOM killer SIGKILLed rank {r} (pid {st.pid(r)}) on {host_name(st, h)}")
+    ev = next(x for x in ls if "Killed process" in x)
+    ev = ev[: ev.index(")") + 1]
+    return Label(
+        "rank_process_killed_host_oom",
+        r,
+        host_name(st, h),
+        ev,
+        f"kernel OOM killer SIGKILLed rank {r} (pid {st.pid(r)}) on {host_name(st, h)}",
+    )
 
 
 def k_cuda_oom(st: Story, fix: dict) -> Label:
@@ -144,8 +197,13 @@ def k_cuda_oom(st: Story, fix: dict) -> Label:
     tot = st.rng.choice([79.15, 79.10, 39.39, 93.10])
     exc = lines.cuda_oom(st.local(r), st.rng.choice([1.0, 2.0, 4.5, 7.81, 16.0]), tot, st.rng.uniform(0.1, 1.5))
     pyexc(st, r, st.t_fault, exc, "step")
-    return Label("cuda_oom", r, host_name(st, st.host_of[r]), exc[:exc.index(" Tried")],
-                 f"CUDA out of memory on rank {r} (a longer batch / uneven FSDP shard)")
+    return Label(
+        "cuda_oom",
+        r,
+        host_name(st, st.host_of[r]),
+        exc[: exc.index(" Tried")],
+        f"CUDA out of memory on rank {r} (a longer batch / uneven FSDP shard)",
+    )
 
 
 def k_shm(st: Story, fix: dict) -> Label:
@@ -155,8 +213,13 @@ def k_shm(st: Story, fix: dict) -> Label:
     st.say(r, t, lines.SHM_BUS.rstrip("\n"))
     exc = lines.dataloader_killed(wpid)
     pyexc(st, r, t + st.rng.uniform(0.01, 0.2), exc, "data")
-    return Label("sigbus_dev_shm_exhausted_container", r, host_name(st, st.host_of[r]), lines.SHM_BUS.strip(),
-                 f"/dev/shm exhausted: a DataLoader worker of rank {r} died of SIGBUS")
+    return Label(
+        "sigbus_dev_shm_exhausted_container",
+        r,
+        host_name(st, st.host_of[r]),
+        lines.SHM_BUS.strip(),
+        f"/dev/shm exhausted: a DataLoader worker of rank {r} died of SIGBUS",
+    )
 
 
 def k_nfs(st: Story, fix: dict) -> Label:
@@ -173,8 +236,13 @@ def k_nfs(st: Story, fix: dict) -> Label:
     st.hang([r], t, in_collective=False, dstate=True)
     if rng.random() < 0.5:
         st.kernel(h, t + st.spec.timeout_s + rng.uniform(60, 300), f"nfs: server {srv} OK")
-    return Label("filesystem_hang_rank_d_state", r, host_name(st, h), ls[0],
-                 f"NFS server {srv} stopped answering; rank {r} blocked in D state and never joined the collective")
+    return Label(
+        "filesystem_hang_rank_d_state",
+        r,
+        host_name(st, h),
+        ls[0],
+        f"NFS server {srv} stopped answering; rank {r} blocked in D state and never joined the collective",
+    )
 
 
 def k_ckpt(st: Story, fix: dict) -> Label:
@@ -196,18 +264,31 @@ def k_ckpt(st: Story, fix: dict) -> Label:
         for i, ln in enumerate(ls):
             st.kernel(h, t + 125 + i * 0.0003, ln)
         ev = ls[0]
-    return Label("dcp_checkpoint_save_hang", r, host_name(st, h), ev,
-                 f"checkpoint save hung on rank {r}; the others waited in the next collective until the watchdog fired")
+    return Label(
+        "dcp_checkpoint_save_hang",
+        r,
+        host_name(st, h),
+        ev,
+        f"checkpoint save hung on rank {r}; the others waited in the next collective until the watchdog fired",
+    )
 
 
 def k_straggler(st: Story, fix: dict) -> Label:
     r = pick_rank(st, fix)
     st.hang([r], st.t_fault, in_collective=False)
     st.spec.fr = st.spec.fr or st.rng.random() < 0.6
-    ev = f"Rank {r}] Received a dump signal" if (st.spec.fr and st.spec.new_torch) else \
-        f"rank {r} never enqueued SeqNum={st.seq}"
-    return Label("nccl_watchdog_timeout_straggler_rank", r, host_name(st, st.host_of[r]), ev,
-                 f"rank {r} stopped issuing collectives (lagging SeqNum); every other rank timed out waiting")
+    ev = (
+        f"Rank {r}] Received a dump signal"
+        if (st.spec.fr and st.spec.new_torch)
+        else f"rank {r} never enqueued SeqNum={st.seq}"
+    )
+    return Label(
+        "nccl_watchdog_timeout_straggler_rank",
+        r,
+        host_name(st, st.host_of[r]),
+        ev,
+        f"rank {r} stopped issuing collectives (lagging SeqNum); every other rank timed out waiting",
+    )
 
 
 def k_nic(st: Story, fix: dict) -> Label:
@@ -220,7 +301,7 @@ def k_nic(st: Story, fix: dict) -> Label:
     ifn = rng.choice(["ibp12s0", "enp12s0np0", "ens1f0np0", "eth2"])
     ev = f"mlx5_core 0000:{nb}:00.0 {ifn}: Link down"
     tt = t
-    for k in range(rng.randint(1, 3)):
+    for _k in range(rng.randint(1, 3)):
         st.kernel(h, tt, ev)
         tt += rng.uniform(2, 25)
         st.kernel(h, tt, f"mlx5_core 0000:{nb}:00.0 {ifn}: Link up")
@@ -240,8 +321,13 @@ def k_nic(st: Story, fix: dict) -> Label:
             m_there = lines.ib_completion(me.ip, port + 1, 12, other.ip, me.ip, 129)
             st._push(t + rng.uniform(7, 20), r, -6, "remote|transport/net_ib.cc:1696|" + m_here)
             st._push(t + rng.uniform(7, 20), p, -6, "remote|transport/net_ib.cc:1696|" + m_there)
-    return Label("nccl_ib_completion_error", None, host_name(st, h), ev,
-                 f"the NIC {dev} ({ifn}) on {host_name(st, h)} flapped; NCCL IB transfers to/from it failed (status=12)")
+    return Label(
+        "nccl_ib_completion_error",
+        None,
+        host_name(st, h),
+        ev,
+        f"the NIC {dev} ({ifn}) on {host_name(st, h)} flapped; NCCL IB transfers to/from it failed (status=12)",
+    )
 
 
 def k_node_loss(st: Story, fix: dict) -> Label:
@@ -252,14 +338,22 @@ def k_node_loss(st: Story, fix: dict) -> Label:
     h = fix["host"]
     st.host_down(h, st.t_fault)
     slurm = st.spec.layout in ("lightning_slurm", "nemo_exp_manager", "slurm_split_megatron")
-    return Label("slurm_node_failure" if slurm else "node_loss_peer_processes_killed", None, host_name(st, h), "",
-                 f"{host_name(st, h)} went down (power / kernel panic); nothing more was logged from it")
+    return Label(
+        "slurm_node_failure" if slurm else "node_loss_peer_processes_killed",
+        None,
+        host_name(st, h),
+        "",
+        f"{host_name(st, h)} went down (power / kernel panic); nothing more was logged from it",
+    )
 
 
 def k_preempt(st: Story, fix: dict) -> Label:
     st.terminate_all(st.t_fault, "PREEMPT")
-    cls = "k8s_jobset_failfast_pod_deleted" if st.spec.layout == "k8s_kubectl_prefix" else \
-        "workers_killed_sigterm_external"
+    cls = (
+        "k8s_jobset_failfast_pod_deleted"
+        if st.spec.layout == "k8s_kubectl_prefix"
+        else "workers_killed_sigterm_external"
+    )
     return Label(cls, None, None, "", "the scheduler preempted the job: every worker was sent SIGTERM")
 
 
@@ -273,15 +367,30 @@ def k_env(st: Story, fix: dict) -> Label:
     st.truncate_after(st.t0)
     for r in range(st.world):
         t = st.t0 + rng.uniform(2, 9)
-        tb = lines.traceback([(f"/workspace/{st.app.script}", 14, "<module>", f"import {mod.split('.')[0]}"
-                               if "." not in mod else f"from {mod.rsplit('.', 1)[0]} import {mod.rsplit('.', 1)[1]}")],
-                             exc)
+        tb = lines.traceback(
+            [
+                (
+                    f"/workspace/{st.app.script}",
+                    14,
+                    "<module>",
+                    f"import {mod.split('.')[0]}"
+                    if "." not in mod
+                    else f"from {mod.rsplit('.', 1)[0]} import {mod.rsplit('.', 1)[1]}",
+                )
+            ],
+            exc,
+        )
         st.say(r, t, tb)
         st.pyerr[r] = (t, tb)
         st.kill(r, t + rng.uniform(0.05, 0.3), 1)
-    st.t_coll = st.t0 + 1e7   # nobody reaches a collective (set after truncate_after)
-    return Label("python_env_module_missing_all_ranks", None, None, exc,
-                 f"the container image lacks {mod}: every rank failed at import")
+    st.t_coll = st.t0 + 1e7  # nobody reaches a collective (set after truncate_after)
+    return Label(
+        "python_env_module_missing_all_ranks",
+        None,
+        None,
+        exc,
+        f"the container image lacks {mod}: every rank failed at import",
+    )
 
 
 def apply(kind: str, st: Story, fix: dict) -> Label:
@@ -289,8 +398,17 @@ def apply(kind: str, st: Story, fix: dict) -> Label:
         code = 79 if kind == "pcie_aer_xid79" else int(kind[3:])
         lab = xid_common(st, fix, code, kind)
     else:
-        lab = {"host_oom": k_host_oom, "cuda_oom": k_cuda_oom, "shm_sigbus": k_shm, "nfs_stall": k_nfs,
-               "ckpt_hang": k_ckpt, "straggler": k_straggler, "nic_flap": k_nic, "node_loss": k_node_loss,
-               "preempt": k_preempt, "env_error": k_env}[kind](st, fix)
+        lab = {
+            "host_oom": k_host_oom,
+            "cuda_oom": k_cuda_oom,
+            "shm_sigbus": k_shm,
+            "nfs_stall": k_nfs,
+            "ckpt_hang": k_ckpt,
+            "straggler": k_straggler,
+            "nic_flap": k_nic,
+            "node_loss": k_node_loss,
+            "preempt": k_preempt,
+            "env_error": k_env,
+        }[kind](st, fix)
     st.finalize()
     return lab

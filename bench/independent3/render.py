@@ -26,14 +26,14 @@ def rank_events(st: Story, r: int, streams: tuple[str, ...] = ("out", "err", "nl
             out.append((t, ln))
     if dead is not None and out and st.rng.random() < 0.7:
         t, ln = out[-1]
-        out[-1] = (t, ln[: max(1, int(len(ln) * st.rng.uniform(0.2, 0.8)))] + "\x00")   # torn write
+        out[-1] = (t, ln[: max(1, int(len(ln) * st.rng.uniform(0.2, 0.8)))] + "\x00")  # torn write
     return out
 
 
 def join(lines_: list[str]) -> str:
     text = "\n".join(lines_)
     if text.endswith("\x00"):
-        return text[:-1]          # a torn last line: no newline after it
+        return text[:-1]  # a torn last line: no newline after it
     return text.replace("\x00\n", "\n") + "\n" if text else ""
 
 
@@ -45,7 +45,8 @@ KNOISE = [
     "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024",
     "nvidia-peermem nv_mem_client_init: ib_register_peer_memory_client succeeded",
     "EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode. Quota mode: none.",
-    "audit: type=1400 audit({ts}:212): apparmor=\"STATUS\" operation=\"profile_load\" profile=\"unconfined\" name=\"nvidia_modprobe\"",
+    'audit: type=1400 audit({ts}:212): apparmor="STATUS" operation="profile_load" profile="unconfined" '
+    'name="nvidia_modprobe"',
     "mlx5_core 0000:0c:00.0: mlx5_pcie_event:301:(pid 0): PCIe slot advertised sufficient power (27W).",
     "Lustre: Mounted lustre-client",
     "nfs: Registering the id_resolver key type",
@@ -56,11 +57,15 @@ def kernel_events(stories: list[Story], h: int) -> list[tuple[float, str]]:
     st0 = stories[0]
     rng = st0.rng
     evs = []
-    for k in range(rng.randint(2, 5)):
+    for _k in range(rng.randint(2, 5)):
         t = st0.hosts[h].boot + rng.uniform(3, 40)
         evs.append((t, rng.choice(KNOISE).format(nic="ibp12s0", ts=int(t))))
-    evs.append((st0.t0 - rng.uniform(60, 3000), "perf: interrupt took too long (2504 > 2500), lowering "
-                                               "kernel.perf_event_max_sample_rate to 79750"))
+    evs.append(
+        (
+            st0.t0 - rng.uniform(60, 3000),
+            "perf: interrupt took too long (2504 > 2500), lowering kernel.perf_event_max_sample_rate to 79750",
+        )
+    )
     for st in stories:
         evs += st.kern[h]
     return sorted(evs)
@@ -90,32 +95,59 @@ def kernel_text(stories: list[Story], h: int, style: str) -> str:
 
 # ---------------------------------------------------------------- torchelastic agent (torch/distributed/elastic)
 
-def agent_lines(st: Story, h: int, restarts_left: int | None, record: bool, run_id: str,
-                final: bool, launcher: str = "torchrun", ev_out: dict | None = None) -> tuple[list[tuple[float, str]], list[dict]]:
+
+def agent_lines(
+    st: Story,
+    h: int,
+    restarts_left: int | None,
+    record: bool,
+    run_id: str,
+    final: bool,
+    launcher: str = "torchrun",
+    ev_out: dict | None = None,
+) -> tuple[list[tuple[float, str]], list[dict]]:
     """Agent console lines for host h in this attempt, and the failure records its table would show."""
     sp = st.spec
     new = sp.new_torch
     host = st.hosts[h]
     ev_out = {} if ev_out is None else ev_out
     apid = host.agent_pid
-    rng = st.rng
     out: list[tuple[float, str]] = []
-    info = new or sp.elastic_info   # torch < 2.2 logs elastic INFO lines only with LOGLEVEL=INFO
+    info = new or sp.elastic_info  # torch < 2.2 logs elastic INFO lines only with LOGLEVEL=INFO
 
     def E(t, sev, mod, ln, msg):
         if sev == "I" and not info:
             return
         out.append((t, lines.elastic(new, host.clock(t), sev, apid, mod, ln, msg)))
+
     t = st.t0
     if st.attempt == 0:
-        out.append((t - 3, lines.elastic(new, host.clock(t - 3), "W", apid, "run.py", 793, "") if new else "WARNING:torch.distributed.run:"))
-        out.append((t - 3, "*****************************************\nSetting OMP_NUM_THREADS environment variable "
-                           "for each process to be 1 in default, to avoid your system being overloaded, please "
-                           "further tune the variable for optimal performance in your application as needed. \n"
-                           "*****************************************"))
-    E(t - 2, "I", "rendezvous/dynamic_rendezvous.py", 1132,
-      f"The node '{host.pod or host.short}_{apid}_0' has joined round {st.attempt} of the rendezvous '{run_id}' as rank "
-      f"{host.node_rank} in a world of size {sp.nodes}.")
+        out.append(
+            (
+                t - 3,
+                lines.elastic(new, host.clock(t - 3), "W", apid, "run.py", 793, "")
+                if new
+                else "WARNING:torch.distributed.run:",
+            )
+        )
+        out.append(
+            (
+                t - 3,
+                "*****************************************\nSetting OMP_NUM_THREADS environment variable "
+                "for each process to be 1 in default, to avoid your system being overloaded, please "
+                "further tune the variable for optimal performance in your application as needed. \n"
+                "*****************************************",
+            )
+        )
+    E(
+        t - 2,
+        "I",
+        "rendezvous/dynamic_rendezvous.py",
+        1132,
+        f"The node '{host.pod or host.short}_{apid}_0' has joined round {st.attempt} of the rendezvous '{run_id}' "
+        "as rank "
+        f"{host.node_rank} in a world of size {sp.nodes}.",
+    )
     ranks = st.ranks_on(h)
     failures: list[dict] = []
     if h in st.dead_hosts:
@@ -126,13 +158,24 @@ def agent_lines(st: Story, h: int, restarts_left: int | None, record: bool, run_
         ev_out["evidence"] = "Received Signals.SIGTERM death signal, shutting down workers"
         for r in ranks:
             E(te + 0.001, "W", "multiprocessing/api.py", 897, f"Sending process {st.pid(r)} closing signal SIGTERM")
-        tb = lines.traceback([(f"/usr/local/bin/{launcher}", 8, "<module>", "sys.exit(main())"),
-                              ("/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/agent/server/api.py",
-                               864, "_invoke_run", "time.sleep(monitor_interval)"),
-                              ("/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/api.py",
-                               84, "_terminate_process_handler", "raise SignalException(f\"Process {os.getpid()} got "
-                                                                  "signal: {sigval}\", sigval=sigval)")],
-                             f"torch.distributed.elastic.multiprocessing.api.SignalException: Process {apid} got signal: 15")
+        tb = lines.traceback(
+            [
+                (f"/usr/local/bin/{launcher}", 8, "<module>", "sys.exit(main())"),
+                (
+                    "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/agent/server/api.py",
+                    864,
+                    "_invoke_run",
+                    "time.sleep(monitor_interval)",
+                ),
+                (
+                    "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/api.py",
+                    84,
+                    "_terminate_process_handler",
+                    'raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)',
+                ),
+            ],
+            f"torch.distributed.elastic.multiprocessing.api.SignalException: Process {apid} got signal: 15",
+        )
         out.append((te + 0.5, tb))
         return out, failures
     det = st.agent_fail.get(h)
@@ -143,24 +186,45 @@ def agent_lines(st: Story, h: int, restarts_left: int | None, record: bool, run_
         return out, failures
     first = min(dead_by, key=lambda r: st.deaths[r].t)
     d = st.deaths[first]
-    E(det, "E", "multiprocessing/api.py", 869, f"failed (exitcode: {d.code}) local_rank: {st.local(first)} "
-                                               f"(pid: {st.pid(first)}) of binary: /usr/bin/python3")
+    E(
+        det,
+        "E",
+        "multiprocessing/api.py",
+        869,
+        f"failed (exitcode: {d.code}) local_rank: {st.local(first)} (pid: {st.pid(first)}) of binary: /usr/bin/python3",
+    )
     for r in ranks:
         if r not in dead_by:
             E(det + 0.002, "W", "multiprocessing/api.py", 897, f"Sending process {st.pid(r)} closing signal SIGTERM")
     for r in sorted(dead_by):
         dd = st.deaths[r]
         t_fail = st.pyerr[r][0] if (dd.code == 1 and r in st.pyerr and record) else det
-        rec = {"rank": r, "local": st.local(r), "code": dd.code, "pid": st.pid(r), "host": host.fqdn, "t": t_fail,
-               "t_wall": host.clock(t_fail),
-               "error_file": None, "traceback": None}
+        rec = {
+            "rank": r,
+            "local": st.local(r),
+            "code": dd.code,
+            "pid": st.pid(r),
+            "host": host.fqdn,
+            "t": t_fail,
+            "t_wall": host.clock(t_fail),
+            "error_file": None,
+            "traceback": None,
+        }
         if dd.code == 1 and r in st.pyerr and record:
-            rec["error_file"] = f"/tmp/torchelastic_{run_id[:6]}/{run_id}_xyz/attempt_{st.attempt}/{st.local(r)}/error.json"
+            rec["error_file"] = (
+                f"/tmp/torchelastic_{run_id[:6]}/{run_id}_xyz/attempt_{st.attempt}/{st.local(r)}/error.json"
+            )
             rec["traceback"] = st.pyerr[r][1]
         failures.append(rec)
     if restarts_left:
-        E(det + 1.5, "I", "agent/server/api.py", 879,
-          f"[default] Worker group FAILED. {restarts_left}/{sp.max_restarts} attempts left; will restart worker group")
+        E(
+            det + 1.5,
+            "I",
+            "agent/server/api.py",
+            879,
+            f"[default] Worker group FAILED. {restarts_left}/{sp.max_restarts} attempts left; "
+            "will restart worker group",
+        )
         E(det + 1.6, "I", "agent/server/api.py", 713, "[default] Stopping worker group")
     return out, failures
 
@@ -175,10 +239,18 @@ def error_json(st: Story, r: int) -> str:
     """torch/distributed/elastic/multiprocessing/errors/error_handler.py ErrorHandler.record_exception."""
     t, tb = st.pyerr[r]
     msg = tb.rstrip().split("\n")[-1]
-    return json.dumps({"message": {"message": msg, "extraInfo": {"py_callstack": tb + "\n", "timestamp": str(int(st.host(r).clock(t)))}}})
+    return json.dumps(
+        {
+            "message": {
+                "message": msg,
+                "extraInfo": {"py_callstack": tb + "\n", "timestamp": str(int(st.host(r).clock(t)))},
+            }
+        }
+    )
 
 
 # ---------------------------------------------------------------- Slurm srun / slurmstepd
+
 
 def srun_lines(st: Story, job_id: str, label_evidence: dict) -> list[tuple[float, str]]:
     """What srun / slurmstepd print into the step's output when tasks end (src/srun/launch.c, step_launch.c,
@@ -198,8 +270,9 @@ def srun_lines(st: Story, job_id: str, label_evidence: dict) -> list[tuple[float
         label_evidence["evidence"] = f"srun: error: Node failure on {hosts[h].short}"
         for hh in by_host:
             if hh != h:
-                out.append((nf + 0.2, lines.stepd_cancel(f"JOB {job_id}", hosts[hh].short,
-                                                         hosts[hh].clock(nf + 0.2), "NODE")))
+                out.append(
+                    (nf + 0.2, lines.stepd_cancel(f"JOB {job_id}", hosts[hh].short, hosts[hh].clock(nf + 0.2), "NODE"))
+                )
                 break
     if st.external is not None:
         te = st.external[0]
@@ -234,8 +307,12 @@ def srun_lines(st: Story, job_id: str, label_evidence: dict) -> list[tuple[float
                 continue
             groups.setdefault(c, []).append(r)
         for c, g in sorted(groups.items()):
-            out.append((max(st.deaths[r].t for r in g) + 0.5 if hh not in st.dead_hosts else (nf or end) + 0.5,
-                        lines.srun_exit(hosts[hh].short, g, c)))
+            out.append(
+                (
+                    max(st.deaths[r].t for r in g) + 0.5 if hh not in st.dead_hosts else (nf or end) + 0.5,
+                    lines.srun_exit(hosts[hh].short, g, c),
+                )
+            )
     return out
 
 
@@ -244,4 +321,4 @@ def stamp_sort(evs: list[tuple[float, str]]) -> list[tuple[float, str]]:
 
 
 def ctime(t: float) -> str:
-    return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
+    return _dt.datetime.fromtimestamp(t, tz=_dt.UTC).strftime("%a %b %d %H:%M:%S UTC %Y")

@@ -23,7 +23,7 @@ class Spec:
     kind: str
     nodes: int
     nproc: int
-    launcher: str            # agent (torchrun / accelerate), ds (deepspeed launch.py), srun (one task per GPU)
+    launcher: str  # agent (torchrun / accelerate), ds (deepspeed launch.py), srun (one task per GPU)
     kill_on_bad_exit: bool
     new_torch: bool
     nccl_debug: bool
@@ -31,10 +31,10 @@ class Spec:
     ib: bool
     iface: str
     timeout_s: int
-    fr: bool                 # flight recorder dumps on timeout (TORCH_NCCL_DUMP_ON_TIMEOUT)
+    fr: bool  # flight recorder dumps on timeout (TORCH_NCCL_DUMP_ON_TIMEOUT)
     app: str
     kernel_collected: bool
-    poll: float              # agent monitor interval
+    poll: float  # agent monitor interval
     libdir: str
     script: str
     max_restarts: int = 0
@@ -48,7 +48,7 @@ class Spec:
 @dataclass
 class Death:
     t: float
-    code: int | None         # >0 exit status, <0 signal, None = vanished with its host
+    code: int | None  # >0 exit status, <0 signal, None = vanished with its host
     why: str
 
 
@@ -61,14 +61,14 @@ class Story:
         self.out: dict[int, list[tuple[float, str, str]]] = {r: [] for r in range(self.world)}
         self.kern: dict[int, list[tuple[float, str]]] = {h.index: [] for h in hosts}
         self.deaths: dict[int, Death] = {}
-        self.pyerr: dict[int, tuple[float, str]] = {}   # rank -> (time, traceback) for error.json / tables
-        self.stuck_nocoll: set[int] = set()             # hung outside a collective: its watchdog never fires
-        self.stuck_dstate: set[int] = set()             # ignores SIGTERM
+        self.pyerr: dict[int, tuple[float, str]] = {}  # rank -> (time, traceback) for error.json / tables
+        self.stuck_nocoll: set[int] = set()  # hung outside a collective: its watchdog never fires
+        self.stuck_dstate: set[int] = set()  # ignores SIGTERM
         self.dead_hosts: dict[int, float] = {}
         self.external: tuple[float, str] | None = None
         self.sched: list[tuple[float, str, object]] = []  # (t, what, data) scheduler facts for layouts
         self.fr_dump: dict[int, dict] = {}
-        self.agent_fail: dict[int, float] = {}         # host -> detection time of its group's failure
+        self.agent_fail: dict[int, float] = {}  # host -> detection time of its group's failure
         self.label: dict = {}
         self.tids = {r: rng.randint(1000, 99999) for r in range(self.world)}
         self._pending: list[tuple[float, int, int, int | None, str]] = []
@@ -168,13 +168,13 @@ class Story:
         rs = self.ranks_on(h)
         first, last = min(rs), max(rs)
         dead = self.hosts[h]
-        for p, peer_side in (((first - 1) % self.world, first), ((last + 1) % self.world, last)):
+        for p, _peer_side in (((first - 1) % self.world, first), ((last + 1) % self.world, last)):
             if self.host_of[p] == h or p in self.deaths or p in self.stuck_nocoll:
                 continue
             if self.rng.random() > (0.85 if vanished else 0.6):
                 continue
             port = self.rng.randint(33000, 61000)
-            if vanished or self.spec.ib and self.rng.random() < 0.5:
+            if vanished or (self.spec.ib and self.rng.random() < 0.5):
                 delay = self.rng.uniform(12, 45) if vanished else self.rng.uniform(0.5, 6)
                 me = self.host(p)
                 msg = lines.ib_completion(dead.ip, port, 12, me.ip, dead.ip, 129)
@@ -216,7 +216,7 @@ class Story:
                 self.say_c10(r, t, lines.watchdog_exception, lines.nccl_remote_error(sp.nccl_ver, msg), sp.libdir)
             elif why in ("term", "external", "srun"):
                 if r in self.stuck_dstate and code == -15:
-                    self._push(t + 30 + rng.uniform(0, 1), r, -9, "term")   # SIGKILL after the agent's wait
+                    self._push(t + 30 + rng.uniform(0, 1), r, -9, "term")  # SIGKILL after the agent's wait
                     continue
                 self.app.on_sigterm(r, t)
             self.deaths[r] = Death(t, code, why)
@@ -255,16 +255,27 @@ class Story:
         joined.` on the store host, `wait timeout after {}ms, keys: {}` on clients)."""
         s = self.spec.timeout_s
         if r == 0:
-            msg = f"torch.distributed.DistStoreError: Timed out after {s + 1} seconds waiting for clients. " \
-                  f"{self.world - 1}/{self.world} clients joined."
+            msg = (
+                f"torch.distributed.DistStoreError: Timed out after {s + 1} seconds waiting for clients. "
+                f"{self.world - 1}/{self.world} clients joined."
+            )
         else:
             msg = f"torch.distributed.DistStoreError: wait timeout after {s * 1000}ms, keys: /default_pg/0//cuda//0"
         py = "/usr/local/lib/python3.10/dist-packages/torch/distributed"
-        tb = lines.traceback(self.app.frames(r, "init")[:-1] + [
-            (f"{py}/c10d_logger.py", 83, "wrapper", "return func(*args, **kwargs)"),
-            (f"{py}/distributed_c10d.py", 1520, "init_process_group", "store, rank, world_size = next(rendezvous_iterator)"),
-            (f"{py}/rendezvous.py", 269, "_env_rendezvous_handler", "store = _create_c10d_store("),
-        ], msg)
+        tb = lines.traceback(
+            [
+                *self.app.frames(r, "init")[:-1],
+                (f"{py}/c10d_logger.py", 83, "wrapper", "return func(*args, **kwargs)"),
+                (
+                    f"{py}/distributed_c10d.py",
+                    1520,
+                    "init_process_group",
+                    "store, rank, world_size = next(rendezvous_iterator)",
+                ),
+                (f"{py}/rendezvous.py", 269, "_env_rendezvous_handler", "store = _create_c10d_store("),
+            ],
+            msg,
+        )
         self.say(r, t, tb)
         self.pyerr[r] = (t, tb)
 
@@ -272,8 +283,9 @@ class Story:
         sp = self.spec
         enq = self.seq
         done = self.seq - 1
-        self.say_c10(r, t, lines.watchdog_timeout, self.seq, self.op, self.numel, sp.timeout_s * 1000, enq, done,
-                     sp.libdir)
+        self.say_c10(
+            r, t, lines.watchdog_timeout, self.seq, self.op, self.numel, sp.timeout_s * 1000, enq, done, sp.libdir
+        )
 
     def _fr_dumps(self, t: float, src: int) -> None:
         sp = self.spec
@@ -289,8 +301,12 @@ class Story:
                 self.say_c10(r, tt, lines.dump_signal, src, self.seq - 1 if behind else self.seq, self.seq - 1)
             path = f"/shared/fr/nccl_trace_rank_{r}"
             self.say_c10(r, tt + 0.3, lines.fr_dump_written, path)
-            self.fr_dump[r] = {"t": tt, "last_enq": self.seq - 1 if behind else self.seq, "last_done": self.seq - 1,
-                               "in_coll": not behind}
+            self.fr_dump[r] = {
+                "t": tt,
+                "last_enq": self.seq - 1 if behind else self.seq,
+                "last_done": self.seq - 1,
+                "in_coll": not behind,
+            }
 
 
 @dataclass

@@ -20,16 +20,16 @@ ROOT_PORT = {b: f"{int(b, 16) - 2:02x}" for b in HGX_BUSES + A100_BUSES}
 
 @dataclass
 class Host:
-    index: int           # position in the allocation / hostfile / pod list
-    short: str           # gethostname() as NCCL prints it
-    fqdn: str            # socket.getfqdn() as torchelastic's table prints it
+    index: int  # position in the allocation / hostfile / pod list
+    short: str  # gethostname() as NCCL prints it
+    fqdn: str  # socket.getfqdn() as torchelastic's table prints it
     ip: str
-    skew: float          # seconds this host's clock is ahead of true time
-    boot: float          # true epoch seconds of boot (dmesg raw stamps count from here)
+    skew: float  # seconds this host's clock is ahead of true time
+    boot: float  # true epoch seconds of boot (dmesg raw stamps count from here)
     buses: list[str]
-    pod: str | None = None        # Kubernetes pod running on it (host label on k8s)
-    k8s_node: str | None = None   # the Kubernetes node name
-    node_rank: int = 0            # torchrun / launcher node rank (may differ from index)
+    pod: str | None = None  # Kubernetes pod running on it (host label on k8s)
+    k8s_node: str | None = None  # the Kubernetes node name
+    node_rank: int = 0  # torchrun / launcher node rank (may differ from index)
     pids: list[int] = field(default_factory=list)  # worker pid per local rank
     agent_pid: int = 0
 
@@ -45,7 +45,7 @@ def make_hosts(rng: random.Random, n: int, style: str, nproc: int, t0: float, bi
     """`style` picks a naming scheme: slurm, aws_ec2, aws_pcluster, gcp_vm, gke, onprem."""
     hosts: list[Host] = []
     base_ip = _aws_ip(rng)
-    a, b, c, _ = base_ip.split(".")
+    a, b, _c, _ = base_ip.split(".")
     prefix = rng.choice(["gpu", "dgx", "hgx-", "nid00", "cn"])
     rack = rng.randint(1, 9)
     start = rng.randint(1, 180)
@@ -80,7 +80,7 @@ def make_hosts(rng: random.Random, n: int, style: str, nproc: int, t0: float, bi
             short = f"gke-{gcp_proj}-gpu-pool-{pool_hash}-{suffix}"
             fqdn = short
         skew = rng.uniform(-40, 40) if big_skew else rng.uniform(-2.0, 2.0)
-        buses = list(rng.choice([HGX_BUSES, A100_BUSES]))[:max(nproc, 1)]
+        buses = list(rng.choice([HGX_BUSES, A100_BUSES]))[: max(nproc, 1)]
         if nproc > 8:
             buses = (HGX_BUSES * 2)[:nproc]
         h = Host(i, short, fqdn, ip, skew, t0 - rng.uniform(3600 * 5, 3600 * 24 * 40), buses)
@@ -93,25 +93,26 @@ def make_hosts(rng: random.Random, n: int, style: str, nproc: int, t0: float, bi
 
 # ---- time formatting (always from a host clock value, i.e. after skew) ----
 
+
 def utc(t: float) -> _dt.datetime:
-    return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc)
+    return _dt.datetime.fromtimestamp(t, tz=_dt.UTC)
 
 
-def iso(t: float) -> str:                      # 2026-12-07 06:12:01
+def iso(t: float) -> str:  # 2026-12-07 06:12:01
     return utc(t).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def iso_ms(t: float) -> str:                   # 2026-12-07 06:12:01,123  (python logging asctime)
+def iso_ms(t: float) -> str:  # 2026-12-07 06:12:01,123  (python logging asctime)
     d = utc(t)
     return d.strftime("%Y-%m-%d %H:%M:%S") + f",{d.microsecond // 1000:03d}"
 
 
-def rfc3339n(t: float) -> str:                 # 2026-12-07T06:12:01.123456789Z (kubectl --timestamps)
+def rfc3339n(t: float) -> str:  # 2026-12-07T06:12:01.123456789Z (kubectl --timestamps)
     d = utc(t)
     return d.strftime("%Y-%m-%dT%H:%M:%S") + f".{d.microsecond:06d}{int(t * 1e9) % 1000:03d}Z"
 
 
-def glog(t: float, sev: str = "E") -> str:     # E1207 06:12:01.123456789 (c10 MessageLogger, torch >= 2.4)
+def glog(t: float, sev: str = "E") -> str:  # E1207 06:12:01.123456789 (c10 MessageLogger, torch >= 2.4)
     d = utc(t)
     return f"{sev}{d:%m%d} {d:%H:%M:%S}.{d.microsecond:06d}{int(t * 1e9) % 1000:03d}"
 
@@ -121,26 +122,26 @@ def glog_us(t: float, sev: str = "I") -> str:  # I1207 06:12:01.123000 (torch._l
     return f"{sev}{d:%m%d} {d:%H:%M:%S}.{(d.microsecond // 1000) * 1000:06d}"
 
 
-def syslog_ts(t: float) -> str:                # Dec  7 06:12:01
+def syslog_ts(t: float) -> str:  # Dec  7 06:12:01
     d = utc(t)
     return f"{d:%b} {d.day:2d} {d:%H:%M:%S}"
 
 
-def journal_ts(t: float) -> str:               # Dec 07 06:12:01
+def journal_ts(t: float) -> str:  # Dec 07 06:12:01
     return utc(t).strftime("%b %d %H:%M:%S")
 
 
-def slurm_ts(t: float) -> str:                 # 2026-12-07T06:12:01 (slurm_make_time_str default)
+def slurm_ts(t: float) -> str:  # 2026-12-07T06:12:01 (slurm_make_time_str default)
     return utc(t).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def elastic_table_ts(t: float) -> str:         # 2026-12-07_06:12:01 (ProcessFailure.timestamp_isoformat)
+def elastic_table_ts(t: float) -> str:  # 2026-12-07_06:12:01 (ProcessFailure.timestamp_isoformat)
     return utc(t).strftime("%Y-%m-%d_%H:%M:%S")
 
 
-def stamp_compact(t: float) -> str:            # 20261207061201 (DeepSpeed log_name_prefix)
+def stamp_compact(t: float) -> str:  # 20261207061201 (DeepSpeed log_name_prefix)
     return utc(t).strftime("%Y%m%d%H%M%S")
 
 
-def nemo_dir_ts(t: float) -> str:              # 2026-12-07_06-12-01 (exp_manager version dir)
+def nemo_dir_ts(t: float) -> str:  # 2026-12-07_06-12-01 (exp_manager version dir)
     return utc(t).strftime("%Y-%m-%d_%H-%M-%S")

@@ -73,7 +73,7 @@ def test_cause_line_present_when_labelled(out: Path) -> None:
             if p.is_file():
                 try:
                     texts[str(p.relative_to(out / lab["path"]))] = p.read_text()
-                except UnicodeDecodeError:   # flight recorder pickles
+                except UnicodeDecodeError:  # flight recorder pickles
                     continue
         ev = lab["initiating"]["evidence"]
         holders = sorted(k for k, t in texts.items() if ev in t)
