@@ -421,7 +421,13 @@ class Fsdp(App):
         st = self.st
         for r in range(st.world):
             t = st.t0 + 6 + self.rng.uniform(0, 4)
-            st.say(r, t, f"[rank {r}] world_size={st.world} local_rank={st.local(r)} device=cuda:{st.local(r)}", "out")
+            st.say(
+                r,
+                t,
+                f"[rank {r}] world_size={st.world} local_rank={st.local(r)} device=cuda:{st.local(r)} "
+                f"TORCHELASTIC_RESTART_COUNT={st.attempt}",
+                "out",
+            )
         st.say(0, st.t0 + 40, "FSDP wrapped model: 7.24B params, sharding=FULL_SHARD, mixed_precision=bf16", "out")
 
     def step_line(self, r, t, it, total):
