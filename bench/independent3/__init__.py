@@ -1,0 +1,1 @@
+"""A third independent generator of labelled failed-job logs (standard library only; see README.md)."""
