@@ -33,6 +33,7 @@ from correlator.reporters import spare_messengers
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
+from correlator.worker_kills import worker_kills
 from schemas.diagnosis import (
     Alternative,
     CollateralGroup,
@@ -92,6 +93,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     placed = place_named_rank(findings, catalog, ids, path_hosts)
     placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
     pair_gpu_fault(findings, catalog, ids)  # the node's Xid and the rank's CUDA error: one GPU
+    findings = worker_kills(findings, ids) or findings  # the kernel killed the worker a rank named
     del path_ranks, path_hosts
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
