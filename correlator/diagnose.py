@@ -14,7 +14,7 @@ from correlator.carried import read_carried
 from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import Event, Target, build_events, clock_offsets, lag_events
-from correlator.exits import cause_like, death_targets, exit_report, launcher_summary, task_exits
+from correlator.exits import cause_like, code_of, death_targets, exit_report, launcher_summary, task_exits
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
@@ -224,6 +224,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
             and root.waits_on is None):
         return _collateral_only(failures, ids, offsets, ranked)  # only victims' lines: the first says most
     sig = root.signature
+    if sig.generic and exit_report(root) and (code := code_of(root.best.fields)) in EXIT_SIGNATURES:
+        sig = catalog.get(EXIT_SIGNATURES[code]) or sig  # a failure table's "exitcode  : -11" row: the crash's class
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.
     waits = root.waits_on

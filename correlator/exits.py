@@ -46,6 +46,11 @@ def cause_like(ev: Event) -> bool:
             and not exit_report(ev) and not launcher_summary(ev))
 
 
+def code_of(fields: dict[str, object]) -> int | None:
+    """The exit code a line reports, or the negative signal it names (srun's strsignal text, too)."""
+    return _code(fields)
+
+
 def _code(fields: dict[str, object]) -> int | None:
     code = fields.get("exit_code")
     if isinstance(code, int):
