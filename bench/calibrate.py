@@ -41,8 +41,16 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.calibrate_data import Case, corpus_cases, field_cases, independent_cases, simulator_cases
-from bench.corpus import HALVES
+from bench.calibrate_data import (
+    GENERATORS,
+    Case,
+    corpus_cases,
+    field_cases,
+    generated_cases,
+    independent_cases,
+    simulator_cases,
+)
+from bench.corpus import FIELD_SETS, HALVES
 from bench.logistic import Row, fit, log_loss
 from correlator import calibration
 
@@ -70,19 +78,45 @@ FIT_SEED, TABLE_SEED = 2026, 7
 # were read while tuning the correlator. The fit reads fresh seeds of its own, 20 and up.
 HELD_OUT_SEEDS = frozenset({2, 3, *range(9, 20)})
 FIT_SEEDS = tuple(range(20, 30))
+# Each blind generator's held-out seeds (scored only in aggregate, at the end), which no fit or table of a fit's
+# data may read, and the seeds the fit reads by default: independent2's and independent3's tuning seeds (read
+# while tuning the correlator, so they flatter it a little) and fresh ones of 20 and up (never read by anyone).
+HELD_OUT = {"independent": HELD_OUT_SEEDS, "independent2": frozenset({2, 3}), "independent3": frozenset({2, 3})}
+DEFAULT_SEEDS = {"independent": FIT_SEEDS, "independent2": (1, 4, 5, 6, 7, *range(20, 25)),
+                 "independent3": (1, 4, 5, 6, *range(20, 25))}
+FIELD_FITTED = tuple(FIELD_SETS)  # every field set's tuning half; their checking halves never
 INDEPENDENT_TABLE_SEED = 3
 # A field log counts for a quarter of a corpus log: as real, but cut to the excerpt a thread quoted and labelled
 # mostly with low confidence by its collector (bench/field/README.md).
 FIELD_WEIGHT = CORPUS_WEIGHT / 4
-# An independent job counts for this many simulated ones: written by another hand, it says more about unseen logs
-# than the simulator does, less than a real log.
-INDEPENDENT_WEIGHT = 2.0
+# A generated job (bench/independent, independent2, independent3) counts for this many simulated ones: written by
+# another hand, it says more about unseen logs than the simulator does, less than a real log. 1, not 2 as when
+# bench/independent was the only generator: its 1740 jobs at 2 outweighed the real tuning halves 3.6 to 1, and the
+# 5-fold CV (2026-12-07, docs/accuracy.md) at 1 kept 39 of the real halves' 41 answers >= 0.7 (at 2, 33; none wrong
+# either way) for 37 answers >= 0.7 wrong over all sources (36 at 2; 43-50 with the corpus weighed 32 or jobs 0.5).
+INDEPENDENT_WEIGHT = 1.0
 
 
 def weight_of(c: Case) -> float:
     if c.source.startswith("corpus:field"):
         return FIELD_WEIGHT
-    return {"corpus": CORPUS_WEIGHT, "independent": INDEPENDENT_WEIGHT}.get(c.source.split(":")[0], 1.0)
+    if c.source.split(":")[0] in GENERATORS:
+        return INDEPENDENT_WEIGHT
+    return {"corpus": CORPUS_WEIGHT}.get(c.source.split(":")[0], 1.0)
+
+
+def held_out(c: Case) -> bool:
+    """A case no fit may read: any checking half, or a generator's held-out seed."""
+    kind, _, rest = c.source.partition(":")
+    if kind == "corpus":
+        return not rest.endswith("tuning")
+    return kind in GENERATORS and int(rest) in HELD_OUT[kind]
+
+
+def refuse_held_out(cases: Iterable[Case]) -> None:
+    seen = sorted({c.source for c in cases if held_out(c)})
+    if seen:
+        raise SystemExit(f"bench.calibrate: {', '.join(seen)} held out, never fitted")
 
 
 def rows(cases: Iterable[Case], wrong_weight: float = WRONG_WEIGHT) -> list[Row]:
@@ -101,14 +135,17 @@ def write_model(intercept: float, coef: dict[str, float], about: dict[str, objec
     MODEL.write_text("\n".join(lines))
 
 
-def fit_cases(per_kind: int, seeds: tuple[int, ...] = FIT_SEEDS) -> list[Case]:
-    """Every case the fit may read: the tuning halves, the fit's simulator seed, fresh independent seeds."""
-    held = sorted(HELD_OUT_SEEDS.intersection(seeds))
+def fit_cases(per_kind: int, seeds: dict[str, tuple[int, ...]] | None = None) -> list[Case]:
+    """Every case the fit may read: the tuning halves, the fit's simulator seed, the generators' fit seeds."""
+    seeds = DEFAULT_SEEDS if seeds is None else seeds
+    held = {g: sorted(HELD_OUT[g].intersection(s)) for g, s in seeds.items() if HELD_OUT[g].intersection(s)}
     if held:
         raise SystemExit(f"bench.calibrate: seeds {held} are held out, never fitted")
-    cases = corpus_cases("tuning") + field_cases("tuning", "field") + field_cases("tuning", "field2")
+    cases = corpus_cases("tuning") + [c for which in FIELD_FITTED for c in field_cases("tuning", which)]
     cases += simulator_cases(per_kind, FIT_SEED)  # never a checking half
-    return cases + [c for seed in seeds for c in independent_cases(seed)]
+    cases += [c for g, chosen in seeds.items() for seed in chosen for c in generated_cases(seed, g)]
+    refuse_held_out(cases)
+    return cases
 
 
 def save_cases(cases: list[Case], path: str) -> None:
@@ -119,17 +156,24 @@ def load_cases(path: str) -> list[Case]:
     return [Case(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def do_fit(cases: list[Case], per_kind: int, seeds: tuple[int, ...], wrong_weight: float = WRONG_WEIGHT
-           ) -> tuple[float, dict[str, float]]:
+def family(c: Case) -> str:
+    """What a case is reported under: a real set's half, a generator (all its seeds), the simulator."""
+    return c.source if c.source.startswith("corpus:") else c.source.split(":")[0]
+
+
+def do_fit(cases: list[Case], per_kind: int, wrong_weight: float = WRONG_WEIGHT) -> tuple[float, dict[str, float]]:
+    refuse_held_out(cases)
     data = rows(cases, wrong_weight)
     intercept, coef = fit(data, NAMES, NONNEGATIVE, NONPOSITIVE, L2)
     loss = log_loss(data, {i: calibration.fitted(f, coef, intercept) for i, (f, _, _) in enumerate(data)})
-    count = {name: sum(c.source == source for c in cases) for name, source in
-             (("corpus_tuning", "corpus:tuning"), ("field_tuning", "corpus:field-tuning"),
-              ("field2_tuning", "corpus:field2-tuning"), ("simulated", "simulator"))}
+    count: dict[str, int] = {}
+    for c in cases:
+        name = family(c).replace("corpus:tuning", "corpus_tuning").removeprefix("corpus:").replace("-", "_")
+        count[name] = count.get(name, 0) + 1
+    seeds = {g: sorted({int(c.source.split(":")[1]) for c in cases if c.source.startswith(g + ":")})
+             for g in GENERATORS}
     about = {"rows": len(data), **count, "per_kind": per_kind, "seed": FIT_SEED,
-             "independent": sum(c.source.startswith("independent") for c in cases),
-             "independent_seeds": list(seeds), "independent_weight": INDEPENDENT_WEIGHT,
+             **{f"{g}_seeds": s for g, s in seeds.items() if s}, "independent_weight": INDEPENDENT_WEIGHT,
              "l2": L2, "corpus_weight": CORPUS_WEIGHT, "field_weight": FIELD_WEIGHT, "wrong_weight": wrong_weight,
              "log_loss": round(loss, 4), "date": datetime.now(UTC).strftime("%Y-%m-%d")}
     write_model(intercept, coef, about)
@@ -195,19 +239,37 @@ def table(cases: list[Case], title: str, against: list[Case] | None = None, labe
     return "\n".join(out) + "\n"
 
 
-FAMILIES = (("real logs: corpus, field and field2 tuning halves", "corpus:"),
-            ("bench/independent, fit seeds", "independent:"), ("simulator, fit seed", "simulator"))
+def _summary_row(name: str, refit: list[Case], before: list[Case]) -> str:
+    def cells(column: list[Case]) -> list[int]:
+        hi = [c.right for c in column if c.confidence is not None and c.confidence >= 0.7]
+        top = [c.right for c in column if c.confidence is not None and c.confidence >= 0.9]
+        return [len(hi), len(hi) - sum(hi), len(top), len(top) - sum(top)]
+
+    now, cv = cells(before), cells(refit)
+    return f"| {name} ({len(refit)}) | " + " | ".join(f"{a} → {b}" for a, b in zip(now, cv, strict=True)) + " |"
 
 
 def cv_report(cases: list[Case], k: int, wrong_weight: float) -> str:
+    """Per source, out of fold: the summary (the committed model's confidence → the refit's), then each table."""
     held = cross_validated(cases, k, wrong_weight)
-    out = []
-    for title, prefix in FAMILIES:
-        mine = [c for c in held if c.source.startswith(prefix) and c.initiating]
-        before = [c for c in cases if c.source.startswith(prefix) and c.initiating]
-        out.append(table(mine, f"{title}, {len(mine)} whose label names an initiator ({k}-fold, out of fold)",
-                         before, "as diagnosed now"))
-    return "\n".join(out)
+    names = list(dict.fromkeys(family(c) for c in cases))
+    head = ["| source (labels naming an initiator) | ≥ 0.7 | wrong | ≥ 0.9 | wrong |", "|---|---:|---:|---:|---:|"]
+    rows_, tables = [], []
+    for name in [*names, "real: corpus and field tuning halves", "all"]:
+        mine = [c for c in held if c.initiating and _in(c, name)]
+        before = [c for c in cases if c.initiating and _in(c, name)]
+        rows_.append(_summary_row(name, mine, before))
+        tables.append(table(mine, f"{name}, {len(mine)} whose label names an initiator ({k}-fold, out of fold)",
+                            before, "as diagnosed now"))
+    return "\n".join(["**committed model → out-of-fold refit**", "", *head, *rows_, "", *tables])
+
+
+def _in(c: Case, name: str) -> bool:
+    if name == "all":
+        return True
+    if name.startswith("real"):
+        return c.source.startswith("corpus:")
+    return family(c) == name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table", action="store_true", help="print the reliability table")
     p.add_argument("--half", choices=HALVES, default="tuning", help="the corpus half the table reads")
     p.add_argument("--per-kind", type=int, default=24, help="simulated jobs per scenario kind (14 kinds)")
-    p.add_argument("--seeds", type=int, nargs="*", default=list(FIT_SEEDS), help="--fit/--cv: independent seeds")
+    for g, flag in (("independent", "--seeds"), ("independent2", "--seeds2"), ("independent3", "--seeds3")):
+        p.add_argument(flag, type=int, nargs="*", default=list(DEFAULT_SEEDS[g]), dest=g,
+                       help=f"--fit/--cv: bench/{g} seeds (held out, refused: {sorted(HELD_OUT[g])})")
     p.add_argument("--cases", help="--fit/--cv: read the fit's cases from this JSONL file (written by --save)")
     p.add_argument("--save", help="--fit/--cv: write the fit's cases to this JSONL file")
     p.add_argument("--no-sim", action="store_true", help="--table: the corpus half only")
@@ -225,21 +289,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--whole", action="store_true", help="--table: simulated jobs as written, not degraded")
     p.add_argument("--wrong-weight", type=float, default=WRONG_WEIGHT, help="a wrong answer's weight in the fit")
     p.add_argument("--no-hostile", action="store_true", help="--table: simulated jobs without hostile knobs")
-    p.add_argument("--field", action="store_true", help="--table: also bench/field's and field2's half (--half)")
+    p.add_argument("--field", action="store_true", help="--table: also every field set's half (--half)")
     p.add_argument("--independent", type=int, nargs="*", default=None, metavar="SEED",
                    help=f"--table: also bench/independent jobs of these seeds (none given: {INDEPENDENT_TABLE_SEED})")
     a = p.parse_args(argv)
     if not (a.fit or a.table or a.cv):
         p.error("say --fit, --cv K or --table")
     if a.fit or a.cv:
-        seeds = tuple(a.seeds)
+        seeds = {g: tuple(getattr(a, g)) for g in GENERATORS}
         cases = load_cases(a.cases) if a.cases else fit_cases(a.per_kind, seeds)
+        refuse_held_out(cases)
         if a.save:
             save_cases(cases, a.save)
         if a.cv:
             print(cv_report(cases, a.cv, a.wrong_weight))
         if a.fit:
-            intercept, coef = do_fit(cases, a.per_kind, seeds, a.wrong_weight)
+            intercept, coef = do_fit(cases, a.per_kind, a.wrong_weight)
             shown = ", ".join(f"{n} {w:+.2f}" for n, w in coef.items())
             print(f"fitted: intercept {intercept:+.2f}; {shown}\nwritten to {MODEL}")
         return 0
@@ -250,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table([c for c in corpus if c.initiating], f"corpus, {a.half} half, the logs whose label names an "
                                                          "initiator (as score.py's calibration line counts)"))
     if a.field:
-        for which in ("field", "field2"):
+        for which in FIELD_SETS:
             field = field_cases(a.half, which)
             print(table([c for c in field if c.initiating], f"bench/{which}, {a.half} half, the {len(field)} logs' "
                                                              "ones whose label names an initiator"))

@@ -1,13 +1,15 @@
 """The cases bench/calibrate.py fits and tables: labelled logs and jobs, each diagnosed in process, with the
 features of its diagnosis and whether it was right (as the corpus's score.py counts).
 
-Sources: the corpus's halves (bench/corpus.py), bench/field's and bench/field2's halves (their labels' own split),
-bench/independent's seeds, and the simulator's sweep (bench/accuracy.py), degraded the way real logs arrive. Which
-of them a fit may read is bench/calibrate.py's business; this module only produces them.
+Sources: the corpus's halves (bench/corpus.py), the field sets' halves (bench/field..field5, their labels' own
+split), the blind generators' seeds (bench/independent, independent2, independent3), and the simulator's sweep
+(bench/accuracy.py), degraded the way real logs arrive. Which of them a fit may read is bench/calibrate.py's
+business; this module only produces them.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import random
@@ -35,7 +37,7 @@ _NODE_LOGS = ("dmesg", "syslog", "kern", "torchrun", "slurm-")
 
 @dataclass
 class Case:
-    source: str  # "corpus:<half>", "corpus:field-<half>", "corpus:field2-<half>", "independent:<seed>", "simulator"
+    source: str  # "corpus:<half>", "corpus:<field set>-<half>", "<generator>:<seed>" (GENERATORS), "simulator"
     name: str
     confidence: float | None  # what the diagnosis reported (None: no failure found)
     features: dict[str, float] | None
@@ -113,17 +115,27 @@ def field_cases(half: str, which: str = "field") -> list[Case]:
             for lab in field_rows(half, which)]
 
 
-def independent_cases(seed: int, jobs: int = INDEPENDENT_JOBS) -> list[Case]:
-    """bench/independent's jobs of one seed, generated in a temporary directory, diagnosed in process."""
-    from bench.independent.generate import generate as independent
+# The blind generators (each written from upstream formats by someone who read none of firstfault's code), by the
+# name a case's source carries: the module whose generate(out, seed, jobs) writes a seed's jobs and labels.
+GENERATORS = {"independent": "bench.independent.generate", "independent2": "bench.independent2.generate",
+              "independent3": "bench.independent3.generate"}
 
+
+def generated_cases(seed: int, generator: str = "independent", jobs: int = INDEPENDENT_JOBS) -> list[Case]:
+    """A blind generator's jobs of one seed, generated in a temporary directory, diagnosed in process."""
+    write = importlib.import_module(GENERATORS[generator]).generate
     corpus = _corpus()
     score = _score_py(corpus)
     class_map = json.loads((corpus / "class_map.json").read_text())
-    with tempfile.TemporaryDirectory(prefix="ff-independent-") as tmp:
-        return [_case(f"independent:{seed}", lab, str(Path(tmp) / lab["path"]), score, class_map,
-                      f"independent:{seed}:{lab['id']}")
-                for lab in independent(tmp, seed, jobs)]
+    with tempfile.TemporaryDirectory(prefix=f"ff-{generator}-") as tmp:
+        return [_case(f"{generator}:{seed}", lab, str(Path(tmp) / str(lab["path"])), score, class_map,
+                      f"{generator}:{seed}:{lab['id']}")
+                for lab in write(Path(tmp), seed, jobs)]
+
+
+def independent_cases(seed: int, jobs: int = INDEPENDENT_JOBS) -> list[Case]:
+    """bench/independent's jobs of one seed."""
+    return generated_cases(seed, "independent", jobs)
 
 
 def degrade(root: Path, how: str, rank: int | None, host: str | None, rng: random.Random) -> None:

@@ -208,10 +208,24 @@ def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None
     return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+def _rank_sequence(f: Features) -> bool:
+    """Sequence evidence of a rank's own. On an answer naming nobody the derived evidence is a relation the
+    correlator drew between lines (two processes announcing one global rank, ...): no rank's own collective
+    progress, so it does not stand for the own evidence 0.9 needs."""
+    return bool(f.sequence) and not f.job_wide
+
+
+def _tied_with_a_rank(f: Features) -> bool:
+    """The fault is the job's only by an inferred relation, and a rank or host with lines of its own scores nearly as
+    high: the relation may be how that rank's failure looks from the others (a restart re-announcing ranks), so the
+    answer is a choice between the two, not a finding."""
+    return bool(f.job_wide and f.sequence and f.contenders)
+
+
 def cap(f: Features) -> float:
     """The highest confidence the evidence allows, whatever the fit says."""
     limit = CEILING
-    if not (f.cause or f.named or f.sequence) or f.unplaced or f.assumed_rank or not f.corroborated:
+    if not (f.cause or f.named or _rank_sequence(f)) or f.unplaced or f.assumed_rank or not f.corroborated:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
@@ -221,7 +235,7 @@ def cap(f: Features) -> float:
         limit = min(limit, CAP_NO_CATALOG)
     if f.thin and not f.job_wide:
         limit = min(limit, CAP_THIN)
-    if f.unlocated:
+    if f.unlocated or _tied_with_a_rank(f):
         limit = min(limit, CAP_THIN)
     return limit
 

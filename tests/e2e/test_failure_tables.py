@@ -61,4 +61,6 @@ def test_a_worker_sigkilled_first_is_still_its_own_death(tmp_path: Path, capsys:
     log.write_text("\n".join(_table(others, root)) + "\n")
     rc = cli_root_cause(log, capsys)
     assert rc["rank"] == 5
-    assert float(str(rc["confidence"])) >= 0.5  # its SIGKILL is its own evidence, not a teardown
+    # its SIGKILL is its own evidence, not a teardown's floor; an exit code alone is right about 2 times in 3 on the
+    # fit's data (bench.calibrate --cv, 121 of 179), so the calibrated confidence sits near the suspects line
+    assert float(str(rc["confidence"])) >= 0.4

@@ -84,7 +84,9 @@ def test_simultaneous_failures_keep_their_tie_breaks_in_a_pool(tmp_path: Path) -
         padding = noise * (200_000 if rank == 0 else 10)
         (tmp_path / f"rank{rank}.log").write_text(padding + line + noise)
     single = _diagnose(tmp_path, "--jobs", "1")
-    assert single["verdict"] == "diagnosed"
+    # the same line on five ranks in one millisecond: only `order` breaks the tie, so the calibrated verdict may list
+    # suspects; what a pool must keep is the same answer
+    assert single["verdict"] in ("diagnosed", "suspects")
     for jobs in ("2", "3"):
         assert _diagnose(tmp_path, "--jobs", jobs) == single
     assert _everything(tmp_path, 3) == _everything(tmp_path, 1)

@@ -216,3 +216,23 @@ def test_one_cause_line_alone_never_reaches_90_percent_and_a_second_kind_of_evid
     assert calibrated(alone) < 0.9
     assert calibrated(dataclasses.replace(alone, corroborated=1.0)) > calibrated(alone) - 1e-9
     assert calibration.cap(dataclasses.replace(alone, corroborated=1.0)) >= 0.9
+
+
+def test_a_job_wide_answer_on_a_derived_relation_alone_is_never_90_percent() -> None:
+    """Sequence evidence counts toward 0.9 as a rank's own collective progress. An answer naming nobody has no rank:
+    its derived evidence is a relation between lines (two processes announcing one global rank, say), which is
+    the correlator's inference, not a line or a rank's own sequence numbers."""
+    relation = dataclasses.replace(ZERO, sequence=1.0, corroborated=1.0, job_wide=1.0, strength=1.0, margin=1.0)
+    assert calibrated(relation) < 0.9
+    assert calibration.cap(dataclasses.replace(relation, job_wide=0.0)) >= 0.9
+
+
+def test_a_job_wide_relation_with_a_rank_scoring_nearly_as_high_lists_suspects() -> None:
+    """When the job's fault is only inferred and a rank or host with lines of its own scores within NEAR_TOP of it,
+    the answer is a choice between the two: the verdict lists suspects rather than naming the job."""
+    relation = dataclasses.replace(ZERO, sequence=1.0, corroborated=1.0, job_wide=1.0, strength=1.0, margin=1.0)
+    tied = dataclasses.replace(relation, contenders=1 / 3)
+    assert calibrated(tied) < calibration.SUSPECTS_BELOW
+    assert calibration.cap(relation) > calibration.SUSPECTS_BELOW
+    # a rank's own sequence evidence with a rival near it is a lead, scored by the fit, not held by this rule
+    assert calibration.cap(dataclasses.replace(tied, job_wide=0.0)) >= 0.9
