@@ -104,6 +104,8 @@ def differential(records: list[ContextRecord], named_only: bool = False,
     # template -> the one speaker that printed it, or _MANY: uniqueness is all that is asked of it
     seen_on: dict[str, Key | tuple[str]] = {}
     allowed = None if early is None else {id(r) for r in early if r.who.rank is not None}
+    if allowed is not None and not allowed:  # no line may make a suspect: every rank's lines need not be read
+        return None
     voices: set[Key] = set()  # the speakers of error lines, up to two: enough to tell one from several
     shapes = _Shapes()
     runs: set[Key] = set()  # the speakers whose run of records ended, to tell whether each has one run

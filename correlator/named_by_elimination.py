@@ -41,7 +41,6 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
     survivors: set[str] = set()
     causes: set[str] = set()
     witnesses: set[str] = set()  # hosts whose process printed a consequence: alive when the failure came
-    ranked_hosts = set(ids.host_of_rank.values())
     for f in findings:
         sig = catalog.get(f.signature)
         if sig is None:
@@ -57,6 +56,9 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
         elif f.role is Role.COLLATERAL and f.speaker.host is not None:
             witnesses.add(f.speaker.host)
     hostless = [rank for rank in named if rank not in ids.host_of_rank]
+    if len(named) != 1 or len(hostless) != 1 or not survivors:  # no need of every rank's host to say so
+        return None
+    ranked_hosts = set(ids.host_of_rank.values())
     left = causes - survivors - ranked_hosts
     by_absence = not left
     if by_absence:
