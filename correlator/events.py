@@ -276,9 +276,10 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
     # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
     # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
     ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
-    # one Target a value: a rank's events name it again and again (frozen: sharing changes nothing read)
-    targets: dict[Target, Target] = {}
-    named: dict[tuple[Target, ...], tuple[Target, ...]] = {}
+    # one Target a value: a rank's events name it again and again (frozen: sharing changes nothing read). Keyed
+    # by its (rank, host), and a tuple of them by their identities: hashed in C (a Target hashes in Python code)
+    targets: dict[tuple[int | None, str | None], Target] = {}
+    named: dict[tuple[int, ...], tuple[Target, ...]] = {}
     peers: dict[str, tuple[Target, ...] | None] = {}  # see _implicated
     events = []
     for members in _groups(findings, catalog):
@@ -304,15 +305,17 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
                 waiting = f
         if best is None or sig is None:
             continue
-        reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
-        reporter = targets.setdefault(reporter, reporter)
+        rank, host = _rank_of(best, ids), _host_of(best, ids)
+        if rank is not None and host is None:  # as _target
+            host = ids.host_of_rank.get(rank)
+        reporter = targets.get((rank, host)) or targets.setdefault((rank, host), Target(rank, host))
         ordered = (best,) if len(members) == 1 else tuple(sorted(members, key=_ORDER))
         ev = Event(best, sig, ordered, reporter)
         peer = _implicated(ev, ids, peers)
         # one tuple a distinct value too: a rank's events name the same targets (a tuple here is one shared already)
         if ev.implicated and type(ev.implicated) is not tuple:
-            implicated = tuple(targets.setdefault(t, t) for t in ev.implicated)
-            ev.implicated = named.setdefault(implicated, implicated)
+            implicated = tuple([targets.setdefault((t.rank, t.host), t) for t in ev.implicated])
+            ev.implicated = named.setdefault(tuple(map(id, implicated)), implicated)
             if peer is not None:
                 peers[peer] = ev.implicated
         # A traceback through such a frame usually ends in the timeout it led to, which is the event's best line.
