@@ -64,7 +64,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     local = local_ranks(state.context, state.of_kind, state.pairs, state.ids, _store_world(state.findings),
                         shared=_srun_multi_node_sources(state.findings))
     state.ids.local_ranks = local
-    if any(w.local_rank is not None for w, _ in state.pairs):
+    # only a speaker with a local rank and no global one is renamed: where none is (every speaker, distinct, in
+    # pairs), no line of every rank needs reading
+    if any(w.local_rank is not None and w.rank is None for w, _ in state.pairs):
         state.step(_global_ranks(state.findings, state.context, local))
     subjects = _dead_actors(state.findings, state.of_kind)
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
