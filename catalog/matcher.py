@@ -243,8 +243,9 @@ class Matcher:
         own_spec = (LineMatch, self._sibling_kinds, MAX_LINE_CHARS, _TRUNCATED) if own else None
         # With the C match_line, the C line loop calls it itself for a new line, as the resolver would.
         direct = (self._confirms, self._confirmer, self._caseless_search, LineMatch, MAX_LINE_CHARS, _kept_text)
-        found: Iterable[Any] | None = native(buffer, {} if memo is None else memo, self._resolver(memo), siblings,
-                                             LINE_MEMO, own_spec, skip if memo is not None else None, direct)
+        resolve = self._resolver_with(memo, match_line)
+        found: Iterable[Any] | None = native(buffer, {} if memo is None else memo, resolve, siblings, LINE_MEMO,
+                                             own_spec, skip if memo is not None else None, direct)
         return found
 
     @property
@@ -300,10 +301,14 @@ class Matcher:
     def _resolver(self, memo: Memo | None) -> Resolve:
         """What spans does with a line its memo does not hold: look up its sibling key (unless the C line loop
         did: then ``key`` is what it looked up), else match it; and remember it under both (with a memo)."""
+        return self._resolver_with(memo, _match_line_now())  # once a buffer: the switch is read when work starts
+
+    def _resolver_with(self, memo: Memo | None, native: Callable[..., LineMatch | None] | None) -> Resolve:
+        """_resolver, given what _match_line_now() said for this buffer (read once a buffer: it reads the
+        environment, a microsecond a call, and a rank's log is one buffer)."""
         volatile = self._sibling_masks if memo is not None else {}  # no memo, no siblings
         remembered: Memo = memo if memo is not None else {}  # where sibling keys are looked up
         match_line = self.match_line
-        native = _match_line_now()  # once a buffer: the switch (catalog/native.py) is read when work starts
         captures = _python_captures if native is None else None
         confirms, confirmer, caseless = self._confirms, self._confirmer, self._caseless_search
 

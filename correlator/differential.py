@@ -38,9 +38,8 @@ Spoken = tuple[Row, ContextRecord]
 _MANY = ("many",)  # seen_on's mark of a template more than one speaker printed: equal to no speaker's key
 
 
-def _by_speaker(errors: list[ContextRecord], shapes: _Shapes, allowed: set[int] | None, one_run: bool
-                ) -> Iterator[tuple[Key, list[Spoken]]]:
-    """Each speaker's records that may make a suspect (``allowed``, else all), speakers in the order first seen.
+def _by_speaker(errors: list[ContextRecord], shapes: _Shapes, one_run: bool) -> Iterator[tuple[Key, list[Spoken]]]:
+    """Each speaker's records (those that may make a suspect), speakers in the order first seen.
     One speaker's at a time where each speaker's records come together (``one_run``: a source's, as read): every
     speaker's list, held at once, was the differential view's peak (0.3 KB a rank at 8,192 ranks; issue 23)."""
     speakers: dict[Key, list[Spoken]] = defaultdict(list)
@@ -50,8 +49,7 @@ def _by_speaker(errors: list[ContextRecord], shapes: _Shapes, allowed: set[int] 
             yield from speakers.items()
             speakers.clear()
         last = key
-        if allowed is None or id(rec) in allowed:
-            speakers[key].append((row, rec))
+        speakers[key].append((row, rec))
     yield from speakers.items()
 
 
@@ -104,6 +102,8 @@ def differential(records: list[ContextRecord], named_only: bool = False,
     # template -> the one speaker that printed it, or _MANY: uniqueness is all that is asked of it
     seen_on: dict[str, Key | tuple[str]] = {}
     allowed = None if early is None else {id(r) for r in early if r.who.rank is not None}
+    if allowed is not None and not allowed:  # no line may make a suspect: every rank's lines need not be read
+        return None
     voices: set[Key] = set()  # the speakers of error lines, up to two: enough to tell one from several
     shapes = _Shapes()
     runs: set[Key] = set()  # the speakers whose run of records ended, to tell whether each has one run
@@ -121,7 +121,10 @@ def differential(records: list[ContextRecord], named_only: bool = False,
             last = key
     del runs
     best: tuple[tuple[int, int, int], Key, list[Spoken]] | None = None
-    for key, items in _by_speaker(errors, shapes, allowed, one_run):
+    # Only the allowed records can make a suspect: those alone are read again (in their order, each speaker's run
+    # stays one run), not every rank's error lines a second time.
+    chosen_from = errors if allowed is None else [r for r in errors if id(r) in allowed]
+    for key, items in _by_speaker(chosen_from, shapes, one_run):
         items = _distinct(items)
         unique = [item for item in items if seen_on[item[0][0]] != _MANY]
         rank_key = (sum(row[1] for row, _ in unique), 0 if key[0] is None else 1,

@@ -169,7 +169,12 @@ _NAMING_FIELDS = frozenset(("host", "pid", "rank", "local_rank", "pci"))  # what
 _WHOSE_FIELDS = _NAMING_FIELDS | {"peer"}
 
 
-def _implicated(ev: Event, ids: IdentityMap) -> None:
+def _implicated(ev: Event, ids: IdentityMap, peers: dict[str, tuple[Target, ...] | None] | None = None
+                ) -> str | None:
+    """Sets whom ``ev`` implicates (its ``implicated``, or the peer address no host is known for). ``peers``: what
+    each peer address came to before (build_events: every survivor of a dead rank names the same address, and
+    the answer depends on the address alone); returns an address looked up and mapped to a host, for the caller
+    to store its answer, shared, under it."""
     sig, f = ev.signature, ev.best
     if sig.implicates is Implicates.SELF:
         # A message that runs on names whom on a later line (Ray's OOM kill: "Task was killed ...", then "Memory
@@ -184,12 +189,23 @@ def _implicated(ev: Event, ids: IdentityMap) -> None:
         ev.implicated = [_target(r, None, ids) for r in named or task_ids(f.fields)]
     elif sig.implicates is Implicates.PEER and isinstance(f.fields.get("peer"), str):
         peer = str(f.fields["peer"])
+        if peers is not None and peer in peers:
+            known = peers[peer]
+            if known is None:
+                ev.unmapped_peer = peer
+            else:
+                ev.implicated = known
+            return None
         host = ids.host_of(peer)
         if host is None:
             ev.unmapped_peer = peer
-        else:
-            on_host = ids.ranks_on(host)
-            ev.implicated = [Target(on_host[0] if len(on_host) == 1 else None, host)]
+            if peers is not None:
+                peers[peer] = None
+            return None
+        on_host = ids.ranks_on(host)
+        ev.implicated = [Target(on_host[0] if len(on_host) == 1 else None, host)]
+        return peer
+    return None
 
 
 def task_ids(fields: Mapping[str, object]) -> list[int]:
@@ -260,9 +276,11 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
     # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
     # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
     ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
-    # one Target a value: a rank's events name it again and again (frozen: sharing changes nothing read)
-    targets: dict[Target, Target] = {}
-    named: dict[tuple[Target, ...], tuple[Target, ...]] = {}
+    # one Target a value: a rank's events name it again and again (frozen: sharing changes nothing read). Keyed
+    # by its (rank, host), and a tuple of them by their identities: hashed in C (a Target hashes in Python code)
+    targets: dict[tuple[int | None, str | None], Target] = {}
+    named: dict[tuple[int, ...], tuple[Target, ...]] = {}
+    peers: dict[str, tuple[Target, ...] | None] = {}  # see _implicated
     events = []
     for members in _groups(findings, catalog):
         best: Finding | None = None
@@ -275,6 +293,9 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
                 facts = ranked[(f.signature, f.generic, f.role)] = _ranked(f, catalog)
             if facts is None:
                 continue
+            if len(members) == 1:  # most events (a rank's lone timeout or reset): nothing to weigh it against
+                best, sig, waiting = f, facts[1], f if facts[2] else None
+                break
             # of lines that rank alike, the one that says whose it is (srun's `task 8: Out Of Memory` under
             # slurmstepd's `Detected 1 oom_kill event`, one message), then the first
             key = (facts[0], not _WHOSE_FIELDS.isdisjoint(f.fields), -f.order)
@@ -284,14 +305,19 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
                 waiting = f
         if best is None or sig is None:
             continue
-        reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
-        reporter = targets.setdefault(reporter, reporter)
+        rank, host = _rank_of(best, ids), _host_of(best, ids)
+        if rank is not None and host is None:  # as _target
+            host = ids.host_of_rank.get(rank)
+        reporter = targets.get((rank, host)) or targets.setdefault((rank, host), Target(rank, host))
         ordered = (best,) if len(members) == 1 else tuple(sorted(members, key=_ORDER))
         ev = Event(best, sig, ordered, reporter)
-        _implicated(ev, ids)
-        if ev.implicated:  # one tuple a distinct value too: a rank's events name the same targets
-            implicated = tuple(targets.setdefault(t, t) for t in ev.implicated)
-            ev.implicated = named.setdefault(implicated, implicated)
+        peer = _implicated(ev, ids, peers)
+        # one tuple a distinct value too: a rank's events name the same targets (a tuple here is one shared already)
+        if ev.implicated and type(ev.implicated) is not tuple:
+            implicated = tuple([targets.setdefault((t.rank, t.host), t) for t in ev.implicated])
+            ev.implicated = named.setdefault(tuple(map(id, implicated)), implicated)
+            if peer is not None:
+                peers[peer] = ev.implicated
         # A traceback through such a frame usually ends in the timeout it led to, which is the event's best line.
         if waiting is not None and reporter.rank != 0:
             ev.waits_on = (_target(0, None, ids), waiting)

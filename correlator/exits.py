@@ -68,7 +68,8 @@ def task_exits(events: Iterable[Event], ids: IdentityMap) -> list[ExitRecord]:
     under_torchrun = any(e.source != METADATA for e in ids.exits)
     out = []
     for ev in events:
-        if not exit_report(ev) or ev.signature.implicates is not Implicates.NAMED or ev.stale:
+        # the attribute tests first: exit_report is a call, and asked of every event three times a diagnosis
+        if ev.signature.implicates is not Implicates.NAMED or ev.stale or not exit_report(ev):
             continue
         for f in ev.findings:
             code = _code(f.fields) if f.signature == ev.signature.id else None

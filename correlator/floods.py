@@ -30,7 +30,7 @@ NAMING_FIELDS = ("host", "rank", "ranks", "pid", "local_rank", "pci", "peer")
 def in_event_key(signature: str, fields: dict[str, Any]) -> tuple[Any, ...]:
     """What MAX_IN_EVENT counts within one event: a signature's lines about one rank, host or peer. A run of lines
     each about another one (srun's `HOST: tasks N-M: Exited ...` for every node of a large job) is not a repeat."""
-    return (signature, *(fields.get(name) for name in NAMING_FIELDS))
+    return (signature, *map(fields.get, NAMING_FIELDS))  # map: no generator frame a finding
 
 
 class Fate(Enum):
@@ -63,7 +63,7 @@ class Floods:
         if seen >= MAX_IN_EVENT:
             return Fate.DROP
         if event == line_no and self._kept >= FLOOD_AFTER:
-            row = (signature, who, shape(text)[0], *(fields.get(name) for name in NAMING_FIELDS))
+            row = (signature, who, shape(text)[0], *map(fields.get, NAMING_FIELDS))
             entry = self._rows.get(row)
             if entry is not None and entry[0] >= MAX_REPEATS:
                 self._held = (key, row)

@@ -13,7 +13,6 @@ the scan's peak, for values (a rank's own lines) that never come again.
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
@@ -58,18 +57,18 @@ class Interner:
         self._whos = _Recent()  # Who -> it
 
     def text(self, text: str) -> str:
-        shared: str = self._texts.share(text, text)
-        return shared
+        shared: str | None = self._texts.get(text)  # seen lately, most often: no call to share
+        return shared if shared is not None else self._texts.share(text, text)
 
     def fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The dict of equal items, values of the same types (1, 1.0 and True are equal keys, not equal fields).
         Its memo's key is one flat tuple, names and values then their types: a tuple an item as well cost twice
         as much, and the memo holds a key for every distinct dict until the scan's end, the pool's peak (issue 23:
         0.63 KB a rank at 8,192 ranks, of 22,641 dicts)."""
-        try:
-            shared: dict[str, Any] = self._fields.share(
-                (*chain.from_iterable(fields.items()), *map(type, fields.values())), fields)
-            return shared
+        try:  # names, then values, then their types: as flat, and made in C without a tuple an item
+            key = (*fields, *fields.values(), *map(type, fields.values()))
+            found: dict[str, Any] | None = self._fields.get(key)
+            return found if found is not None else self._fields.share(key, fields)
         except TypeError:  # a value that cannot be hashed (a list): kept as it is
             return fields
 
@@ -79,8 +78,10 @@ class Interner:
         kind, fields, source, line_no, who, time, text, repeats = rec
         if kind in TEXT_UNREAD_KINDS:
             text = ""
+        shared_who = self._whos.get(who)
         return _new_tuple(ContextRecord, (kind, self.fields(fields), self.text(source), line_no,
-                                          self._whos.share(who, who), time, self.text(text), repeats))
+                                          shared_who if shared_who is not None else self._whos.share(who, who), time,
+                                          self.text(text), repeats))
 
     def finding(self, finding: Finding) -> Finding:
         """``finding`` with interned text and fields (changed in place: a scan's findings are its own)."""

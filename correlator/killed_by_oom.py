@@ -26,6 +26,8 @@ def place_killed_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identi
     where, or None."""
     killed = {e.rank for e in ids.exits if e.exit_code in SIGKILL_CODES and e.rank is not None}
     unplaced = [rank for rank in killed if rank not in ids.host_of_rank]
+    if len(killed) != 1 or len(unplaced) != 1:  # answered without reading a finding (most jobs: no SIGKILL)
+        return None
     ranked_hosts = set(ids.host_of_rank.values())
     kills: dict[str, set[int]] = {}
     for f in findings:

@@ -15,7 +15,7 @@ collateral line) was alive to see it go, as the survivors that printed the repor
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from catalog.loader import Catalog
 from catalog.model import Implicates
@@ -23,6 +23,8 @@ from correlator.calibration import CAP_UNCONFIRMED
 from correlator.identity import IdentityMap
 from schemas.diagnosis import Diagnosis
 from schemas.findings import Finding, Role
+
+_UNSEEN: Any = object()  # a signature not looked up yet
 
 
 class Placement(NamedTuple):
@@ -41,22 +43,27 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
     survivors: set[str] = set()
     causes: set[str] = set()
     witnesses: set[str] = set()  # hosts whose process printed a consequence: alive when the failure came
-    ranked_hosts = set(ids.host_of_rank.values())
+    implicates: dict[str, Implicates | None] = {}  # by signature: a dozen a job, asked of every finding
     for f in findings:
-        sig = catalog.get(f.signature)
-        if sig is None:
+        if (whom := implicates.get(f.signature, _UNSEEN)) is _UNSEEN:
+            sig = catalog.get(f.signature)
+            whom = implicates[f.signature] = None if sig is None else sig.implicates
+        if whom is None:
             continue
         rank = f.fields.get("rank")
-        if sig.implicates is Implicates.NAMED and isinstance(rank, int):
+        if whom is Implicates.NAMED and isinstance(rank, int):
             named.add(rank)
             if f.speaker.host is not None:
                 survivors.add(f.speaker.host)
-        elif (f.role is Role.INITIATING and sig.implicates is Implicates.SELF and f.speaker.rank is None
+        elif (f.role is Role.INITIATING and whom is Implicates.SELF and f.speaker.rank is None
               and f.speaker.host is not None and not f.generic):
             causes.add(f.speaker.host)
         elif f.role is Role.COLLATERAL and f.speaker.host is not None:
             witnesses.add(f.speaker.host)
     hostless = [rank for rank in named if rank not in ids.host_of_rank]
+    if len(named) != 1 or len(hostless) != 1 or not survivors:  # no need of every rank's host to say so
+        return None
+    ranked_hosts = set(ids.host_of_rank.values())
     left = causes - survivors - ranked_hosts
     by_absence = not left
     if by_absence:

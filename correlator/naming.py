@@ -65,7 +65,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     local = local_ranks(state.context, state.of_kind, state.pairs, state.ids, _store_world(state.findings),
                         shared=_srun_multi_node_sources(state.findings))
     state.ids.local_ranks = local
-    if any(w.local_rank is not None for w, _ in state.pairs):
+    # only a speaker with a local rank and no global one is renamed: where none is (every speaker, distinct, in
+    # pairs), no line of every rank needs reading
+    if any(w.local_rank is not None and w.rank is None for w, _ in state.pairs):
         state.step(_global_ranks(state.findings, state.context, local))
     subjects = _dead_actors(state.findings, state.of_kind)
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
@@ -341,30 +343,35 @@ def _global_ranks(findings: list[Finding], context: list[ContextRecord], local: 
                   ) -> tuple[list[Finding], list[ContextRecord]] | None:
     """The findings and records whose speaker's local rank ``local`` maps to a global one, with that rank (and
     the host its other lines name, where the line names none); None when there is none."""
-    changed = False
+    # Only the lines said under a local rank alone can change: the positions of those, found in a comprehension
+    # each (every rank's other lines are passed over there), and the lists copied only where one does change.
     speakers: dict[tuple[Speaker, str], Speaker] = {}
-    out_f = []
-    for f in findings:
+    renamed: dict[int, Finding] = {}
+    for at in [at for at, f in enumerate(findings) if f.speaker.rank is None and f.speaker.local_rank is not None]:
+        f = findings[at]
         s = f.speaker
-        if s.rank is not None or s.local_rank is None:
-            out_f.append(f)
-            continue
         key = (s, f.source)
         if key not in speakers:
-            host = s.host or local.host_of(f.source, s.local_rank)
-            rank = local.global_of(host, f.source, s.local_rank)
+            said = int(s.local_rank or 0)  # not None: chosen so above
+            host = s.host or local.host_of(f.source, said)
+            rank = local.global_of(host, f.source, said)
             speakers[key] = s if rank is None and host == s.host else replace(s, rank=rank, host=host)
-        new = speakers[key]
-        changed = changed or new is not s
-        out_f.append(f if new is s else replace(f, speaker=new))
-    out_c = []
-    for rec in context:
+        if (new := speakers[key]) is not s:
+            renamed[at] = replace(f, speaker=new)
+    moved: dict[int, ContextRecord] = {}
+    for at in [at for at, rec in enumerate(context) if rec.who.rank is None and rec.who.local_rank is not None]:
+        rec = context[at]
         who = rec.who
-        if who.rank is None and who.local_rank is not None:
-            host = who.host or local.host_of(rec.source, who.local_rank)
-            rank = local.global_of(host, rec.source, who.local_rank)
-            if rank is not None or host != who.host:
-                rec = rec._replace(who=who._replace(rank=rank, host=host))
-                changed = True
-        out_c.append(rec)
-    return (out_f, out_c) if changed else None
+        said = int(who.local_rank or 0)  # not None: chosen so above
+        host = who.host or local.host_of(rec.source, said)
+        rank = local.global_of(host, rec.source, said)
+        if rank is not None or host != who.host:
+            moved[at] = rec._replace(who=who._replace(rank=rank, host=host))
+    if not renamed and not moved:
+        return None
+    out_f, out_c = list(findings), list(context)
+    for at, f in renamed.items():
+        out_f[at] = f
+    for at, rec in moved.items():
+        out_c[at] = rec
+    return out_f, out_c

@@ -72,6 +72,9 @@ def _prefixes_for(first: str) -> list[tuple[str, re.Pattern[str]]]:
     return _LETTER_FIRST if first in _ASCII_LETTERS else []
 
 
+_new_who = tuple.__new__
+
+
 class Who(NamedTuple):  # a tuple: made, hashed and compared for every distinct matched line, and pickled by the pool
     rank: int | None = None  # the global rank
     host: str | None = None
@@ -177,8 +180,7 @@ _SYSTEM_LOG = re.compile(r"(?:^|[/\\._-])(?:dmesg|syslog|kern|messages|journal(?
 
 def folder_host(path: str) -> str | None:
     """The host a log's folders name (node017/rank3.log), not its file name."""
-    head, _ = os.path.split(path)
-    return next((part for leading, hostish, part in _folders(head) if hostish and leading is None), None)
+    return _head_facts(os.path.split(path)[0])[5]
 
 
 def _local_from_folders(head: str) -> int | None:
@@ -200,7 +202,52 @@ _BARE_HOST = re.compile(r"^(?:[A-Za-z]{2,}[\w-]*\d|[A-Za-z]\d+-[\w-]*\d)")
 
 def who_from_path(path: str) -> Who:
     """Rank and host from a log's file name and directories: rank3.log, node017/stdout.log, node017.dmesg; a
-    torchrun log dir's attempt_0/3/stderr.log is local rank 3."""
+    torchrun log dir's attempt_0/3/stderr.log is local rank 3. What the folders say is read once per folder
+    (_head_facts): a job's files are read twice (scan and correlation), 163,840 of them at 131,072 ranks."""
+    head, sep, name = path.rpartition("/")  # os.path.split's, where the path ends in a name after one slash
+    if name in ("", ".", "..") or (sep and (not head or head[-1] == "/")):
+        return _who_from_odd_path(path)
+    local, system_head, rank_alone, host_alone, host_beside_rank, host_folder = _head_facts(head)
+    if local is not None:
+        return Who(host=host_folder, local_rank=local)
+    base = name.split(".")[0]
+    # the path names a system log where its folders or its file's name do: a match of _SYSTEM_LOG in the path
+    # that crosses the separator is one in the folders (ending at their end) or in the name (from its start)
+    system = system_head or _SYSTEM_LOG.search(name) is not None
+    if system and (address := _ADDRESS_NAME.match(name)):
+        return Who(host=address["ip"])  # dmesg/10.1.2.3.log: a node's kernel log named by its address
+    if system or _POD_NAME.search(base):  # see _who_from_odd_path
+        return _new_who(Who, (None, base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else host_folder,
+                              None, None, None))
+    rank = file_rank(name)
+    host = host_beside_rank
+    if rank is None:
+        rank, host = rank_alone, host_alone
+    if host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base):
+        host = base  # see _who_from_odd_path
+    return _new_who(Who, (rank, host, None, None, None))  # Who(rank, host), made in C (a file's own: no memo)
+
+
+@lru_cache(maxsize=4096)
+def _head_facts(head: str) -> tuple[int | None, bool, int | None, str | None, str | None, str | None]:
+    """What a log's folders say whatever its file's name, read as _who_from_odd_path reads them: the local rank
+    of a torchrun log dir; whether they name a system log; the rank and host read where the file's name gives no
+    rank; the host read where it does; the innermost folder named like a host that starts with no rank."""
+    rank = host = None
+    for leading_rank, hostish, part in _folders(head):
+        if rank is None and leading_rank is not None:
+            rank = leading_rank
+            continue
+        if hostish:
+            host = part
+            break
+    beside_rank = next((part for _, hostish, part in _folders(head) if hostish), None)
+    folder = next((part for leading, hostish, part in _folders(head) if hostish and leading is None), None)
+    return (_local_from_folders(head), _SYSTEM_LOG.search(head) is not None, rank, host, beside_rank, folder)
+
+
+def _who_from_odd_path(path: str) -> Who:
+    """who_from_path of a path whose last part is not a plain file name, read step by step."""
     head, name = os.path.split(path)
     if name in ("", ".", ".."):  # not a plain file name: let pathlib say what the name and folders are
         pure = PurePath(path)

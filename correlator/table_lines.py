@@ -49,26 +49,28 @@ def table_speakers(findings: list[Finding], rows: list[ExitRecord], records: Map
         rules.setdefault(rec.source, []).append(rec.line_no)
     for lines in rules.values():
         lines.sort()
-    changed = False
-    out = []
-    for f in findings:
-        entries = by_source.get(f.source)
+    renamed: dict[int, Finding] = {}  # position in findings -> the finding under its row's rank
+    # only the findings of sources with rows can change: a job's other ranks are passed over in one comprehension
+    for at in [at for at, f in enumerate(findings) if by_source.get(f.source)]:
+        f = findings[at]
+        entries = by_source[f.source]
         row = None
-        if entries:
-            i = bisect_right(starts[f.source], f.line_no - 1) - 1
-            if i >= 0:
-                line, found, who = entries[i]
-                s = f.speaker
-                same = (s.rank, s.host, s.pid, s.local_rank) == (who.rank, who.host, who.pid, who.local_rank)
-                ends = rules.get(f.source, [])
-                j = bisect_right(ends, line)
-                end = ends[j] if j < len(ends) else line + TABLE_SPAN
-                if same and f.line_no < end and f.line_no - line <= TABLE_SPAN:
-                    row = found
-        if row is None:
-            out.append(f)
-            continue
-        changed = True
-        # the host stays the file's (the row's is `socket.getfqdn()`, which the names step ties to it)
-        out.append(replace(f, speaker=replace(f.speaker, rank=row.rank, local_rank=row.local_rank, pid=row.pid)))
-    return out if changed else None
+        i = bisect_right(starts[f.source], f.line_no - 1) - 1
+        if i >= 0:
+            line, found, who = entries[i]
+            s = f.speaker
+            same = (s.rank, s.host, s.pid, s.local_rank) == (who.rank, who.host, who.pid, who.local_rank)
+            ends = rules.get(f.source, [])
+            j = bisect_right(ends, line)
+            end = ends[j] if j < len(ends) else line + TABLE_SPAN
+            if same and f.line_no < end and f.line_no - line <= TABLE_SPAN:
+                row = found
+        if row is not None:
+            # the host stays the file's (the row's is `socket.getfqdn()`, which the names step ties to it)
+            renamed[at] = replace(f, speaker=replace(f.speaker, rank=row.rank, local_rank=row.local_rank, pid=row.pid))
+    if not renamed:
+        return None
+    out = list(findings)
+    for at, f in renamed.items():
+        out[at] = f
+    return out

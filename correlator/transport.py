@@ -72,7 +72,8 @@ def _socket_peer(ev: Event) -> tuple[bool, str | None] | None:
     """(whether this is a socket error about a peer, the peer's address if the line names one)."""
     sig, f = ev.signature, ev.best
     peer = f.fields.get("peer") if isinstance(f.fields.get("peer"), str) else None
-    connect = _CONNECT.search(f.text)
+    # the regex where its words are (a substring test in C): most events are watchdog timeouts, a long line each
+    connect = _CONNECT.search(f.text) if "onnect to " in f.text else None
     if connect is not None and _says(connect["why"], _UNREACHABLE + _GONE):
         return True, str(peer or connect["peer"])
     about_peer = sig.implicates is Implicates.PEER and sig.category is Category.COMMUNICATION
