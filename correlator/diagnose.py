@@ -13,7 +13,7 @@ from correlator import calibration
 from correlator.carried import read_carried
 from correlator.derived import derived_events
 from correlator.differential import Suspect, differential
-from correlator.events import Event, Target, build_events, clock_offsets, lag_events
+from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events
 from correlator.exits import cause_like, code_of, death_targets, exit_report, launcher_summary, task_exits
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
@@ -100,6 +100,9 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
+    # The events of context lines (a survivor's work status: one a rank) are read by the line above and, for one
+    # signature, by cause_unknown alone: what it reads is kept, the rest let go (issue 23: memory per rank).
+    events = [ev for ev in events if any(f.signature == NO_ERROR_FILE for f in ev.findings)]
     if not failures:  # the differential view reads the error records alone
         return nothing_matched(results, of_kind.get("errorish", []), ids)
     progress, errors = of_kind.get("pg_status", []), of_kind.get("errorish", [])
