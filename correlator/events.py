@@ -256,7 +256,11 @@ def _groups(findings: Sequence[Finding], catalog: Catalog) -> Iterator[list[Find
     yield from groups.values()
 
 
-def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap) -> list[Event]:
+def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap,
+                 context_read: frozenset[str] | None = None) -> list[Event]:
+    """The events of ``findings``, in order. With ``context_read``, an event whose best line is a context line is
+    made only where one of its lines is of those signatures: the caller reads no other (a survivor's work status
+    is one event a rank, which nothing after the failures are picked reads; issue 23: memory per rank)."""
     # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
     # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
     ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
@@ -283,6 +287,9 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
             if facts[2] and (waiting is None or f.order < waiting.order):
                 waiting = f
         if best is None or sig is None:
+            continue
+        if context_read is not None and best.role is Role.CONTEXT and all(
+                f.signature not in context_read for f in members):
             continue
         reporter = _target(_rank_of(best, ids), _host_of(best, ids), ids)
         reporter = targets.setdefault(reporter, reporter)
