@@ -34,12 +34,13 @@ class Event:
     matched, whom it is from and whom it implicates, and what later steps learn of it.
 
     Ten slots, where a dataclass of its fourteen fields took a 144-byte block: its four flags are bits of one
-    int and its two rare fields (unmapped_peer, waits_on) one shared pair, so that an event takes a 112-byte
+    int, its two rare fields (unmapped_peer, waits_on) one shared pair, and a one-line event's ``findings`` made
+    when read (see findings), so that an event takes a 112-byte
     block, the size of the context records correlation lets go of before the events are built (NCCL's init
     and `Using` lines: two a rank), whose freed blocks it then reuses; an allocator's free blocks of one size
     serve no other (issue 23: memory per rank). Equal, and printed, as the dataclass was: field by field."""
 
-    __slots__ = ("_flags", "_rare", "best", "findings", "implicated", "reason", "reporter", "role", "signature",
+    __slots__ = ("_findings", "_flags", "_rare", "best", "implicated", "reason", "reporter", "role", "signature",
                  "weight")
 
     def __init__(self, best: Finding, signature: Signature, findings: Sequence[Finding], reporter: Target,
@@ -48,7 +49,7 @@ class Event:
                  about_peer: bool = False, survivor: bool = False, absence: bool = False) -> None:
         self.best = best
         self.signature = signature
-        self.findings = findings  # a tuple where build_events makes it: 16 bytes less a list (issue 23)
+        self.findings = findings
         self.reporter = reporter
         self.implicated = implicated
         self.weight = weight  # derived evidence (sequence numbers, dumps) carries its own weight and reason
@@ -59,6 +60,17 @@ class Event:
         self._rare: tuple[str | None, tuple[Target, Finding] | None] = _NONE_RARE
         if unmapped_peer is not None or waits_on is not None:
             self._rare = (unmapped_peer, waits_on)
+
+    @property
+    def findings(self) -> Sequence[Finding]:
+        """Its lines in order: a tuple where build_events makes them. An event of one line holds no tuple of its
+        own: ``(best,)`` is made when read (a 48-byte block an event, most events being one line; issue 23)."""
+        return (self.best,) if self._findings is None else self._findings
+
+    @findings.setter
+    def findings(self, value: Sequence[Finding]) -> None:
+        alone = value.__class__ is tuple and len(value) == 1 and value[0] is self.best
+        self._findings = None if alone else value
 
     def _set(self, bit: int, value: bool) -> None:
         self._flags = self._flags | bit if value else self._flags & ~bit

@@ -43,3 +43,12 @@ def test_equal_field_by_field_and_printed_as_a_dataclass() -> None:
     assert a != b
     assert repr(a).startswith("Event(best=Finding(") and repr(a).endswith("absence=False, role=<Role.COLLATERAL: "
                                                                             "'collateral'>)")
+
+
+def test_a_one_line_events_findings_are_made_when_read() -> None:
+    ev = _event()
+    assert ev.findings == (ev.best,) and ev._findings is None
+    listed = Event(ev.best, ev.signature, [ev.best], ev.reporter)  # derived evidence passes a list: kept as given
+    assert listed.findings == [ev.best] and listed != ev
+    two = (ev.best, ev.best)
+    assert Event(ev.best, ev.signature, two, ev.reporter).findings is two
