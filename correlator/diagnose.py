@@ -11,9 +11,9 @@ from catalog.loader import Catalog
 from catalog.model import Implicates, Scope, Signature
 from correlator import calibration
 from correlator.carried import read_carried
-from correlator.derived import derived_events
+from correlator.derived import SAVE_HANG, derived_events
 from correlator.differential import Suspect, differential
-from correlator.events import Event, Target, build_events, clock_offsets, lag_events
+from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events
 from correlator.exits import cause_like, code_of, death_targets, exit_report, launcher_summary, task_exits
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
@@ -48,6 +48,7 @@ from schemas.wire import JobEvent
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
 MAX_TIMELINE = 100
+CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 
@@ -96,10 +97,14 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     findings = worker_kills(findings, ids) or findings  # the kernel killed the worker a rank named
     del path_ranks, path_hosts
     findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
-    events = build_events(findings, catalog, ids)
+    # of the events of context lines, derived_events reads those of saves that began, cause_unknown the one below
+    events = build_events(findings, catalog, ids, context_read=CONTEXT_READ)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
     failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
+    # The events of context lines (a survivor's work status: one a rank) are read by the line above and, for one
+    # signature, by cause_unknown alone: what it reads is kept, the rest let go (issue 23: memory per rank).
+    events = [ev for ev in events if any(f.signature == NO_ERROR_FILE for f in ev.findings)]
     if not failures:  # the differential view reads the error records alone
         return nothing_matched(results, of_kind.get("errorish", []), ids)
     progress, errors = of_kind.get("pg_status", []), of_kind.get("errorish", [])

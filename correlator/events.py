@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import groupby
 from operator import attrgetter
@@ -13,6 +12,8 @@ from typing import Any
 from catalog.loader import Catalog
 from catalog.model import Category, Implicates, Scope, Signature
 from correlator.collectives import Lag
+from correlator.event import Event as Event  # re-exported: the correlator imports it from here
+from correlator.event import Target as Target
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from schemas.findings import Finding, Role, Speaker
@@ -37,42 +38,6 @@ REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_he
                           "paddle.launch.container_failed"})
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
-
-
-@dataclass(frozen=True, slots=True)  # slots: one a rank and line, no dict each (issue 23: memory per rank)
-class Target:
-    """What a piece of evidence points at: a rank (with its host), or a host, or nothing in particular."""
-
-    rank: int | None
-    host: str | None
-
-    @property
-    def label(self) -> str:
-        if self.rank is not None:
-            return f"rank {self.rank}" + (f" ({self.host})" if self.host else "")
-        return f"host {self.host}" if self.host else "the job"
-
-
-@dataclass(slots=True)  # one an event, thousands a job: no dict each (issue 23)
-class Event:
-    best: Finding
-    signature: Signature
-    findings: Sequence[Finding]  # a tuple where build_events makes it: 16 bytes less a list (issue 23)
-    reporter: Target
-    implicated: Sequence[Target] = ()
-    unmapped_peer: str | None = None
-    weight: float | None = None  # derived evidence (sequence numbers, dumps) carries its own weight and reason
-    reason: str | None = None
-    stale: bool = False  # printed long before the failure started, and the job carried on: context, not a cause
-    # a line of it waits where only the main process goes on (implicates: main): that process, and the line
-    waits_on: tuple[Target, Finding] | None = None
-    about_peer: bool = False  # a survivor's transport error naming its peer, whatever its entry implicates
-    survivor: bool = False  # a transport error about a peer, made collateral by transport.assign
-    absence: bool = False  # derived from what a rank did not print (absent from a collective): no line of its own
-    role: Role = field(init=False)  # the best line's: read for every event by nearly every step
-
-    def __post_init__(self) -> None:
-        self.role = self.best.role
 
 
 def victims_only(own: Sequence[Event], pointing: Sequence[Event]) -> bool:
@@ -272,7 +237,11 @@ def _groups(findings: Sequence[Finding], catalog: Catalog) -> Iterator[list[Find
     yield from groups.values()
 
 
-def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap) -> list[Event]:
+def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap,
+                 context_read: frozenset[str] | None = None) -> list[Event]:
+    """The events of ``findings``, in order. With ``context_read``, an event whose best line is a context line is
+    made only where one of its lines is of those signatures: the caller reads no other (a survivor's work status
+    is one event a rank, which nothing after the failures are picked reads; issue 23: memory per rank)."""
     # A 4,096-rank job's 35,000 findings are of a dozen signatures: each (signature, generic, role) is ranked once,
     # its event_rank packed into one int (each part is below 4), with whether it waits on the main process.
     ranked: dict[tuple[str, bool, Role], tuple[int, Signature, bool] | None] = {}
@@ -304,6 +273,9 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
             if facts[2] and (waiting is None or f.order < waiting.order):
                 waiting = f
         if best is None or sig is None:
+            continue
+        if context_read is not None and best.role is Role.CONTEXT and all(
+                f.signature not in context_read for f in members):
             continue
         rank, host = _rank_of(best, ids), _host_of(best, ids)
         if rank is not None and host is None:  # as _target

@@ -158,8 +158,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         # A process belongs to several communicators; the largest one numbers ranks job-wide.
         if nranks >= comm_size.get(key, 0):
             comm_size[key] = nranks
-            if who.host is not None:
-                ids.by_host_pid[(who.host, who.pid)] = rank
+            if who.host is not None:  # the key comm_size holds: one tuple a process, not two (issue 23)
+                ids.by_host_pid[key] = rank
                 init_hosts[rank] = who.host
             ids.by_pid[who.pid] = rank
         world = nranks if world is None or nranks > world else world

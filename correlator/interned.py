@@ -13,9 +13,11 @@ the scan's peak, for values (a rank's own lines) that never come again.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
+from correlator.packed_text import packed
 from correlator.reading import SourceResult
 from schemas.findings import Finding
 
@@ -83,17 +85,27 @@ class Interner:
                                           shared_who if shared_who is not None else self._whos.share(who, who), time,
                                           self.text(text), repeats))
 
-    def finding(self, finding: Finding) -> Finding:
-        """``finding`` with interned text and fields (changed in place: a scan's findings are its own)."""
+    def finding(self, finding: Finding, whole: Container[str] = ()) -> Finding:
+        """``finding`` with interned source and fields (changed in place: a scan's findings are its own), and its
+        text interned where a record holds it too (``whole``: the texts of its source's records), else kept as
+        digits and a shared skeleton (correlator/packed_text.py: a new finding, equal but for its class)."""
         finding.source = self.text(finding.source)
-        finding.text = self.text(finding.text)
         finding.fields = self.fields(finding.fields)
+        if finding.text not in whole:
+            made = packed(finding, self.text)
+            if made is not finding:
+                return made
+        finding.text = self.text(finding.text)
         return finding
+
+    def findings(self, result: SourceResult) -> list[Finding]:
+        """Every finding of ``result`` interned (see finding), its records interned already."""
+        whole = {rec.text for rec in result.context}
+        return [self.finding(f, whole) for f in result.findings]
 
     def result(self, result: SourceResult) -> SourceResult:
         """Every record and finding of ``result`` interned (in place)."""
         result.source = self.text(result.source)
         result.context = [self.record(rec) for rec in result.context]
-        for finding in result.findings:
-            self.finding(finding)
+        result.findings = self.findings(result)
         return result

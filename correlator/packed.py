@@ -10,7 +10,6 @@ is made once, so the findings of one speaker still share one object on both side
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
@@ -54,23 +53,19 @@ def unpack(packed: Packed, speakers: dict[tuple[Any, ...], Speaker], interner: I
     result, records, found = packed
     if interner is None:
         result.context = [_new_tuple(ContextRecord, rec) for rec in records]
-        text: Callable[[str], str] = _same
-        fields: Callable[[dict[str, Any]], dict[str, Any]] = _same
     else:
         result.source = interner.text(result.source)
         result.context = [interner.record(rec) for rec in records]
-        text, fields = interner.text, interner.fields
     findings = []
     for (signature, generic, role, source, line_no, said, who, time, clock, captured, order, event, repeats) in found:
         speaker = speakers.get(who)
         if speaker is None:
             speaker = speakers[who] = Speaker(*who)
-        findings.append(Finding(signature=signature, generic=generic, role=role, source=text(source),
-                                line_no=line_no, text=text(said), speaker=speaker, time=time, clock=clock,
-                                fields=fields(captured), order=order, event=event, repeats=repeats))
+        findings.append(Finding(signature=signature, generic=generic, role=role, source=source,
+                                line_no=line_no, text=said, speaker=speaker, time=time, clock=clock,
+                                fields=captured, order=order, event=event, repeats=repeats))
     result.findings = findings
+    if interner is not None:
+        result.findings = interner.findings(result)
     return result
 
-
-def _same(value: Any) -> Any:
-    return value

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import pickle
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ from sources.files import Source, chunks
 
 Task = tuple[int, Source, int, int]  # (index in the input, source, year, order base)
 MAX_BATCH = 256  # files a batch holds at most (see scan_in_pool)
+_Listed = tuple[int, str, str | None, int | None]  # a task as its batch's bytes hold it: index, name, path, size
 
 
 def _widen(pipe: Connection) -> None:
@@ -71,6 +73,22 @@ def _scan(matcher: Matcher, batch: Sequence[Task]) -> list[tuple[int, SourceResu
             for index, source, year, base in batch]
 
 
+def _sealed(batch: Sequence[Task]) -> bytes:
+    """A batch as one bytes object, its sources as plain values. A forked worker that read the parent's own
+    Source objects and task tuples wrote their reference counts, and so copied every page they sat on: at
+    131,072 ranks (163,840 files) the worker ended the scan at about 105 MB of the tree's PSS. Reading a bytes
+    object's contents writes nothing to it (issue 23: memory per rank)."""
+    listed: list[_Listed] = [(index, source.name, source.path, source.size) for index, source, _, _ in batch]
+    return pickle.dumps(listed, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _opened(sealed: bytes | None, year: int) -> list[Task]:
+    """The tasks of a _sealed batch, as new objects of the process that reads them (none once let go of: its
+    results are in)."""
+    listed: list[_Listed] = pickle.loads(sealed) if sealed is not None else []
+    return [(index, Source(name, path, size), year, order_base(index)) for index, name, path, size in listed]
+
+
 Packed = tuple[int, SourceResult, list[tuple[Any, ...]], list[tuple[Any, ...]]]
 # (index, the result without its records and findings, the records, the findings): correlator/packed.py
 
@@ -81,12 +99,12 @@ def _packed(results: list[tuple[int, SourceResult]]) -> list[Packed]:
     return [(index, *pack(result, speakers)) for index, result in results]
 
 
-def _work(matcher: Matcher, batches: Sequence[Sequence[Task]], counter: Any, out: Connection) -> None:
-    """A worker: scan claimed batches until none is left, sending each batch's results; then "done"."""
+def _work(matcher: Matcher, batches: Sequence[bytes | None], year: int, counter: Any, out: Connection) -> None:
+    """A worker: scan claimed batches (_sealed) until none is left, sending each batch's results; then "done"."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     try:
         while (claimed := _claim(counter, len(batches))) is not None:
-            out.send(("batch", _packed(_scan(matcher, batches[claimed]))))
+            out.send(("batch", (claimed, _packed(_scan(matcher, _opened(batches[claimed], year))))))
         out.send(("done", None))
     except Exception as exc:  # sent to the parent, which raises it: a bad file fails as in one process
         for report in (exc, RuntimeError(f"{type(exc).__name__}: {exc}")):  # the text, if it cannot be pickled
@@ -105,7 +123,7 @@ class _Receiver(threading.Thread):
     """Reads the workers' results as they come, so that no worker waits on a full pipe while the parent scans."""
 
     def __init__(self, readers: list[Connection], results: list[SourceResult | None], stop: Callable[[], None],
-                 interner: Interner) -> None:
+                 interner: Interner, names: Sequence[Source], batches: list[bytes | None]) -> None:
         super().__init__(daemon=True)
         self._readers = readers
         self._results = results
@@ -113,6 +131,8 @@ class _Receiver(threading.Thread):
         self.errors: list[BaseException] = []
         self._speakers: dict[tuple[Any, ...], Speaker] = {}  # one Speaker per speaker, as the worker had
         self._interner = interner
+        self._names = names  # each result's source name is its Source's, not a second copy of it
+        self._batches = batches  # a batch is let go of once its results are in
         self.received = 0  # bytes of input the workers' results cover, not yet reported (see take_bytes)
         self._lock = threading.Lock()
 
@@ -124,8 +144,9 @@ class _Receiver(threading.Thread):
                 try:
                     kind, payload = reader.recv()
                     if kind == "batch":
-                        payload = [(index, unpack((result, records, found), self._speakers, self._interner))
-                                   for index, result, records, found in payload]
+                        claimed, payload = payload
+                        payload = [(index, self._unpacked(index, packed)) for index, *packed in payload]
+                        self._batches[claimed] = None
                 except (EOFError, OSError):  # the worker ended, done or not (killed: the parent rescans)
                     open_readers.remove(reader)
                     continue
@@ -143,6 +164,11 @@ class _Receiver(threading.Thread):
                 elif kind == "error":
                     self.errors.append(payload)
                     self._stop()
+
+    def _unpacked(self, index: int, packed: list[Any]) -> SourceResult:
+        result, records, found = packed
+        result.source = self._names[index].name  # the same text (the worker read it from there), not a copy
+        return unpack((result, records, found), self._speakers, self._interner)
 
     def take_bytes(self) -> int:
         with self._lock:
@@ -164,7 +190,8 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     # MAX_BATCH files: a worker holds a batch's results and their pickle at once, and keeps the memory they took
     # (at 32,768 ranks, in batches of 1,280 files, a worker ended the scan at 82 MB of the tree's 342; at 56 in 256).
     size = max(1, min(MAX_BATCH, len(tasks) // (workers * 16)))
-    batches = [tasks[k : k + size] for k in range(0, len(tasks), size)]
+    batches: list[bytes | None] = [_sealed(tasks[k : k + size]) for k in range(0, len(tasks), size)]
+    del tasks, order  # the batches hold them
     results: list[SourceResult | None] = [None] * len(sources)
     context = multiprocessing.get_context("fork")
     counter = context.Value("q", 0)
@@ -184,15 +211,17 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
         for _ in range(workers - 1):
             reader, writer = context.Pipe(duplex=False)
             _widen(writer)
-            child = context.Process(target=_work, args=(matcher, batches, counter, writer), daemon=True)
+            child = context.Process(target=_work, args=(matcher, batches, year, counter, writer), daemon=True)
             child.start()
             writer.close()  # the child's copy is the one that stays open
             children.append(child)
             readers.append(reader)
-        receiver = _Receiver(readers, results, stop, interner)
+        receiver = _Receiver(readers, results, stop, interner, sources, batches)
         receiver.start()
         while (claimed := _claim(counter, len(batches))) is not None:
-            for index, result in _scan(matcher, batches[claimed]):
+            mine, batches[claimed] = _opened(batches[claimed], year), None
+            for index, result in _scan(matcher, mine):
+                result.source = sources[index].name  # as the receiver does
                 results[index] = interner.result(result)
                 if progress:
                     progress(result.bytes + receiver.take_bytes())
@@ -215,8 +244,9 @@ def scan_in_pool(matcher: Matcher, sources: list[Source], year: int, workers: in
     if progress:
         progress(receiver.take_bytes())
     # A worker that died (the kernel's OOM killer, a signal) sent no results for its last batch: scan those here.
-    lost = [task for task in tasks if results[task[0]] is None]
+    lost = [task for sealed in batches for task in _opened(sealed, year) if results[task[0]] is None]
     for index, result in _scan(matcher, lost):
+        result.source = sources[index].name
         results[index] = interner.result(result)
         if progress:
             progress(result.bytes)

@@ -8,7 +8,6 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,25 +18,58 @@ _PROBE = 64 << 10  # what a plain file is asked for after a short read: its end,
 _SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
 
 
-@dataclass(frozen=True, slots=True)
 class Source:
-    """One input. Slotted, its path a string: a diagnosis holds one a file to its end (163,840 at 131,072 ranks),
-    and each pool worker writes to those it reads (their reference counts, a Path's cached string) and so copies
-    their pages: a dict and a Path each were 0.3 KB a file of the two (issue 23: memory per rank)."""
+    """One input: ``name`` (what evidence cites: the path as given, relative inside a directory), ``path`` (on
+    disk, a string; None for stdin), ``size`` (bytes on disk when expand listed it: progress, the pool's choice
+    and its order). Equal where those three are.
 
-    name: str  # what evidence cites: the path as given, relative inside a directory
-    path: str | None  # on disk (os.fspath of a Path); None for stdin
-    size: int | None = None  # bytes on disk when expand listed it: progress, the pool's choice and its order
+    Slotted, and a listed file's path not a string of its own: a diagnosis holds one Source a file to its end
+    (163,840 at 131,072 ranks), and the path is its folder's (one string a folder, shared) followed by the end of
+    its name, made when asked for (a file is opened once). A path string a file was 0.19 KB a rank, a dict and
+    a Path each 0.3 KB a file before that (issue 23: memory per rank)."""
 
-    def __post_init__(self) -> None:
-        if self.path is not None and type(self.path) is not str:  # a Path given (os.PathLike): kept as its string
-            object.__setattr__(self, "path", os.fspath(self.path))
+    __slots__ = ("_cut", "_disk", "name", "size")
+
+    def __init__(self, name: str, path: str | os.PathLike[str] | None, size: int | None = None) -> None:
+        self.name = name
+        self._disk = os.fspath(path) if path is not None else None  # a Path given: kept as its string
+        self._cut = -1  # where the name's part the path ends with starts; -1: _disk is the whole path
+        self.size = size
+
+    @classmethod
+    def listed(cls, name: str, folder: str, cut: int, size: int | None) -> Source:
+        """A file expand found: its path is ``folder`` followed by ``name[cut:]``."""
+        source = cls.__new__(cls)
+        source.name, source._disk, source._cut, source.size = name, folder, cut, size
+        return source
+
+    @property
+    def path(self) -> str | None:
+        if self._cut < 0 or self._disk is None:
+            return self._disk
+        return self._disk + self.name[self._cut :]
+
+    def _key(self) -> tuple[str, str | None, int | None]:
+        return self.name, self.path, self.size
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Source) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Source(name={self.name!r}, path={self.path!r}, size={self.size!r})"
+
+    def __reduce__(self) -> tuple[type[Source], tuple[str, str | None, int | None]]:
+        return Source, self._key()
 
     def length(self) -> int:
         """Its size in bytes as listed, else as on disk now; 0 for stdin or a file that cannot be read."""
         if self.size is not None:
             return self.size
-        return (_size(self.path) or 0) if self.path is not None else 0
+        path = self.path
+        return (_size(path) or 0) if path is not None else 0
 
 
 def _open(where: str) -> BinaryIO:
@@ -152,8 +184,9 @@ def _walk_by_path(top: Path, relative: bool) -> list[Source]:
         shown_prefix = (os.path.join(within, "") if within != os.curdir else "") if relative else prefix
         folder = os.fspath(Path(root))  # as pathlib spells it ("./job/." is "job"), once a folder
         on_disk = "" if folder == os.curdir else os.path.join(folder, "")
+        cut = len(shown_prefix)  # a name is shown_prefix + the file's, its path on_disk + the file's
         for name in sorted(files):
-            found.append(Source(shown_prefix + name, on_disk + name, _size(prefix + name)))
+            found.append(Source.listed(shown_prefix + name, on_disk, cut, _size(prefix + name)))
     return found
 
 
@@ -180,14 +213,15 @@ def expand(paths: list[str]) -> list[Source]:
 
 
 def chunks(source: Source, size: int = CHUNK) -> Iterator[bytes]:
+    path = source.path  # made once: a listed file's is made when asked for
     try:
-        handle = sys.stdin.buffer if source.path is None else _open(source.path)
+        handle = sys.stdin.buffer if path is None else _open(path)
     except OSError as exc:
         raise UsageError(f"{source.name}: {exc.strerror or exc}") from exc
     # A plain file asks for its listed size (and a byte to see its end) at first, not a whole chunk, and after a
     # short read only for a little more (its end, most often): FileIO.read allocates what it is asked for, and a
     # 4,096-rank job's rank logs are 200 kB (the matcher's reading took a fifth less time).
-    plain = source.path is not None and handle.__class__ is io.FileIO
+    plain = path is not None and handle.__class__ is io.FileIO
     ask = min(size, source.length() + 1) if plain else size
     try:
         while True:
@@ -200,5 +234,5 @@ def chunks(source: Source, size: int = CHUNK) -> Iterator[bytes]:
                 return
             yield block
     finally:
-        if source.path is not None:
+        if path is not None:
             handle.close()

@@ -61,3 +61,21 @@ def test_two_directories_name_their_files_by_whole_path(tree: Path, monkeypatch:
     args = ["job/node1", "./job/node10"]
     assert expand(args) == _reference(args)
     assert [s.name for s in expand(args)][-1] == "job/node10/rank16.log"
+
+
+def test_a_listed_files_path_is_its_folders_string_and_its_names_end(tmp_path: Path) -> None:
+    """A listed file holds no path string of its own (issue 23: 163,840 of them at 131,072 ranks), and is equal,
+    hashes, prints and pickles as the Source of its name, path and size does."""
+    import pickle
+
+    for rank in range(3):
+        (tmp_path / "node001").mkdir(exist_ok=True)
+        (tmp_path / "node001" / f"rank{rank}.log").write_text("x\n")
+    found = expand([str(tmp_path)])
+    assert [s.name for s in found] == ["node001/rank0.log", "node001/rank1.log", "node001/rank2.log"]
+    assert [s.path for s in found] == [str(tmp_path / "node001" / f"rank{r}.log") for r in range(3)]
+    assert found[0]._disk is found[2]._disk  # one string a folder
+    plain = Source("node001/rank0.log", tmp_path / "node001" / "rank0.log", 2)
+    assert found[0] == plain and hash(found[0]) == hash(plain) and repr(found[0]) == repr(plain)
+    assert pickle.loads(pickle.dumps(found[0])) == plain
+    assert Source("<stdin>", None).path is None
