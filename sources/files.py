@@ -152,12 +152,13 @@ def _walk_folder(root: str, within: str, on_disk: str, relative: bool, found: li
             return
         prefix = os.path.join(root, "")
         shown_prefix = (os.path.join(within, "") if within != os.curdir else "") if relative else prefix
+        cut = len(shown_prefix)  # name: shown_prefix + the file's; path: on_disk + the file's (one string a folder)
         for name in sorted(files):
             try:
                 size: int | None = os.stat(name, dir_fd=descriptor).st_size
             except OSError:
                 size = None
-            found.append(Source(shown_prefix + name, on_disk + name, size))
+            found.append(Source.listed(shown_prefix + name, on_disk, cut, size))
     finally:
         os.close(descriptor)
     for name, link in sorted(folder for folder in folders if folder[0] not in _SKIP_DIRS):
