@@ -1,0 +1,94 @@
+"""Formats bench/field5's tuning half showed, each written here from its upstream source, not from a log.
+
+- Open MPI's orterun (orte/tools/orterun/help-orterun.txt, [orterun:proc-aborted-strsignal], shown by
+  orte/mca/errmgr with (unsigned long)proc->pid): "%s noticed that process rank %lu with PID %lu on node %s exited
+  on signal %d (%s)." The rank is the MPI_COMM_WORLD rank; a pasted report often has the pid masked.
+- PyTorch's ProcessGroupWrapper (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp, verify_tensors): each rank
+  allgathers every rank's CollectiveFingerPrint and reports the FIRST rank, in rank order, whose fingerprint differs
+  from its own: "Detected mismatch between collectives on ranks. Rank <me> is running collective: <fp>, but Rank
+  <other> is running collective: <fp>." One rank out of step is named by all the others; it names the lowest rank.
+- Paddle's older launcher (python/paddle/distributed/utils/launch_utils.py, watch_local_trainers): on one poll it
+  lists the global ranks of the trainers found exited non-zero, "ABORT!!! Out of all {} trainers, the trainer
+  process with rank={} was aborted. Please check its log.", then terminates the rest.
+- TensorFlow's collective ops (tensorflow/core/common_runtime/ring_reducer.cc StartAbort, "Aborting RingReduce with
+  " << status; base_collective_executor.cc, "BaseCollectiveExecutor::StartAbort " << status): a worker whose ring
+  peer went away.
+- Ascend CANN: error codes lead their lines ("EI9999: ", the CANN troubleshooting guide's six-character code: level,
+  module, four digits); the runtime's HCCL task timeout (device_error_proc.cc,
+  ProcessStarsHcclFftsPlusTimeoutErrorInfo); torch_npu's "ACL stream synchronize failed" raised after printing the
+  runtime's message (torch_npu/csrc/aten/common/CopyKernel.cpp, C10_NPU_SHOW_ERR_MSG then AT_ERROR); HCCL's
+  "[Init][CommRootInfoConfig]errNo[0x%016llx]HcclCommInitRootInfo failed." (HCCL framework/op_base/src/op_base.cc).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.scoring import cli_root_cause
+
+_RULE = "-" * 74
+
+
+def _fingerprint(seq: int, op: str) -> str:
+    # the form operator<< prints for a collective with tensors (SequenceNumber, OpType, shape, dtypes, devices)
+    return (f"CollectiveFingerPrint(SequenceNumber={seq}, OpType={op}, TensorShape=[4096], TensorDtypes=Float, "
+            "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda))")
+
+
+def _mismatch(me: int, other: int, mine: str, theirs: str) -> str:
+    return (f"[rank{me}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {me} is running "
+            f"collective: {mine}, but Rank {other} is running collective: {theirs}.")
+
+
+def test_a_masked_pid_in_mpiruns_signal_report_still_names_the_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "mpirun.out"
+    log.write_text("\n".join([
+        _RULE, "Primary job  terminated normally, but 1 process returned",
+        "a non-zero exit code. Per user-direction, the job has been aborted.", _RULE,
+        "mpirun noticed that process rank 5 with PID xxxxx on node node-b exited on signal 9 (Killed).", _RULE]) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["signature"], rc["rank"]) == ("mpi.process_signaled", 5), rc["explanation"]
+    assert rc["confidence"] < 0.9  # how it ended, not why
+
+
+def test_paddles_abort_line_names_its_one_failed_trainer_and_is_the_class(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "launch.log"
+    log.write_text(
+        "INFO 2026-12-07 09:12:40,101 launch_utils.py:471] Local start 4 processes. First process distributed "
+        "environment info (Only For Debug):\n"
+        "ERROR 2026-12-07 09:20:03,512 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the trainer process "
+        "with rank=[3] was aborted. Please check its log.\n"
+        "INFO 2026-12-07 09:20:06,515 launch_utils.py:307] terminate all the procs\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["signature"], rc["rank"]) == ("paddle.launch.trainers_aborted", 3), rc["explanation"]
+    assert "launcher" in rc["tags"]
+    assert rc["confidence"] < 0.9
+
+
+def test_several_trainers_found_dead_on_one_poll_name_no_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "launch.log"
+    log.write_text(
+        "ERROR 2026-12-07 09:20:03,512 launch_utils.py:545] ABORT!!! Out of all 2 trainers, the trainer process "
+        "with rank=[0, 1] was aborted. Please check its log.\n"
+        "INFO 2026-12-07 09:20:06,515 launch_utils.py:307] terminate all the procs\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "paddle.launch.trainers_aborted"
+    assert rc["rank"] is None, rc["explanation"]
+
+
+def test_a_cause_line_of_the_listed_trainer_stays_the_cause(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "launch.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "tools/train.py", line 96, in <module>\n'
+        "MemoryError: std::bad_alloc\n"
+        "ERROR 2026-12-07 09:20:03,512 launch_utils.py:545] ABORT!!! Out of all 8 trainers, the trainer process "
+        "with rank=[6] was aborted. Please check its log.\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] != "paddle.launch.trainers_aborted", rc
