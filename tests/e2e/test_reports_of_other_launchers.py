@@ -54,6 +54,29 @@ def test_a_masked_pid_in_mpiruns_signal_report_still_names_the_rank(
     assert rc["confidence"] < 0.9  # how it ended, not why
 
 
+def test_the_rank_every_other_rank_finds_out_of_step_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rank 2 issues a barrier where ranks 0, 1 and 3 all-reduce: each of them names rank 2 (the first rank whose
+    fingerprint differs from theirs), and rank 2 names rank 0."""
+    ahead, odd = _fingerprint(311, "ALLREDUCE"), "CollectiveFingerPrint(SequenceNumber=311OpType=BARRIER)"
+    lines = [_mismatch(r, 2, ahead, odd) for r in (0, 1, 3)] + [_mismatch(2, 0, odd, ahead)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["signature"], rc["rank"]) == ("pytorch.c10d.collective_mismatch", 2), rc["explanation"]
+
+
+def test_naming_the_lowest_rank_says_nothing_about_who_is_out_of_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two ranks with different shapes: rank 1 names rank 0, as it would whichever of them went astray."""
+    log = tmp_path / "train.log"
+    log.write_text(_mismatch(1, 0, _fingerprint(40, "ALLREDUCE"), _fingerprint(40, "ALLREDUCE").replace("4096", "4095"))
+                   + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "pytorch.c10d.collective_mismatch"
+    assert rc["rank"] is None, rc["explanation"]
+
+
 def test_paddles_abort_line_names_its_one_failed_trainer_and_is_the_class(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "launch.log"
