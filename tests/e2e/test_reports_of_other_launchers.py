@@ -115,3 +115,18 @@ def test_a_cause_line_of_the_listed_trainer_stays_the_cause(
         "with rank=[6] was aborted. Please check its log.\n")
     rc = cli_root_cause(log, capsys)
     assert rc["signature"] != "paddle.launch.trainers_aborted", rc
+
+
+def test_every_worker_aborting_its_ring_is_a_collective_abort_and_no_initiator(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every worker lost its ring peer; none says why: a list of suspects at most, never one named initiator."""
+    for worker in range(3):
+        (tmp_path / f"worker-{worker}.log").write_text(
+            "INFO:tensorflow:global_step/sec: 2.0311\n"
+            f"2026-12-07 08:11:0{worker}.128241: E tensorflow/core/common_runtime/ring_reducer.cc:369] Aborting "
+            "RingReduce with Unavailable: Socket closed\n"
+            f"2026-12-07 08:11:0{worker}.128323: W tensorflow/core/common_runtime/base_collective_executor.cc:203] "
+            "BaseCollectiveExecutor::StartAbort Unavailable: Socket closed\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert rc["signature"] == "tensorflow.collective.aborted"
+    assert rc["confidence"] < 0.5, rc
