@@ -130,3 +130,32 @@ def test_every_worker_aborting_its_ring_is_a_collective_abort_and_no_initiator(
     rc = cli_root_cause(tmp_path, capsys)
     assert rc["signature"] == "tensorflow.collective.aborted"
     assert rc["confidence"] < 0.5, rc
+
+
+def test_a_cann_error_code_is_no_host_and_the_hccl_timeout_is_what_the_runtime_error_means(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/app/engine/model_agent.py", line 404, in _broadcast_inputs\n'
+        "    dist.broadcast_object_list(inputs)\n"
+        "RuntimeError: ACL stream synchronize failed.\n"
+        "EI9999: Inner Error!\n"
+        "EI9999: 2026-12-07-08:42:00.358.410  The error from device(chipId:1, dieId:0), serial number is 4, hccl "
+        "fftsplus task timeout occurred during task execution, stream_id:5, sq_id:5, task_id:901, stuck notify num:1, "
+        "timeout:30min(default).[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc][LINE:1435]\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "npu.hccl_task_timeout", rc["explanation"]
+    assert rc["host"] != "EI9999"
+    assert rc["confidence"] < 0.7  # a rank that waited: the one it waited on is not in this log
+
+
+def test_hccls_communicator_set_up_failure_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "worker.log"
+    log.write_text(
+        "[ERROR] HCCL(5120,python):2026-12-07-08:01:12.441.920 [op_base.cc:974][5301][Init][CommRootInfoConfig]"
+        "errNo[0x000000000500000b]HcclCommInitRootInfo failed.\n"
+        "RuntimeError: create:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:HCCL function error: "
+        "HcclCommInitRootInfo(numRanks, &hcclID, rank, &(comm->hcclComm_)), error code is 11\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "npu.hccl_comm_init_failed", rc["explanation"]
