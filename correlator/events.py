@@ -28,7 +28,8 @@ _BEST_ORDER = attrgetter("best.order")
 # says what such an ending usually means, and how to confirm it.
 NO_ERROR_FILE = "torchrun.no_error_file"
 REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_header", "torchrun.failure_rank_row",
-                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
+                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.worker_sigabrt",
+                          "torchrun.sending_sigterm",
                           "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit",
                           # spawn's "-- Process N terminated with the following error:" heads the worker's own
                           # traceback: the error under it says what failed, the head says whose it is

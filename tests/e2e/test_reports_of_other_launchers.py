@@ -13,6 +13,8 @@
 - TensorFlow's collective ops (tensorflow/core/common_runtime/ring_reducer.cc StartAbort, "Aborting RingReduce with
   " << status; base_collective_executor.cc, "BaseCollectiveExecutor::StartAbort " << status): a worker whose ring
   peer went away.
+- torchrun's agent (torch/distributed/elastic/multiprocessing/api.py): "failed (exitcode: %d) local_rank: %d (pid:
+  %d) of binary: %s", a negative code the signal; -6 is SIGABRT (abort(), a failed C++ check, NCCL's watchdog).
 - Ascend CANN: error codes lead their lines ("EI9999: ", the CANN troubleshooting guide's six-character code: level,
   module, four digits); the runtime's HCCL task timeout (device_error_proc.cc,
   ProcessStarsHcclFftsPlusTimeoutErrorInfo); torch_npu's "ACL stream synchronize failed" raised after printing the
@@ -159,3 +161,27 @@ def test_hccls_communicator_set_up_failure_is_named(tmp_path: Path, capsys: pyte
         "HcclCommInitRootInfo(numRanks, &hcclID, rank, &(comm->hcclComm_)), error code is 11\n")
     rc = cli_root_cause(log, capsys)
     assert rc["signature"] == "npu.hccl_comm_init_failed", rc["explanation"]
+
+
+def _agent(code: int, local: int, pid: int) -> str:
+    return (f"E1207 09:02:11.651000 2601 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
+            f"(exitcode: {code}) local_rank: {local} (pid: {pid}) of binary: /usr/bin/python3")
+
+
+def test_a_worker_that_aborted_is_named_by_how_it_ended_and_the_cause_is_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "torchrun.log"
+    log.write_text("W1207 09:02:11.065000 2601 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] "
+                   "Sending process 2604 closing signal SIGTERM\n" + _agent(-6, 1, 2605) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert (rc["signature"], rc["rank"]) == ("torchrun.worker_sigabrt", 1), rc["explanation"]
+    assert rc["confidence"] < 0.5
+
+
+def test_what_the_aborted_worker_printed_stays_the_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "torchrun.log"
+    log.write_text("[rank1]: terminate called after throwing an instance of 'c10::Error'\n"
+                   "[rank1]:   what():  CUDA error: an illegal memory access was encountered\n" + _agent(-6, 1, 2605)
+                   + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] != "torchrun.worker_sigabrt", rc
