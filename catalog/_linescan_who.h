@@ -166,6 +166,11 @@ static int looks_like_host(const char *s, Py_ssize_t from, Py_ssize_t to, int *f
     for (Py_ssize_t i = from; i < to; i++)
         if (is_dig(s[i]) || s[i] == '-') marked = 1;
     if (!marked) return 0;
+    /* an Ascend CANN error code (speakers._CANN_ERROR_CODE): [EWI][0-9A-Z]\d{4} */
+    if (to - from == 6 && (s[from] == 'E' || s[from] == 'W' || s[from] == 'I')
+        && (is_dig(s[from + 1]) || (s[from + 1] >= 'A' && s[from + 1] <= 'Z'))
+        && is_dig(s[from + 2]) && is_dig(s[from + 3]) && is_dig(s[from + 4]) && is_dig(s[from + 5]))
+        return 0;
     static const char *endings[] = {"Error", "Exception", "Warning"};
     for (int k = 0; k < 3; k++) {
         Py_ssize_t len = (Py_ssize_t)strlen(endings[k]);

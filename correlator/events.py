@@ -29,13 +29,15 @@ _BEST_ORDER = attrgetter("best.order")
 # says what such an ending usually means, and how to confirm it.
 NO_ERROR_FILE = "torchrun.no_error_file"
 REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_header", "torchrun.failure_rank_row",
-                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.sending_sigterm",
+                          "torchrun.failure_exit_row", "torchrun.worker_failed", "torchrun.worker_sigabrt",
+                          "torchrun.sending_sigterm",
                           "torchrun.restart_attempt", NO_ERROR_FILE, "slurm.task_exit",
                           # spawn's "-- Process N terminated with the following error:" heads the worker's own
                           # traceback: the error under it says what failed, the head says whose it is
                           "pytorch.mp.spawn_process_failed",
-                          # paddle.distributed.launch's "Container rank N status failed ... code C log F"
-                          "paddle.launch.container_failed"})
+                          # paddle.distributed.launch's "Container rank N status failed ... code C log F", and
+                          # the older launcher's "ABORT!!! ... the trainer process with rank=[N] was aborted"
+                          "paddle.launch.container_failed", "paddle.launch.trainers_aborted"})
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 

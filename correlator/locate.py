@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
-from catalog.model import Scope
+from catalog.model import Implicates, Scope
 from correlator.events import Event, Target
 from correlator.exits import cause_like, exit_report, task_exits
 from correlator.identity import IdentityMap
@@ -73,8 +73,8 @@ def job_size(failures: Sequence[Event], ids: IdentityMap, logged: set[int]) -> i
 def job_wide(root: Event, failures: Sequence[Event], size: int, offsets: Mapping[str | None, timedelta]) -> int:
     """How many processes fail as the root does, when that is (nearly) the whole job and no other process has a
     reason of its own; 0 otherwise."""
-    if exit_report(root):
-        return 0
+    if exit_report(root) or root.signature.implicates is Implicates.NAMED:
+        return 0  # (a line naming a rank is about that rank: every rank printing it is no job-wide failure)
     if not cause_like(root):  # victims' lines alike everywhere, and no rank with a line of its own
         reporters = {ev.reporter for ev in failures if ev.signature.id == root.signature.id}
         others = {ev.reporter for ev in failures if ev.role is not Role.COLLATERAL} - reporters

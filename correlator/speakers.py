@@ -83,8 +83,14 @@ class Who(NamedTuple):  # a tuple: made, hashed and compared for every distinct 
     local_rank: int | None = None  # the rank on its node (torchrun's "[default3]:"), not the global one
 
 
+# Ascend CANN's error codes lead their lines ("EI9999: Inner Error!", "EE1002: ..."): six characters, the level (E,
+# W or I), the module (1-9 or A-Z: I is HCCL, E the runtime, H ACL) and four digits (the CANN troubleshooting
+# guide, "error code display"). They look like a pdsh "host: " prefix but name no host.
+_CANN_ERROR_CODE = re.compile(r"[EWI][0-9A-Z]\d{4}")
+
+
 def _looks_like_host(word: str) -> bool:
-    if word in PDSH_NOT_HOST or word.endswith(("Error", "Exception", "Warning")):
+    if word in PDSH_NOT_HOST or word.endswith(("Error", "Exception", "Warning")) or _CANN_ERROR_CODE.fullmatch(word):
         return False
     # A dotted word without digits or hyphens is a logger's name (trainer.integrity: ...), not a host.
     return any(c.isdigit() for c in word) or "-" in word
