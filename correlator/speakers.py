@@ -192,6 +192,31 @@ def _local_from_folders(head: str) -> int | None:
     return None
 
 
+# NeMo's exp_manager writes into <exp_dir>/<name>/<version>/ (NVIDIA/NeMo nemo/utils/exp_manager.py, get_log_dir):
+# every rank its own nemo_log_globalrank-{global_rank}_localrank-{local_rank}.txt, and global rank zero alone
+# (is_global_rank_zero()) cmd-args.log, nemo_error_log.txt (add_err_file_handler) and lightning_logs.txt
+# (add_filehandlers_to_pl_logger). The folders above are an experiment's name and version, never a host.
+_NEMO_RANK_FILE = re.compile(r"^nemo_log_globalrank-(?P<rank>\d+)_localrank-(?P<local>\d+)\.txt$")
+_NEMO_RANK_ZERO_FILES = frozenset({"nemo_error_log.txt", "lightning_logs.txt", "cmd-args.log"})
+# A batch job's own output file, named with sbatch's filename pattern: %j (the job id) or %A_%a (array job and task)
+# after the job's name (%x) or a fixed word (SchedMD/slurm doc/man/man1/sbatch.1, "filename pattern"):
+# llama-70b-3131215.out, log-gpt_3196507.out, gpt3-175b-5439011_8.out. It holds every task's lines: not a host's.
+_JOB_ID_TAIL = re.compile(r"[-_.]\d{5,}(?:_\d{1,5})?$")
+# RFC 1123 host names hold letters, digits and hyphens: a name with an underscore is a job's or a run's, not a host's
+_NOT_A_HOST_NAME = re.compile(r"_")
+
+
+def _nemo_file(name: str) -> Who | None:
+    if m := _NEMO_RANK_FILE.match(name):
+        return Who(rank=int(m["rank"]), local_rank=int(m["local"]))
+    return Who(rank=0) if name in _NEMO_RANK_ZERO_FILES else None
+
+
+def _names_host(base: str) -> bool:
+    """Whether a file or folder name that reads like a host's can be one (not a job's output, not a run's)."""
+    return not _JOB_ID_TAIL.search(base) and not _NOT_A_HOST_NAME.search(base)
+
+
 # A file named by a node's IPv4 address, then its extensions (10.1.2.3.log): collectors that reach nodes by
 # address name their kernel logs so
 _ADDRESS_NAME = re.compile(rf"^(?P<ip>{_IPV4})(?:\.[A-Za-z]\w*)*$")
@@ -207,6 +232,8 @@ def who_from_path(path: str) -> Who:
         head, name = str(pure.parent) if len(pure.parts) > 1 else "", pure.name
     if (local := _local_from_folders(head)) is not None:
         return Who(host=folder_host(path), local_rank=local)
+    if (nemo := _nemo_file(name)) is not None:
+        return nemo
     rank = None
     host = None
     base = name.split(".")[0]
@@ -228,7 +255,8 @@ def who_from_path(path: str) -> Who:
             break
     # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3, and after a GPU model,
     # h100-133 or a100-56), not a001.
-    if host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base):
+    if (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
+            and _names_host(base)):
         host = base
     return Who(rank=rank, host=host)
 
@@ -243,7 +271,7 @@ def _folders(head: str) -> tuple[tuple[int | None, bool, str], ...]:
     for part in reversed(PurePath(head).parts if head else ()):
         leading_rank = file_rank(part, leading=True)
         hostish = (bool(_HOSTISH.match(part)) and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part)))
-                   and not (_FILE_RANK.match(part) and leading_rank is not None))
+                   and not (_FILE_RANK.match(part) and leading_rank is not None) and _names_host(part))
         # torchrun --log-dir's run folder, "{run_id}_{random}" (DefaultLogsSpecs.reify: tempfile.mkdtemp(prefix=
         # f"{run_id}_")) above attempt_<n>/: a run, not a host
         if _ATTEMPT.match(inner):

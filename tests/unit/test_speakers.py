@@ -97,6 +97,31 @@ def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | 
 
 
 @pytest.mark.parametrize(
+    ("path", "rank", "local", "host"),
+    [
+        # NVIDIA/NeMo nemo/utils/exp_manager.py: <exp_dir>/<name>/<version>/, every rank's
+        # nemo_log_globalrank-{global_rank}_localrank-{local_rank}.txt, global rank zero's nemo_error_log.txt,
+        # lightning_logs.txt and cmd-args.log; the name and version folders are no host's
+        ("results/nemotron_15b/2026-12-08_16-27-27/nemo_log_globalrank-11_localrank-3.txt", 11, 3, None),
+        ("nemo_experiments/gpt3-5b/version_2/nemo_log_globalrank-0_localrank-0.txt", 0, 0, None),
+        ("results/nemotron_15b/2026-12-08_16-27-27/lightning_logs.txt", 0, None, None),
+        ("results/nemotron_15b/2026-12-08_16-27-27/nemo_error_log.txt", 0, None, None),
+        # sbatch --output filename patterns (SchedMD/slurm doc/man/man1/sbatch.1): %x-%j, %A_%a, log-%x_%j
+        ("log-nemotron_15b_8714528.out", None, None, None),
+        ("logs/llama-70b-3131215.err", None, None, None),
+        ("logs/gpt3-175b-5439011_8.out", None, None, None),
+        # RFC 1123: a name with an underscore is no host's
+        ("megatron_run7/stdout.log", None, None, None),
+        ("node-0148/stdout.log", None, None, "node-0148"),  # a host's number is not a job id
+    ],
+)
+def test_run_and_job_file_names_name_no_host(path: str, rank: int | None, local: int | None,
+                                             host: str | None) -> None:
+    who = who_from_path(path)
+    assert (who.rank, who.local_rank, who.host) == (rank, local, host)
+
+
+@pytest.mark.parametrize(
     ("line", "host"),
     [
         ("gpu-a12.cluster.local: [rank3]: step 7", "gpu-a12.cluster.local"),
@@ -172,7 +197,16 @@ def _who_from_path_by_pathlib(path: str) -> Who:
     """who_from_path as it was before it remembered folders: every part read by pathlib, for every file."""
     from pathlib import PurePath
 
-    from correlator.speakers import _ATTEMPT, _FILE_RANK, _HOSTISH, _NOT_HOST_DIRS, _POD_NAME, _SYSTEM_LOG, MAX_DEVICES
+    from correlator.speakers import (
+        _ATTEMPT,
+        _FILE_RANK,
+        _HOSTISH,
+        _NOT_HOST_DIRS,
+        _POD_NAME,
+        _SYSTEM_LOG,
+        MAX_DEVICES,
+        _names_host,
+    )
 
     def rank_of(m: re.Match[str] | None) -> int | None:
         return None if m is None or (m["word"].lower() == "gpu" and int(m["rank"]) >= MAX_DEVICES) else int(m["rank"])
@@ -184,7 +218,7 @@ def _who_from_path_by_pathlib(path: str) -> Who:
 
     def hostish(i: int, part: str) -> bool:
         return (i not in runs and bool(_HOSTISH.match(part)) and rank_of(_FILE_RANK.match(part)) is None
-                and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part))))
+                and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part))) and _names_host(part))
 
     base = pure.name.split(".")[0]
     if _SYSTEM_LOG.search(path) or _POD_NAME.search(base):
@@ -202,7 +236,7 @@ def _who_from_path_by_pathlib(path: str) -> Who:
             break
     if host is None and rank is None:
         base = pure.name.split(".")[0]
-        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
+        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base) and _names_host(base):
             host = base
     return Who(rank=rank, host=host)
 
