@@ -91,9 +91,10 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # a coordination service's named task, on the host that fell silent
     placed = place_named_rank(findings, catalog, ids, path_hosts)
     placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
+    # the watchdog's `CUDA error: <an ECC error>` is that error (read before pairing: it is the rank's CUDA error)
+    findings = read_carried(findings, catalog)
     pair_gpu_fault(findings, catalog, ids)  # the node's Xid and the rank's CUDA error: one GPU
     del path_ranks, path_hosts
-    findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     events = build_events(findings, catalog, ids)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
