@@ -26,6 +26,9 @@ from typing import NamedTuple
 #   (horovodrun without MPI: horovod/runner/gloo_run.py runs each slot with index=slot_info.rank, and
 #   runner/common/util/safe_shell_exec.py prefix_connection writes '{time}[{rank}]<{prefix}>:', time.asctime when
 #   --prefix-output-with-timestamp) tags lines the same way without the job id: "[3]<stderr>:", the global rank.
+# - kubectl logs --prefix: "[pod/<pod>/<container>] " (kubernetes/kubectl pkg/cmd/logs/logs.go, addPrefixIfNeeded:
+#   fmt.Sprintf("[pod/%s/%s] ", ref.Name, containerName)), "[node/<node>] " for a node's logs: the pod's name is
+#   its hostname (the host NCCL and torchrun print), the node's its own.
 # - A collector's timestamp before everything else, naming no one but hiding the prefixes behind it: `kubectl logs
 #   --timestamps` and `docker logs -t` (RFC 3339 with nanoseconds, then a space), the kubelet's CRI log files under
 #   /var/log/pods ("2016-10-06T00:17:09.669794202Z stdout F ...": time, stream, P or F; kubernetes
@@ -42,11 +45,12 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("pdsh", re.compile(rf"^(?P<host>{_IPV4}): (?=\S)")),
     ("mpirun", re.compile(rf"^(?:{_CTIME})?\[(?:\d+,)?(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     ("stamp", re.compile(rf"^{_RFC3339}:? (?:(?:stdout|stderr) [FP] )?")),
+    ("kubectl", re.compile(r"^\[(?:pod/(?P<host>[a-z0-9][a-z0-9.-]*)/[\w.-]*|node/(?P<node>[\w.-]+))\] ")),
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
 _MAY_HAVE_PREFIX = re.compile(rf"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[")
 # Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
-_OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6]]}
+_OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6], _PREFIXES[8]]}
 _DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
@@ -112,7 +116,8 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
 def prefix_step(who: Who, name: str, groups: dict[str, str | None], base: Who) -> Who:
     """``who`` after one prefix of kind ``name`` (its regex's groups) is read."""
     # Who(...) rather than _replace: this runs for every distinct matched line.
-    rank, host, pid, local = groups.get("rank"), groups.get("host"), groups.get("pid"), groups.get("local_rank")
+    rank, host, pid, local = groups.get("rank"), groups.get("host") or groups.get("node"), groups.get("pid"), \
+        groups.get("local_rank")
     if local is not None:
         # torchrun under srun -l ("0: [default3]: ..."): srun's task is the node's launcher, not a worker's rank
         keep = base.rank if who.local_rank is None and who.rank is not None else who.rank

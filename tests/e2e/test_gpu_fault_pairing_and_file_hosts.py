@@ -106,3 +106,26 @@ def test_an_aer_alone_is_still_the_cause(tmp_path: Path, capsys: pytest.CaptureF
     (tmp_path / "kernel" / "hgx-r9-116.dmesg").write_text("\n".join(_AER[:2]) + "\n")
     rc = cli_root_cause(tmp_path, capsys)
     assert (rc["signature"], rc["host"]) == ("host.pcie_aer", "hgx-r9-116")
+
+
+def test_a_gke_nodes_xid_pairs_with_the_rank_of_the_one_pod_the_scheduler_put_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kubectl logs --prefix names the pod (kubernetes/kubectl pkg/cmd/logs/logs.go: "[pod/%s/%s] "), the node's
+    journal names the node, and `kubectl get events` ties them: the scheduler's "Successfully assigned
+    <namespace>/<pod> to <node>" (kubernetes pkg/scheduler/schedule_one.go)."""
+    pod, node = "gemma-dpo-w9at-worker-5", "gke-train-gpu-pool-418df08f-9vwt"
+    (tmp_path / "kubectl-logs.txt").write_text(
+        f"[pod/{pod}/pytorch] 2026-12-09T22:41:07.518441792Z [default7]:[rank47]:[E1209 22:41:07.518441792 "
+        "ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 47] Process group watchdog thread "
+        "terminated with exception: CUDA error: unspecified launch failure\n")
+    (tmp_path / "events.txt").write_text(
+        "LAST SEEN   TYPE      REASON      OBJECT                            MESSAGE\n"
+        f"72m         Normal    Scheduled   pod/{pod}   Successfully assigned default/{pod} to {node}\n"
+        f"72m         Normal    Scheduled   pod/gemma-dpo-w9at-worker-4   Successfully assigned "
+        "default/gemma-dpo-w9at-worker-4 to gke-train-gpu-pool-418df08f-abcd\n")
+    (tmp_path / "nodes").mkdir()
+    (tmp_path / "nodes" / f"{node}.log").write_text(
+        f"Dec 09 22:41:05 {node} kernel: NVRM: Xid (PCI:0000:c5:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+        "fallen off the bus.\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.79", 47, pod)

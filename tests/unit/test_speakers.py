@@ -61,6 +61,17 @@ def test_local_ranks_are_read_apart_from_global_ones(line: str, rank: int | None
     assert (who.rank, who.local_rank, who.host) == (rank, local, host)
 
 
+def test_kubectl_prefix_names_the_pod_as_the_host() -> None:
+    """kubernetes/kubectl pkg/cmd/logs/logs.go addPrefixIfNeeded: fmt.Sprintf("[pod/%s/%s] ", ref.Name,
+    containerName), then --timestamps' RFC 3339 stamp, then torchrun's local-rank tee prefix."""
+    line = ("[pod/gemma-dpo-zj8x-worker-2/trainer] 2026-12-12T16:25:34.092730856Z [default0]:ERROR: Unexpected bus "
+            "error encountered in worker.")
+    who = read_speaker(line, Who())
+    assert (who.host, who.local_rank, who.rank) == ("gemma-dpo-zj8x-worker-2", 0, None)
+    assert read_speaker("[node/gke-a3u-gpu-pool-7a0a41a7-irhy] kernel: x", Who()).host == \
+        "gke-a3u-gpu-pool-7a0a41a7-irhy"
+
+
 def test_nccl_header_gives_host_pid_and_device_but_not_rank() -> None:
     who = read_speaker("gpu12:889:912 [5] misc/socket.cc:538 NCCL WARN socketProgressOpt: x", Who())
     assert (who.host, who.pid, who.device, who.rank) == ("gpu12", 889, 5, None)
