@@ -48,6 +48,8 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
 MAX_TIMELINE = 100
 MAX_EVIDENCE = 6
+SIGNAL_RECEIVED = "sigterm"  # the catalog's tag for a process's report that it received SIGTERM
+SAME_REPORT = 3  # lines: a consequence listed this close after a stop is part of one report with it
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 
 
@@ -326,7 +328,28 @@ def _job_cause(failures: Sequence[Event]) -> Event | None:
     what the exit reports of every process follow from."""
     causes = [ev for ev in failures if ev.signature.scope is Scope.JOB and ev.signature.implicates is
               Implicates.NONE and cause_like(ev)]
+    if any(SIGNAL_RECEIVED in ev.signature.tags for ev in causes):
+        causes = [ev for ev in causes if not _teardown_signal(ev, _first_collateral_lines(failures))]
     return min(causes, key=lambda ev: ev.best.order) if causes else None
+
+
+def _first_collateral_lines(failures: Sequence[Event]) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for ev in failures:
+        if ev.role is Role.COLLATERAL and not ev.stale:
+            first[ev.best.source] = min(first.get(ev.best.source, ev.best.line_no), ev.best.line_no)
+    return first
+
+
+def _teardown_signal(ev: Event, first_collateral: Mapping[str, int]) -> bool:
+    """A process's own report that it received SIGTERM names no sender: printed in its output after a failure's
+    consequences had begun there (a watchdog timeout, a peer's reset), it is the launcher tearing the failed job
+    down (srun's, torchrun's or Lightning's forwarding of the signal), not a stop from outside. So is a pod's
+    `Killing` event listed with the controller's decision that a job failed (JobSet's FailedJobs, a Job's
+    BackoffLimitExceeded: kubectl get events lists one moment's events in no set order)."""
+    return SIGNAL_RECEIVED in ev.signature.tags and (
+        ev.best.line_no + SAME_REPORT > first_collateral.get(ev.best.source, 1 << 62)
+        or any(f.role is Role.COLLATERAL for f in ev.findings))
 
 
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],
