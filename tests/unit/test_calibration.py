@@ -216,3 +216,15 @@ def test_one_cause_line_alone_never_reaches_90_percent_and_a_second_kind_of_evid
     assert calibrated(alone) < 0.9
     assert calibrated(dataclasses.replace(alone, corroborated=1.0)) > calibrated(alone) - 1e-9
     assert calibration.cap(dataclasses.replace(alone, corroborated=1.0)) >= 0.9
+
+
+def test_an_absence_alone_or_a_gpu_fault_on_a_host_only_stays_under_70_percent() -> None:
+    """Absent from the collective the others waited in, nothing of its own: a stalled rank, or one whose node died
+    or whose log is missing (issue 22's node losses). A GPU's Xid on a host of several ranks: the process on that
+    GPU, the initiator, is not named. Neither reads as confident, however strong the rest."""
+    absent = dataclasses.replace(ZERO, sequence=1.0, corroborated=1.0, absent_only=1.0, strength=1.0, margin=1.0)
+    gpu = dataclasses.replace(ZERO, cause=1.0, corroborated=1.0, host_only=1.0, gpu_unplaced=1.0, strength=1.0,
+                              margin=1.0)
+    for f in (absent, gpu):
+        assert calibrated(f) <= calibration.CAP_ASSUMED < 0.7
+    assert calibrated(dataclasses.replace(absent, absent_only=0.0)) >= 0.9
