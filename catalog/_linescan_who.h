@@ -212,8 +212,9 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     char c = s[i];
     if (c == '(') return -1;
     if (c == '[') {
-        /* mpirun --tag-output ^\[\d+,(?P<rank>\d+)\]<stdxxx>: and horovodrun's ^\[(?P<rank>\d+)\]<stdxxx>: are
-           read by speakers.py */
+        /* kubectl logs --prefix's [pod/<pod>/<container>] and [node/<node>], mpirun --tag-output
+           ^\[\d+,(?P<rank>\d+)\]<stdxxx>: and horovodrun's ^\[(?P<rank>\d+)\]<stdxxx>: are read by speakers.py */
+        if (n - i >= 6 && (memcmp(s + i + 1, "pod/", 4) == 0 || memcmp(s + i + 1, "node/", 5) == 0)) return -1;
         Py_ssize_t comma = digits_from(s, i + 1, n);
         if (comma > i + 1 && comma < n && s[comma] == ',') return -1;
         if (comma > i + 1 && n - comma >= 2 && s[comma] == ']' && s[comma + 1] == '<') return -1;

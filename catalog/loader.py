@@ -166,7 +166,7 @@ def build_catalog(bundled: Sequence[tuple[Path, str]], user: Sequence[tuple[Path
 def _check_related(catalog: Catalog) -> None:
     ids = {s.id for s in catalog.signatures}
     for sig in catalog.signatures:
-        for rel in sig.related:
+        for rel in (*sig.related, *sig.yields_to):
             if rel not in ids:
                 raise CatalogError(catalog.origin[sig.id], sig.id, f"related id {rel!r} is not in the catalog")
 

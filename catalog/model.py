@@ -147,6 +147,10 @@ class Signature(BaseModel):
     expect: Expectation | None = Field(None, description="what a pass of `verification` means, for `firstfault "
                                        "verify` (catalog/expect.py); without it a pass is exit status 0")
     related: list[str] = Field(default_factory=list)
+    # Entries that name the failure this line leads to on the same host (an uncorrected PCIe error, then the GPU
+    # behind the link falling off the bus): where a suspect has both, the diagnosis names that one, and this line
+    # is cited as what came before it.
+    yields_to: list[str] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
     examples: Examples
 

@@ -36,6 +36,7 @@ CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence
 # evidence: on the real tuning halves (corpus, field, field2) such answers were right 2 times in 4, so they stay
 # under the 0.7 that reads as confident, whatever else the evidence says.
 CAP_ASSUMED = 0.65
+GPU_TAG = "gpu"  # the catalog's tag for a fault of one GPU (and so of the process using it)
 CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis
 THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all match: too little to single anyone out
 CAP_THIN = SUSPECTS_BELOW - 0.01  # such an answer naming a rank or host lists suspects, it names no initiator
@@ -89,6 +90,13 @@ class Features:
     # Known only as the rank the others name (a coordination service's lost task, a barrier's missing rank), with no
     # line of its own and no host: the process may have gone down with its whole node, whose fault it then is.
     named_hostless: float = 0.0
+    # Not fitted (no coefficient): caps. Singled out only by its absence from a collective the others waited in,
+    # with no line of its own: a stalled process, or one whose node died or whose log is not here (issue 22's
+    # node losses read as stragglers);
+    absent_only: float = 0.0
+    # a GPU's fault (an Xid, an ECC error) placed on its host only: the process on that GPU is the initiator, and a
+    # host of several ranks leaves it unnamed.
+    gpu_unplaced: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -121,6 +129,11 @@ def _same_failure(top: Candidate, second: Candidate) -> bool:
 def _derived(cand: Candidate) -> bool:
     """Sequence-number evidence: events the correlator derived from collective progress, with their own weight."""
     return any(ev.weight is not None and ev.reason is not None for ev in cand.own_events)
+
+
+def _absent_only(cand: Candidate) -> bool:
+    """Its only evidence is its absence from a collective: others' sequence numbers and its silence."""
+    return bool(cand.own_events) and all(ev.absence for ev in cand.own_events) and not cand.support_events
 
 
 def _named(cand: Candidate) -> bool:
@@ -184,6 +197,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         crowd=min(1.0, math.log2(max(1, len(ranked))) / 4),
         job_wide=float(rank is None and host is None), host_only=float(rank is None and host is not None),
         unplaced=float(rank is None and host is not None and sig is not None and sig.scope is Scope.RANK),
+        absent_only=float(bool(top and _absent_only(top))),
+        gpu_unplaced=float(rank is None and host is not None and sig is not None and GPU_TAG in sig.tags),
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
         no_suspect=float(top is None),
@@ -229,7 +244,7 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless:
+    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced:
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)

@@ -27,6 +27,10 @@ MAJORITY = 0.6
 MAX_BEHIND = 8  # a rank stuck in an older collective is a few behind; far behind is another process group's count
 ABSENT_SHARE = 0.02  # more absent ranks than this (and more than one) and absence is lost logs, not a straggler
 _PG = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)")  # the process group in ProcessGroupNCCL's logPrefix, when printed
+# torchrun --log-dir files each restart's output under attempt_<restart count>/ (torch/distributed/elastic/
+# multiprocessing/api.py, DefaultLogsSpecs.reify): a restart makes new process groups, whose SeqNums count from 0
+# again, so one attempt's collective numbers are never compared with another's
+_ATTEMPT_DIR = re.compile(r"(?:^|[/\\])attempt_(?P<n>\d+)[/\\]")
 
 Timeout = tuple[int, int, str, str, int, str]  # (rank, seq, op, source, line, text) of a watchdog timeout
 
@@ -50,15 +54,27 @@ def _majority(values: Sequence[int | str]) -> tuple[int | str, int] | None:
     return (value, count) if count >= MAJORITY * len(values) else None
 
 
+def attempt_of(source: str) -> int | None:
+    """The torchrun restart a log file holds, where its path says (attempt_<n>/)."""
+    found = _ATTEMPT_DIR.search(source) if "attempt_" in source else None
+    return int(found["n"]) if found else None
+
+
 def from_status(records: Sequence[ContextRecord], rank_of: Sequence[int | None]) -> list[Lag]:
     """Ranks whose last enqueued collective is older than the one most ranks were waiting in, and ranks that
-    enqueued as many as most but completed fewer (stuck inside an older collective)."""
-    latest: dict[int, ContextRecord] = {}
+    enqueued as many as most but completed fewer (stuck inside an older collective); within each restart."""
+    by_attempt: dict[int | None, dict[int, ContextRecord]] = defaultdict(dict)
     for rec, rank in zip(records, rank_of, strict=True):  # ``rank_of``: each record's rank, by position
         if rec.kind != "pg_status" or rank is None:
             continue
+        latest = by_attempt[attempt_of(rec.source)]
         if rank not in latest or int(rec.fields["enqueued"]) > int(latest[rank].fields["enqueued"]):
             latest[rank] = rec
+    return [lag for latest in by_attempt.values() for lag in _status_lags(latest)]
+
+
+def _status_lags(latest: dict[int, ContextRecord]) -> list[Lag]:
+    """from_status within one restart: ``latest``, each rank's furthest progress line."""
     if len(latest) < MIN_RANKS:
         return []
     common = _majority([int(r.fields["enqueued"]) for r in latest.values()])
@@ -112,22 +128,23 @@ def _mismatched(by_rank: dict[int, FlightDump], pg: str, seq: int) -> list[Lag]:
             for r, shape in sorted(shapes.items()) if shape != common[0]]
 
 
-def _by_group(timeouts: Sequence[Timeout]) -> dict[str | None, dict[int, Timeout]]:
-    """Each rank's first timeout in each process group (when the line names it; SeqNum counts per group)."""
-    groups: dict[str | None, dict[int, Timeout]] = defaultdict(dict)
+def _by_group(timeouts: Sequence[Timeout]) -> dict[tuple[int | None, str | None], dict[int, Timeout]]:
+    """Each rank's first timeout in each process group (when the line names it; SeqNum counts per group) of each
+    restart (attempt_of)."""
+    groups: dict[tuple[int | None, str | None], dict[int, Timeout]] = defaultdict(dict)
     for item in timeouts:
         found = _PG.search(item[5])
-        groups[found["pg"] if found else None].setdefault(item[0], item)
+        groups[(attempt_of(item[3]), found["pg"] if found else None)].setdefault(item[0], item)
     return groups
 
 
 def from_ops(timeouts: Sequence[Timeout]) -> list[Lag]:
     """Watchdog timeouts: a rank timing out in another op than the rest."""
-    by_seq: dict[int, dict[int, tuple[str, str, int, str]]] = defaultdict(dict)
+    by_seq: dict[tuple[int | None, int], dict[int, tuple[str, str, int, str]]] = defaultdict(dict)
     for rank, seq, op, source, line, text in timeouts:
-        by_seq[seq].setdefault(rank, (op, source, line, text))
+        by_seq[(attempt_of(source), seq)].setdefault(rank, (op, source, line, text))
     out = []
-    for seq, ranks in by_seq.items():
+    for (_, seq), ranks in by_seq.items():
         if len(ranks) < MIN_RANKS:
             continue
         common = _majority([op for op, *_ in ranks.values()])

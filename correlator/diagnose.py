@@ -50,6 +50,8 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
 MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
+SIGNAL_RECEIVED = "sigterm"  # the catalog's tag for a process's report that it received SIGTERM
+SAME_REPORT = 3  # lines: a consequence listed this close after a stop is part of one report with it
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 
 
@@ -93,10 +95,11 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # a coordination service's named task, on the host that fell silent
     placed = place_named_rank(findings, catalog, ids, path_hosts)
     placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
+    # the watchdog's `CUDA error: <an ECC error>` is that error (read before pairing: it is the rank's CUDA error)
+    findings = read_carried(findings, catalog)
     pair_gpu_fault(findings, catalog, ids)  # the node's Xid and the rank's CUDA error: one GPU
     findings = worker_kills(findings, ids) or findings  # the kernel killed the worker a rank named
     del path_ranks, path_hosts
-    findings = read_carried(findings, catalog)  # the watchdog's `CUDA error: <an ECC error>` is that error
     # of the events of context lines, derived_events reads those of saves that began, cause_unknown the one below
     events = build_events(findings, catalog, ids, context_read=CONTEXT_READ)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
@@ -334,7 +337,28 @@ def _job_cause(failures: Sequence[Event]) -> Event | None:
     what the exit reports of every process follow from."""
     causes = [ev for ev in failures if ev.signature.scope is Scope.JOB and ev.signature.implicates is
               Implicates.NONE and cause_like(ev)]
+    if any(SIGNAL_RECEIVED in ev.signature.tags for ev in causes):
+        causes = [ev for ev in causes if not _teardown_signal(ev, _first_collateral_lines(failures))]
     return min(causes, key=lambda ev: ev.best.order) if causes else None
+
+
+def _first_collateral_lines(failures: Sequence[Event]) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for ev in failures:
+        if ev.role is Role.COLLATERAL and not ev.stale:
+            first[ev.best.source] = min(first.get(ev.best.source, ev.best.line_no), ev.best.line_no)
+    return first
+
+
+def _teardown_signal(ev: Event, first_collateral: Mapping[str, int]) -> bool:
+    """A process's own report that it received SIGTERM names no sender: printed in its output after a failure's
+    consequences had begun there (a watchdog timeout, a peer's reset), it is the launcher tearing the failed job
+    down (srun's, torchrun's or Lightning's forwarding of the signal), not a stop from outside. So is a pod's
+    `Killing` event listed with the controller's decision that a job failed (JobSet's FailedJobs, a Job's
+    BackoffLimitExceeded: kubectl get events lists one moment's events in no set order)."""
+    return SIGNAL_RECEIVED in ev.signature.tags and (
+        ev.best.line_no + SAME_REPORT > first_collateral.get(ev.best.source, 1 << 62)
+        or any(f.role is Role.COLLATERAL for f in ev.findings))
 
 
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],

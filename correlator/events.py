@@ -255,7 +255,7 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
     events = []
     for members in _groups(findings, catalog):
         best: Finding | None = None
-        best_key: tuple[int, bool, int] | None = None
+        best_key: tuple[int, bool, bool, int] | None = None
         sig: Signature | None = None
         waiting: Finding | None = None  # the earliest line of the event that waits on the main process
         for f in members:
@@ -267,9 +267,11 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
             if len(members) == 1:  # most events (a rank's lone timeout or reset): nothing to weigh it against
                 best, sig, waiting = f, facts[1], f if facts[2] else None
                 break
-            # of lines that rank alike, the one that says whose it is (srun's `task 8: Out Of Memory` under
-            # slurmstepd's `Detected 1 oom_kill event`, one message), then the first
-            key = (facts[0], not _WHOSE_FIELDS.isdisjoint(f.fields), -f.order)
+            # of lines that rank alike, one that does not yield to another of the message (catalog `yields_to`: the
+            # AER before the Xid 79 it led to), then the one that says whose it is (srun's `task 8: Out Of Memory`
+            # under slurmstepd's `Detected 1 oom_kill event`, one message), then the first
+            stays = not facts[1].yields_to or all(m.signature not in facts[1].yields_to for m in members)
+            key = (facts[0], stays, not _WHOSE_FIELDS.isdisjoint(f.fields), -f.order)
             if best_key is None or key > best_key:
                 best, best_key, sig = f, key, facts[1]
             if facts[2] and (waiting is None or f.order < waiting.order):

@@ -46,7 +46,8 @@ def pair_gpu_fault(findings: Sequence[Finding], catalog: Catalog, ids: IdentityM
         return None
     (host, buses), rank = next(iter(xids.items())), next(iter(seen))
     known = ids.host_of_rank.get(rank)
-    if len(buses) != 1 or (known is not None and known != host):
+    # a rank known in its pod is on the node that ran that pod alone (pod_nodes.lone_pods)
+    if len(buses) != 1 or (known is not None and known != host and ids.pod_on.get(host) != known):
         return None
     ids.host_of_rank.setdefault(rank, host)
     ids.rank_of_bus[(host, next(iter(buses)))] = rank

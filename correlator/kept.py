@@ -49,6 +49,9 @@ TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_ring", "nccl_usi
                                "worker_sigterm", "k8s_node", "k8s_assigned", "nvrm_gpu", "nvrm_serial"})
 # kind -> the one field its readers take of each record (see members): its records are grouped by run
 GROUPED_KINDS: dict[str, str] = {"worker_sigterm": "pid", "nccl_using": "detail"}
+# kind -> the kind whose record ends its runs: torchrun's agent logs one teardown's SIGTERMs, then the failure that
+# caused it; the next restart's teardown is another run (correlator/teardown_pids.py reads them in order)
+RUN_ENDED_BY: dict[str, str] = {"worker_failed": "worker_sigterm"}
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
 _new_tuple = tuple.__new__
@@ -197,6 +200,8 @@ def grouped(records: list[ContextRecord]) -> list[ContextRecord]:
     for rec in records:
         name = GROUPED_KINDS.get(rec.kind)
         if name is None:
+            if (ended := RUN_ENDED_BY.get(rec.kind)) is not None and ended in runs:
+                close(ended)
             out.append(rec)
             continue
         if name not in rec.fields:  # not a line of the kind's pattern: kept as it is, between runs

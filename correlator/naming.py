@@ -23,6 +23,7 @@ from correlator.pods import pod_ranks
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.table_lines import table_speakers
+from correlator.teardown_pids import place_teardown_pids
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
@@ -81,6 +82,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         fill_exits(state.ids, local)
         fill_hosts(state.ids, local)
     fill_one_rank_exits(state.ids, single)
+    place_teardown_pids(state.ids, local, state.of_kind)  # the agent's SIGTERMed pids, by local-rank order
     state.ids.sole_rank = {host: rank for rank, host in single.values()}
     return Named(state.findings, state.context, state.of_kind, state.ids, local)
 

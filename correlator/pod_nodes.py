@@ -25,5 +25,11 @@ def lone_pods(of_kind: Mapping[str, list[ContextRecord]]) -> dict[str, str]:
         if (pod := pod_of.get(rec.source)) is not None:
             pods_on.setdefault(str(rec.fields["host"]), set()).add(pod)
     pods = set(pod_of.values())
+    # the scheduler's Scheduled event, "Successfully assigned <namespace>/<pod> to <node>" (kubernetes
+    # pkg/scheduler/schedule_one.go), as `kubectl get events` lists it for the whole job
+    for rec in of_kind.get("k8s_assigned", ()):
+        pod = str(rec.fields["pod"]).rsplit("/", 1)[-1]
+        pods_on.setdefault(str(rec.fields["host"]), set()).add(pod)
+        pods.add(pod)
     return {next(iter(on)): node for node, on in pods_on.items()
             if len(on) == 1 and node not in pods and node != next(iter(on))}

@@ -64,7 +64,8 @@ class Candidate:
         self.reasons.append(f"{reason} (+{weight:.1f})")
 
     def best_event(self) -> Event | None:
-        def key(ev: Event) -> tuple[int, int, int, float, int, bool, int]:
+        mine = {ev.signature.id for ev in self.own_events}  # a line leading to one of these yields (`yields_to`)
+        def key(ev: Event) -> tuple[int, int, int, float, bool, bool, bool, int]:
             # an absence from a collective only shows that something happened to it: any line of its own says what;
             # and how it ended (an exit code, a signal: `failed (exitcode: -9)`) says less than who ended it (the
             # OOM killer's `Killed process <pid>`) or why; a code with a class of its own, more than a report
@@ -74,9 +75,8 @@ class Candidate:
             # process says of itself, more than others' report naming it (a lost task's own OOM, not the heartbeat
             # report); and the node under a process fails first (Xid 79 explains the rank's CUDA error).
             return (says, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
-                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity],
-                    1 if ev.signature.implicates is Implicates.SELF else 0, ev.signature.scope is Scope.NODE,
-                    -ev.best.order)
+                    W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], ev.signature.implicates is Implicates.SELF,
+                    ev.signature.scope is Scope.NODE, mine.isdisjoint(ev.signature.yields_to), -ev.best.order)
         if self.own_events and not victims_only(self.own_events, self.support_events):
             return max(self.own_events, key=key)
         return min(self.support_events, key=lambda ev: ev.best.order) if self.support_events else None

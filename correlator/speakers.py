@@ -26,6 +26,9 @@ from typing import NamedTuple
 #   (horovodrun without MPI: horovod/runner/gloo_run.py runs each slot with index=slot_info.rank, and
 #   runner/common/util/safe_shell_exec.py prefix_connection writes '{time}[{rank}]<{prefix}>:', time.asctime when
 #   --prefix-output-with-timestamp) tags lines the same way without the job id: "[3]<stderr>:", the global rank.
+# - kubectl logs --prefix: "[pod/<pod>/<container>] " (kubernetes/kubectl pkg/cmd/logs/logs.go, addPrefixIfNeeded:
+#   fmt.Sprintf("[pod/%s/%s] ", ref.Name, containerName)), "[node/<node>] " for a node's logs: the pod's name is
+#   its hostname (the host NCCL and torchrun print), the node's its own.
 # - A collector's timestamp before everything else, naming no one but hiding the prefixes behind it: `kubectl logs
 #   --timestamps` and `docker logs -t` (RFC 3339 with nanoseconds, then a space), the kubelet's CRI log files under
 #   /var/log/pods ("2016-10-06T00:17:09.669794202Z stdout F ...": time, stream, P or F; kubernetes
@@ -42,11 +45,12 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("pdsh", re.compile(rf"^(?P<host>{_IPV4}): (?=\S)")),
     ("mpirun", re.compile(rf"^(?:{_CTIME})?\[(?:\d+,)?(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     ("stamp", re.compile(rf"^{_RFC3339}:? (?:(?:stdout|stderr) [FP] )?")),
+    ("kubectl", re.compile(r"^\[(?:pod/(?P<host>[a-z0-9][a-z0-9.-]*)/[\w.-]*|node/(?P<node>[\w.-]+))\] ")),
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
 _MAY_HAVE_PREFIX = re.compile(rf"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[")
 # Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
-_OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6]]}
+_OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6], _PREFIXES[8]]}
 _DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
@@ -121,7 +125,8 @@ def read_prefixes(line: str, base: Who) -> tuple[Who, str]:
 def prefix_step(who: Who, name: str, groups: dict[str, str | None], base: Who) -> Who:
     """``who`` after one prefix of kind ``name`` (its regex's groups) is read."""
     # Who(...) rather than _replace: this runs for every distinct matched line.
-    rank, host, pid, local = groups.get("rank"), groups.get("host"), groups.get("pid"), groups.get("local_rank")
+    rank, host, pid, local = groups.get("rank"), groups.get("host") or groups.get("node"), groups.get("pid"), \
+        groups.get("local_rank")
     if local is not None:
         # torchrun under srun -l ("0: [default3]: ..."): srun's task is the node's launcher, not a worker's rank
         keep = base.rank if who.local_rank is None and who.rank is not None else who.rank
@@ -200,6 +205,31 @@ def _local_from_folders(head: str) -> int | None:
     return None
 
 
+# NeMo's exp_manager writes into <exp_dir>/<name>/<version>/ (NVIDIA/NeMo nemo/utils/exp_manager.py, get_log_dir):
+# every rank its own nemo_log_globalrank-{global_rank}_localrank-{local_rank}.txt, and global rank zero alone
+# (is_global_rank_zero()) cmd-args.log, nemo_error_log.txt (add_err_file_handler) and lightning_logs.txt
+# (add_filehandlers_to_pl_logger). The folders above are an experiment's name and version, never a host.
+_NEMO_RANK_FILE = re.compile(r"^nemo_log_globalrank-(?P<rank>\d+)_localrank-(?P<local>\d+)\.txt$")
+_NEMO_RANK_ZERO_FILES = frozenset({"nemo_error_log.txt", "lightning_logs.txt", "cmd-args.log"})
+# A batch job's own output file, named with sbatch's filename pattern: %j (the job id) or %A_%a (array job and task)
+# after the job's name (%x) or a fixed word (SchedMD/slurm doc/man/man1/sbatch.1, "filename pattern"):
+# llama-70b-3131215.out, log-gpt_3196507.out, gpt3-175b-5439011_8.out. It holds every task's lines: not a host's.
+_JOB_ID_TAIL = re.compile(r"[-_.]\d{5,}(?:_\d{1,5})?$")
+# RFC 1123 host names hold letters, digits and hyphens: a name with an underscore is a job's or a run's, not a host's
+_NOT_A_HOST_NAME = re.compile(r"_")
+
+
+def _nemo_file(name: str) -> Who | None:
+    if m := _NEMO_RANK_FILE.match(name):
+        return Who(rank=int(m["rank"]), local_rank=int(m["local"]))
+    return Who(rank=0) if name in _NEMO_RANK_ZERO_FILES else None
+
+
+def _names_host(base: str) -> bool:
+    """Whether a file or folder name that reads like a host's can be one (not a job's output, not a run's)."""
+    return not _JOB_ID_TAIL.search(base) and not _NOT_A_HOST_NAME.search(base)
+
+
 # A file named by a node's IPv4 address, then its extensions (10.1.2.3.log): collectors that reach nodes by
 # address name their kernel logs so
 _ADDRESS_NAME = re.compile(rf"^(?P<ip>{_IPV4})(?:\.[A-Za-z]\w*)*$")
@@ -260,6 +290,8 @@ def _who_from_odd_path(path: str) -> Who:
         head, name = str(pure.parent) if len(pure.parts) > 1 else "", pure.name
     if (local := _local_from_folders(head)) is not None:
         return Who(host=folder_host(path), local_rank=local)
+    if (nemo := _nemo_file(name)) is not None:
+        return nemo
     rank = None
     host = None
     base = name.split(".")[0]
@@ -281,7 +313,8 @@ def _who_from_odd_path(path: str) -> Who:
             break
     # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3, and after a GPU model,
     # h100-133 or a100-56), not a001.
-    if host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base):
+    if (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
+            and _names_host(base)):
         host = base
     return Who(rank=rank, host=host)
 
@@ -296,7 +329,7 @@ def _folders(head: str) -> tuple[tuple[int | None, bool, str], ...]:
     for part in reversed(PurePath(head).parts if head else ()):
         leading_rank = file_rank(part, leading=True)
         hostish = (bool(_HOSTISH.match(part)) and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part)))
-                   and not (_FILE_RANK.match(part) and leading_rank is not None))
+                   and not (_FILE_RANK.match(part) and leading_rank is not None) and _names_host(part))
         # torchrun --log-dir's run folder, "{run_id}_{random}" (DefaultLogsSpecs.reify: tempfile.mkdtemp(prefix=
         # f"{run_id}_")) above attempt_<n>/: a run, not a host
         if _ATTEMPT.match(inner):

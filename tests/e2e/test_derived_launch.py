@@ -83,6 +83,20 @@ def test_each_rank_once_is_no_finding(tmp_path: Path, capsys: pytest.CaptureFixt
     assert d["verdict"] == "no_failure_found"
 
 
+def test_nemo_rank_zero_copy_of_its_own_claim_is_no_duplicate(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """NeMo's exp_manager (NVIDIA/NeMo nemo/utils/exp_manager.py) copies global rank zero's Lightning lines into
+    <exp_dir>/<name>/<version>/lightning_logs.txt: rank 0's claim twice, from one process, under an sbatch
+    output named log-%x_%j.out. Neither file's name is a host, so no two hosts claim rank 0."""
+    (tmp_path / "log-nemotron_15b_8714528.out").write_text(
+        _node(4, 4) + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    run = tmp_path / "results" / "nemotron_15b" / "2026-12-08_16-27-27"
+    run.mkdir(parents=True)
+    (run / "lightning_logs.txt").write_text("Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n")
+    d = _diagnose(capsys, tmp_path)
+    assert d["root_cause"]["signature"] != "launch.duplicate_rank"  # type: ignore[index]
+
+
 _NCCL_START = ("{host}:{pid}:{tid} [{dev}] NCCL INFO comm 0x55d0b8c0{dev:02x}f0 rank {rank} nranks {world} cudaDev "
                "{dev} nvmlDev {dev} busId {bus}000 commId 0x{comm} - Init START")
 _BUSES = ("18", "2a", "3a", "5d")

@@ -70,3 +70,62 @@ def test_a_file_named_by_slurms_node_index_reports_the_host_its_lines_name(
         (tmp_path / "logs" / f"gpt-4002729-{node}.out").write_text("\n".join(lines) + "\n")
     rc = cli_root_cause(tmp_path, capsys)
     assert (rc["rank"], rc["host"]) == (5, "trn-c-61")
+
+
+# ProcessGroupNCCL's watchdog carries the CUDA error it caught (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:
+# "Process group watchdog thread terminated with exception: " + the exception's what(), here c10's CUDA error), under
+# srun --label's "%0*d: " task prefix (SchedMD/slurm src/common/write_labelled_message.c). The kernel's PCIe AER
+# service reports the uncorrected error on the GPU's root port first (linux drivers/pci/pcie/aer.c,
+# aer_print_port_info: "AER: Uncorrected (Fatal) error received: <device>"), then the driver its Xid 79.
+_WATCHDOG = ("06: [E ProcessGroupNCCL.cpp:916] [Rank 6] Process group watchdog thread terminated with exception: "
+             "CUDA error: unspecified launch failure")
+_AER = ["[Thu Dec 10 17:42:30 2026] pcieport 0000:45:01.0: AER: Uncorrected (Fatal) error received: 0000:47:00.0",
+        "[Thu Dec 10 17:42:30 2026] nvidia 0000:47:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Inaccessible, (Unregistered Agent ID)",
+        "[Thu Dec 10 17:42:31 2026] NVRM: Xid (PCI:0000:47:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus."]
+
+
+def test_the_watchdogs_carried_cuda_error_pairs_with_the_xid_and_the_aer_yields_to_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rank's CUDA error arrives inside the watchdog's line: read as that error before pairing. The AER came
+    first, but the GPU falling off the bus is what failed (host.pcie_aer yields_to xid.79)."""
+    (tmp_path / "slurm-5898844_4.out").write_text(
+        "00: [rank: 0] Seed set to 42\n" + _WATCHDOG + "\n"
+        "03: [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600044 "
+        "milliseconds before timing out.\n")
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "hgx-r9-116.dmesg").write_text("\n".join(_AER) + "\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.79", 6, "hgx-r9-116")
+
+
+def test_an_aer_alone_is_still_the_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "hgx-r9-116.dmesg").write_text("\n".join(_AER[:2]) + "\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["host"]) == ("host.pcie_aer", "hgx-r9-116")
+
+
+def test_a_gke_nodes_xid_pairs_with_the_rank_of_the_one_pod_the_scheduler_put_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kubectl logs --prefix names the pod (kubernetes/kubectl pkg/cmd/logs/logs.go: "[pod/%s/%s] "), the node's
+    journal names the node, and `kubectl get events` ties them: the scheduler's "Successfully assigned
+    <namespace>/<pod> to <node>" (kubernetes pkg/scheduler/schedule_one.go)."""
+    pod, node = "gemma-dpo-w9at-worker-5", "gke-train-gpu-pool-418df08f-9vwt"
+    (tmp_path / "kubectl-logs.txt").write_text(
+        f"[pod/{pod}/pytorch] 2026-12-09T22:41:07.518441792Z [default7]:[rank47]:[E1209 22:41:07.518441792 "
+        "ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 47] Process group watchdog thread "
+        "terminated with exception: CUDA error: unspecified launch failure\n")
+    (tmp_path / "events.txt").write_text(
+        "LAST SEEN   TYPE      REASON      OBJECT                            MESSAGE\n"
+        f"72m         Normal    Scheduled   pod/{pod}   Successfully assigned default/{pod} to {node}\n"
+        f"72m         Normal    Scheduled   pod/gemma-dpo-w9at-worker-4   Successfully assigned "
+        "default/gemma-dpo-w9at-worker-4 to gke-train-gpu-pool-418df08f-abcd\n")
+    (tmp_path / "nodes").mkdir()
+    (tmp_path / "nodes" / f"{node}.log").write_text(
+        f"Dec 09 22:41:05 {node} kernel: NVRM: Xid (PCI:0000:c5:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+        "fallen off the bus.\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.79", 47, pod)

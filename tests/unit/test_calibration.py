@@ -236,3 +236,15 @@ def test_a_job_wide_relation_with_a_rank_scoring_nearly_as_high_lists_suspects()
     assert calibration.cap(relation) > calibration.SUSPECTS_BELOW
     # a rank's own sequence evidence with a rival near it is a lead, scored by the fit, not held by this rule
     assert calibration.cap(dataclasses.replace(tied, job_wide=0.0)) >= 0.9
+
+
+def test_an_absence_alone_or_a_gpu_fault_on_a_host_only_stays_under_70_percent() -> None:
+    """Absent from the collective the others waited in, nothing of its own: a stalled rank, or one whose node died
+    or whose log is missing (issue 22's node losses). A GPU's Xid on a host of several ranks: the process on that
+    GPU, the initiator, is not named. Neither reads as confident, however strong the rest."""
+    absent = dataclasses.replace(ZERO, sequence=1.0, corroborated=1.0, absent_only=1.0, strength=1.0, margin=1.0)
+    gpu = dataclasses.replace(ZERO, cause=1.0, corroborated=1.0, host_only=1.0, gpu_unplaced=1.0, strength=1.0,
+                              margin=1.0)
+    for f in (absent, gpu):
+        assert calibrated(f) <= calibration.CAP_ASSUMED < 0.7
+    assert calibrated(dataclasses.replace(absent, absent_only=0.0)) >= 0.9

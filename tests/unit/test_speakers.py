@@ -61,6 +61,17 @@ def test_local_ranks_are_read_apart_from_global_ones(line: str, rank: int | None
     assert (who.rank, who.local_rank, who.host) == (rank, local, host)
 
 
+def test_kubectl_prefix_names_the_pod_as_the_host() -> None:
+    """kubernetes/kubectl pkg/cmd/logs/logs.go addPrefixIfNeeded: fmt.Sprintf("[pod/%s/%s] ", ref.Name,
+    containerName), then --timestamps' RFC 3339 stamp, then torchrun's local-rank tee prefix."""
+    line = ("[pod/gemma-dpo-zj8x-worker-2/trainer] 2026-12-12T16:25:34.092730856Z [default0]:ERROR: Unexpected bus "
+            "error encountered in worker.")
+    who = read_speaker(line, Who())
+    assert (who.host, who.local_rank, who.rank) == ("gemma-dpo-zj8x-worker-2", 0, None)
+    assert read_speaker("[node/gke-a3u-gpu-pool-7a0a41a7-irhy] kernel: x", Who()).host == \
+        "gke-a3u-gpu-pool-7a0a41a7-irhy"
+
+
 def test_nccl_header_gives_host_pid_and_device_but_not_rank() -> None:
     who = read_speaker("gpu12:889:912 [5] misc/socket.cc:538 NCCL WARN socketProgressOpt: x", Who())
     assert (who.host, who.pid, who.device, who.rank) == ("gpu12", 889, 5, None)
@@ -94,6 +105,31 @@ def test_words_before_a_colon_are_not_hosts() -> None:
 def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | None) -> None:
     who = who_from_path(path)
     assert (who.rank, who.host) == (rank, host)
+
+
+@pytest.mark.parametrize(
+    ("path", "rank", "local", "host"),
+    [
+        # NVIDIA/NeMo nemo/utils/exp_manager.py: <exp_dir>/<name>/<version>/, every rank's
+        # nemo_log_globalrank-{global_rank}_localrank-{local_rank}.txt, global rank zero's nemo_error_log.txt,
+        # lightning_logs.txt and cmd-args.log; the name and version folders are no host's
+        ("results/nemotron_15b/2026-12-08_16-27-27/nemo_log_globalrank-11_localrank-3.txt", 11, 3, None),
+        ("nemo_experiments/gpt3-5b/version_2/nemo_log_globalrank-0_localrank-0.txt", 0, 0, None),
+        ("results/nemotron_15b/2026-12-08_16-27-27/lightning_logs.txt", 0, None, None),
+        ("results/nemotron_15b/2026-12-08_16-27-27/nemo_error_log.txt", 0, None, None),
+        # sbatch --output filename patterns (SchedMD/slurm doc/man/man1/sbatch.1): %x-%j, %A_%a, log-%x_%j
+        ("log-nemotron_15b_8714528.out", None, None, None),
+        ("logs/llama-70b-3131215.err", None, None, None),
+        ("logs/gpt3-175b-5439011_8.out", None, None, None),
+        # RFC 1123: a name with an underscore is no host's
+        ("megatron_run7/stdout.log", None, None, None),
+        ("node-0148/stdout.log", None, None, "node-0148"),  # a host's number is not a job id
+    ],
+)
+def test_run_and_job_file_names_name_no_host(path: str, rank: int | None, local: int | None,
+                                             host: str | None) -> None:
+    who = who_from_path(path)
+    assert (who.rank, who.local_rank, who.host) == (rank, local, host)
 
 
 @pytest.mark.parametrize(
@@ -172,7 +208,16 @@ def _who_from_path_by_pathlib(path: str) -> Who:
     """who_from_path as it was before it remembered folders: every part read by pathlib, for every file."""
     from pathlib import PurePath
 
-    from correlator.speakers import _ATTEMPT, _FILE_RANK, _HOSTISH, _NOT_HOST_DIRS, _POD_NAME, _SYSTEM_LOG, MAX_DEVICES
+    from correlator.speakers import (
+        _ATTEMPT,
+        _FILE_RANK,
+        _HOSTISH,
+        _NOT_HOST_DIRS,
+        _POD_NAME,
+        _SYSTEM_LOG,
+        MAX_DEVICES,
+        _names_host,
+    )
 
     def rank_of(m: re.Match[str] | None) -> int | None:
         return None if m is None or (m["word"].lower() == "gpu" and int(m["rank"]) >= MAX_DEVICES) else int(m["rank"])
@@ -184,7 +229,7 @@ def _who_from_path_by_pathlib(path: str) -> Who:
 
     def hostish(i: int, part: str) -> bool:
         return (i not in runs and bool(_HOSTISH.match(part)) and rank_of(_FILE_RANK.match(part)) is None
-                and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part))))
+                and (not _NOT_HOST_DIRS.match(part) or bool(_POD_NAME.search(part))) and _names_host(part))
 
     base = pure.name.split(".")[0]
     if _SYSTEM_LOG.search(path) or _POD_NAME.search(base):
@@ -202,7 +247,7 @@ def _who_from_path_by_pathlib(path: str) -> Who:
             break
     if host is None and rank is None:
         base = pure.name.split(".")[0]
-        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base):
+        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base) and _names_host(base):
             host = base
     return Who(rank=rank, host=host)
 

@@ -1,0 +1,70 @@
+"""The pids torchrun's agent names as it tears a node's workers down, each at its local rank. Pure.
+
+When a worker fails, the agent's SubprocessContext._poll stops the others and then names the first failure
+(pytorch/pytorch torch/distributed/elastic/multiprocessing/api.py): _close walks ``subprocess_handlers``, a dict
+built ``for local_rank in range(self.nprocs)``, and logs "Sending process P closing signal SIGTERM" for each
+worker still running, in local-rank order; then "failed (exitcode: N) local_rank: L (pid: F)". So where one
+failure line and a run of n - 1 SIGTERMed pids sit together and the node runs n workers, only worker L had exited
+and the pids are the other local ranks, in increasing order. Each pid then has its global rank where the local
+ones are known: a kernel line that names a pid (an Xid's `pid=`, the OOM killer's victim) names its rank.
+Where fewer pids are named (another worker had died too), nothing is placed: which one is missing is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from correlator.identity import IdentityMap
+from correlator.kept import ContextRecord, members
+from correlator.local_ranks import LocalRanks
+from correlator.speakers import who_from_path
+
+NEAR = 3  # lines between the SIGTERM run and the failure line (the agent's own lines only, in its output)
+
+
+def place_teardown_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """ids.by_host_pid learns each SIGTERMed worker's rank where its local rank follows from the order."""
+    workers = _workers_per_node(local)
+    if workers is None:
+        return
+    runs = of_kind.get("worker_sigterm", [])
+    for failed in of_kind.get("worker_failed", []):
+        host = failed.who.host or _agent_host(ids, failed.source)
+        run = _adjacent_run(runs, failed)
+        if host is None or run is None:
+            continue
+        pids = [int(pid) for pid in members(run, "pid") if pid is not None]
+        exited = int(failed.fields["local_rank"])
+        if len(pids) + 1 != workers or exited >= workers or len(set(pids)) != len(pids):
+            continue
+        for local_rank, pid in zip([r for r in range(workers) if r != exited], pids, strict=True):
+            rank = local.global_of(host, failed.source, local_rank)
+            if rank is not None:
+                ids.by_host_pid.setdefault((host, pid), rank)
+
+
+def _agent_host(ids: IdentityMap, source: str) -> str | None:
+    """The host an agent's output is from, where its lines name none: the host its failure table names (every
+    row of one agent's table is its node's), else its file's name."""
+    hosts = {row.host for row in ids.exits if row.source == source and row.host is not None}
+    if len(hosts) == 1:
+        return next(iter(hosts))
+    return ids.host_of_source.get(source) or who_from_path(source).host
+
+
+def _workers_per_node(local: LocalRanks) -> int | None:
+    """How many workers a node runs, from the local ranks the logs tie to global ones (one node's block)."""
+    locals_ = [lr for (_, lr), rank in local.by_node.items() if rank >= 0]
+    return max(locals_) + 1 if locals_ else None
+
+
+def _adjacent_run(runs: Sequence[ContextRecord], failed: ContextRecord) -> ContextRecord | None:
+    """The run of SIGTERM lines printed just before the failure line (or just after it, as some releases and
+    collectors order them), in the same output."""
+    near = [run for run in runs if run.source == failed.source and abs(run.line_no - failed.line_no) <= _span(run)]
+    return min(near, key=lambda run: abs(run.line_no - failed.line_no), default=None)
+
+
+def _span(run: ContextRecord) -> int:
+    """How far a run's first line may sit from the failure line: its own length and a few lines."""
+    return len(members(run, "pid")) + NEAR

@@ -1,0 +1,90 @@
+"""torchrun's agent names its workers' pids as it tears a node down, in local-rank order; a kernel line naming one
+of those pids names its rank (correlator/teardown_pids.py). Fixtures written from pytorch/pytorch
+torch/distributed/elastic/multiprocessing/api.py: SubprocessContext._start builds ``subprocess_handlers`` ``for
+local_rank in range(self.nprocs)``; _poll calls close(), whose _close logs "Sending process %s closing signal %s"
+for each handler still running in that order, then logs "failed (exitcode: %s) local_rank: %s (pid: %s) of binary:
+%s" for the first failure; DefaultLogsSpecs.reify files each worker's output under
+<log dir>/<run id>_<random>/attempt_<restart>/<local rank>/. The Xid's `pid=` is the GPU's process
+(open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/kernel_rc.c), Xid 119's text the GSP RPC timeout's.
+A restart makes new process groups whose SeqNums count from 0 again (collectives.attempt_of).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.scoring import cli_root_cause
+
+AGENT = "[{lvl}1207 13:44:23.{us} 53369 site-packages/torch/distributed/elastic/multiprocessing/api.py:{ln}] "
+TIMEOUT = ("[rank{rank}]:[E1207 13:44:23.838641896 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+           "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=_ALLGATHER_BASE, NumelIn=33554432, "
+           "NumelOut=33554432, Timeout(ms)=600000) ran for 600086 milliseconds before timing out.\n")
+XID = ("Dec 07 13:19:51 gpu-b02 kernel: NVRM: Xid (PCI:0000:5d:00): 119, pid={pid}, name=python, Timeout after 6s "
+       "of waiting for RPC response from GPU3 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).\n")
+TABLE = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-07_13:44:23
+  host      : {host}.internal
+  rank      : {rank} (local_rank: {local})
+  exitcode  : -6 (pid: {pid})
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID {pid}
+============================================================
+"""
+
+
+def _console(host: str, base: int, failed: int, pids: list[int], sigterms: list[int]) -> str:
+    lines = [AGENT.format(lvl="W", us="908000", ln=897) + f"Sending process {pid} closing signal SIGTERM\n"
+             for pid in sigterms]
+    lines.append(AGENT.format(lvl="E", us="906000", ln=869) +
+                 f"failed (exitcode: -6) local_rank: {failed} (pid: {pids[failed]}) of binary: /usr/bin/python3\n")
+    return "".join(lines) + TABLE.format(host=host, rank=base + failed, local=failed, pid=pids[failed])
+
+
+def _job(root: Path, sigterm_all: bool = True, seqs: tuple[int, int] = (116, 116)) -> Path:
+    """Two nodes of four workers; on gpu-b02 (ranks 4-7) local rank 1 aborted first and local rank 3's GPU
+    logged Xid 119. Every rank timed out in one collective (the GPU hung inside it)."""
+    for node, host in enumerate(("gpu-b01", "gpu-b02")):
+        base = 4 * node
+        pids = [4100 + 10 * node + k for k in range(4)]
+        failed = 1 if node == 1 else 0
+        sigterms = [pid for k, pid in enumerate(pids) if k != failed and (sigterm_all or k != 3)]
+        (root / "console").mkdir(parents=True, exist_ok=True)
+        (root / "console" / f"{host}.log").write_text(_console(host, base, failed, pids, sigterms))
+        for local in range(4):
+            for attempt, seq in enumerate(seqs):
+                folder = root / "logs" / host / f"none_j80lzxeu/attempt_{attempt}/{local}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "stderr.log").write_text(TIMEOUT.format(rank=base + local, seq=seq))
+    (root / "journal").mkdir()
+    (root / "journal" / "gpu-b02.log").write_text(XID.format(pid=4113))
+    return root
+
+
+def test_the_xid_pid_is_the_rank_the_agent_sigtermed_at_that_local_rank(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_root_cause(_job(tmp_path / "job"), capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.119", 7, "gpu-b02")
+
+
+def test_no_rank_when_a_sigterm_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two pids for four workers: another worker had exited too, and which local rank each pid is is unknown."""
+    rc = cli_root_cause(_job(tmp_path / "job", sigterm_all=False), capsys)
+    assert rc["rank"] != 7 or float(str(rc["confidence"])) < 0.7
+
+
+def test_a_restart_seqnum_is_not_compared_with_the_attempt_before(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """attempt_0 timed out in #4307, attempt_1 in #116: no rank 'never joined #4307'."""
+    rc = cli_root_cause(_job(tmp_path / "job", seqs=(4307, 116)), capsys)
+    assert (rc["signature"], rc["rank"]) == ("xid.119", 7)
+    assert not any("never joined" in line for line in rc["explanation"])
