@@ -8,17 +8,18 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from catalog.loader import Catalog
-from catalog.model import Implicates, Scope, Signature
+from catalog.model import Implicates, Signature
 from correlator import calibration
 from correlator.carried import read_carried
 from correlator.derived import SAVE_HANG, derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events
-from correlator.exits import cause_like, code_of, death_targets, exit_report, launcher_summary, task_exits
+from correlator.exits import code_of, death_targets, exit_report, launcher_summary, task_exits
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
+from correlator.job_cause import job_cause
 from correlator.killed_by_oom import place_killed_rank
 from correlator.local_ranks import named_by_paths
 from correlator.locate import locate, node_wide, pick
@@ -50,8 +51,6 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
 MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
-SIGNAL_RECEIVED = "sigterm"  # the catalog's tag for a process's report that it received SIGTERM
-SAME_REPORT = 3  # lines: a consequence listed this close after a stop is part of one report with it
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
 
 
@@ -215,7 +214,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
               transport_notes: list[str], logged: set[int],
               unknown: Unexplained | None = None) -> Diagnosis:
     ranked, picked, exit_only = pick(ranked)
-    if exit_only and (job := _job_cause(failures)) is not None:
+    if exit_only and (job := job_cause(failures)) is not None:
         return _collateral_only(failures, ids, offsets, job_cause=job)
     cand = ranked[0]
     root = cand.best_event() or _exit_event(cand, ids, catalog)
@@ -330,35 +329,6 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
         timeline=_timeline(failures, own, offsets),
         alternatives=_alternatives(ranked, conf),
     ), ranked, feats, _evidence)
-
-
-def _job_cause(failures: Sequence[Event]) -> Event | None:
-    """The first line that ends the whole job and names no process (the scheduler's time limit, a preemption):
-    what the exit reports of every process follow from."""
-    causes = [ev for ev in failures if ev.signature.scope is Scope.JOB and ev.signature.implicates is
-              Implicates.NONE and cause_like(ev)]
-    if any(SIGNAL_RECEIVED in ev.signature.tags for ev in causes):
-        causes = [ev for ev in causes if not _teardown_signal(ev, _first_collateral_lines(failures))]
-    return min(causes, key=lambda ev: ev.best.order) if causes else None
-
-
-def _first_collateral_lines(failures: Sequence[Event]) -> dict[str, int]:
-    first: dict[str, int] = {}
-    for ev in failures:
-        if ev.role is Role.COLLATERAL and not ev.stale:
-            first[ev.best.source] = min(first.get(ev.best.source, ev.best.line_no), ev.best.line_no)
-    return first
-
-
-def _teardown_signal(ev: Event, first_collateral: Mapping[str, int]) -> bool:
-    """A process's own report that it received SIGTERM names no sender: printed in its output after a failure's
-    consequences had begun there (a watchdog timeout, a peer's reset), it is the launcher tearing the failed job
-    down (srun's, torchrun's or Lightning's forwarding of the signal), not a stop from outside. So is a pod's
-    `Killing` event listed with the controller's decision that a job failed (JobSet's FailedJobs, a Job's
-    BackoffLimitExceeded: kubectl get events lists one moment's events in no set order)."""
-    return SIGNAL_RECEIVED in ev.signature.tags and (
-        ev.best.line_no + SAME_REPORT > first_collateral.get(ev.best.source, 1 << 62)
-        or any(f.role is Role.COLLATERAL for f in ev.findings))
 
 
 def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[str | None, timedelta],

@@ -1,6 +1,6 @@
 """A process's report that it received SIGTERM names no sender: printed before anything failed it is a stop from
 outside, printed after the consequences of a failure had begun in the same output it is the failed job's
-teardown (correlator/diagnose.py, _teardown_signal). Fixtures from upstream formats:
+teardown (correlator/job_cause.py, _teardown_signal). Fixtures from upstream formats:
 
 - Lightning's signal connector logs `rank_prefixed_message(f"Received SIGTERM: {signum}", local_rank)`
   ("[rank: L] Received SIGTERM: 15", Lightning-AI/pytorch-lightning src/lightning/pytorch/trainer/connectors/
