@@ -246,6 +246,8 @@ def who_from_path(path: str) -> Who:
     local, system_head, rank_alone, host_alone, host_beside_rank, host_folder = _head_facts(head)
     if local is not None:
         return Who(host=host_folder, local_rank=local)
+    if (nemo := _nemo_file(name)) is not None:
+        return nemo
     base = name.split(".")[0]
     # the path names a system log where its folders or its file's name do: a match of _SYSTEM_LOG in the path
     # that crosses the separator is one in the folders (ending at their end) or in the name (from its start)
@@ -259,7 +261,8 @@ def who_from_path(path: str) -> Who:
     host = host_beside_rank
     if rank is None:
         rank, host = rank_alone, host_alone
-    if host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base):
+    if (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
+            and _names_host(base)):
         host = base  # see _who_from_odd_path
     return _new_who(Who, (rank, host, None, None, None))  # Who(rank, host), made in C (a file's own: no memo)
 
