@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from catalog.loader import Catalog
 from catalog.model import Signature
-from correlator.identity import IdentityMap
+from correlator.identity import IdentityMap, pci_bus
 from schemas.findings import Finding, Role
 
 SEEN_TAG = "gpu_fault_seen"
@@ -39,7 +39,8 @@ def pair_gpu_fault(findings: Sequence[Finding], catalog: Catalog, ids: IdentityM
             if isinstance(rank, int):
                 seen.add(rank)
         elif _gpu_fault_xid(sig) and f.speaker.host is not None and f.speaker.rank is None:
-            bus = _bus(f)
+            pci = f.fields.get("pci")
+            bus = pci_bus(pci) if isinstance(pci, str) else None
             if bus is not None and not _placed(f, bus, ids):
                 xids.setdefault(f.speaker.host, set()).add(bus)  # one name a host: naming.settle ran
     if len(xids) != 1 or len(seen) != 1:
@@ -56,16 +57,6 @@ def pair_gpu_fault(findings: Sequence[Finding], catalog: Catalog, ids: IdentityM
 
 def _gpu_fault_xid(sig: Signature) -> bool:
     return sig.id.startswith("xid.") and not _GPU_FAULT_TAGS.isdisjoint(sig.tags)
-
-
-def _bus(f: Finding) -> int | None:
-    """The Xid's PCI bus, as identity.rank_of_pci reads it ("0000:3b:00" -> 0x3b)."""
-    pci = f.fields.get("pci")
-    parts = pci.split(":") if isinstance(pci, str) else []
-    try:
-        return int(parts[-2] if len(parts) >= 3 else parts[0], 16) if len(parts) >= 2 else None
-    except ValueError:
-        return None
 
 
 def _placed(f: Finding, bus: int, ids: IdentityMap) -> bool:

@@ -33,6 +33,15 @@ _WHO = attrgetter("who")
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 
 
+def pci_bus(pci: str) -> int | None:
+    """A PCI address's bus as NCCL's busId numbers it: "0000:3b:00" or "0000:3b:00.0" -> 0x3b; "3b:00" -> 0x3b."""
+    parts = pci.split(":")
+    try:
+        return int(parts[-2] if len(parts) >= 3 else parts[0], 16) if len(parts) >= 2 else None
+    except ValueError:
+        return None
+
+
 @dataclass
 class IdentityMap:
     by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -68,13 +77,8 @@ class IdentityMap:
 
     def rank_of_pci(self, host: str | None, pci: str) -> int | None:
         """NVRM: Xid (PCI:0000:3b:00) -> the rank whose NCCL init line printed busId 3b000."""
-        parts = pci.split(":")
-        if host is None or len(parts) < 2:
-            return None
-        try:
-            return self.rank_of_bus.get((host, int(parts[-2] if len(parts) >= 3 else parts[0], 16)))
-        except ValueError:
-            return None
+        bus = pci_bus(pci)
+        return None if host is None or bus is None else self.rank_of_bus.get((host, bus))
 
     def odd_interface_hosts(self) -> dict[str, tuple[str, int]]:
         """Hosts whose NCCL network interfaces differ from what most hosts use -> (what most use, how many)."""
