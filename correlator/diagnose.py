@@ -17,6 +17,7 @@ from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_
 from correlator.exits import code_of, death_targets, exit_report, launcher_summary, task_exits
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
+from correlator.headline import UNRECOGNISED, headline, message
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.job_cause import job_cause
@@ -134,6 +135,15 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
 
 
+
+
+def _root_cause(sig: Signature, rank: int | None, host: str | None, conf: float, time: datetime | None,
+                evidence: list[Evidence], explanation: list[str]) -> RootCause:
+    """A fallback entry's title carries what its line said: the entry only says what kind of line failed."""
+    said = message(evidence) if sig.generic else None
+    return RootCause(signature=sig.id, title=headline(sig.title, said), category=sig.category.value,
+                     tags=list(sig.tags), rank=rank, host=host, confidence=conf, time=time, evidence=evidence,
+                     explanation=explanation, message=said)
 
 
 def _evidence(events: Sequence[Event]) -> list[Evidence]:
@@ -259,11 +269,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     verdict = "no_known_signature" if sig.generic else "diagnosed"
     return calibration.honest(Diagnosis(
         verdict=verdict,
-        root_cause=RootCause(
-            signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=rank, host=host, confidence=conf, time=when(root, offsets),
-            evidence=_evidence(_root_events(cand, root)), explanation=explanation,
-        ),
+        root_cause=_root_cause(sig, rank, host, conf, when(root, offsets), _evidence(_root_events(cand, root)),
+                               explanation),
         collateral=_collateral_groups(failures, root_events),
         fix=sig.fix, verification=sig.verification,
         timeline=_timeline(failures, root_events, offsets),
@@ -316,14 +323,14 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6]),
                    "no catalog entry matches its own lines: read them below",
                    *_why_not_others(ranked, failures, own)]
+    evidence = [Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text)) for r in suspect.lines]
+    said = message(evidence)
     return calibration.honest(Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
-            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
+            signature=None, title=headline(UNRECOGNISED, said), category="other", tags=[],
             rank=cand.target.rank, host=cand.target.host, confidence=conf, time=suspect.lines[0].time,
-            evidence=[Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text))
-                      for r in suspect.lines],
-            explanation=explanation,
+            evidence=evidence, explanation=explanation, message=said,
         ),
         collateral=_collateral_groups(failures, own),
         timeline=_timeline(failures, own, offsets),
@@ -364,11 +371,7 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
     conf, feats = calibration.judge(ranked or [], sig, rank, host, "collateral_only")
     return calibration.honest(Diagnosis(
         verdict="diagnosed",
-        root_cause=RootCause(
-            signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=rank, host=host, confidence=conf, time=when(first, offsets),
-            evidence=_evidence([first]), explanation=explanation,
-        ),
+        root_cause=_root_cause(sig, rank, host, conf, when(first, offsets), _evidence([first]), explanation),
         collateral=_collateral_groups(failures, set() if ranked else {id(first)}),
         alternatives=_alternatives(ranked, conf) if ranked else [],
         fix=sig.fix, verification=sig.verification,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from correlator.differential import differential
 from correlator.failure_tables import ExitRecord
+from correlator.headline import UNRECOGNISED, headline, message
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from correlator.reading import SourceResult
@@ -30,15 +31,15 @@ def nothing_matched(results: Sequence[SourceResult], context: list[ContextRecord
     rank = suspect.rank if suspect.rank is not None else ids.rank_of(suspect.host, None)
     why = ("its error lines appear on no other rank or host" if suspect.unique
            else "it is the only source of error lines" if len(results) == 1 else "its error lines come first")
+    evidence = [Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text)) for r in suspect.lines]
+    said = message(evidence)
     return Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
-            signature=None, title="Unrecognised failure: read the lines below", category="other", tags=[],
+            signature=None, title=headline(UNRECOGNISED, said), category="other", tags=[],
             rank=rank, host=suspect.host, confidence=0.2 if suspect.unique else 0.1,
-            time=suspect.lines[0].time if suspect.lines else None,
-            evidence=[Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text))
-                      for r in suspect.lines],
-            explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"],
+            time=suspect.lines[0].time if suspect.lines else None, evidence=evidence,
+            explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"], message=said,
         ),
     )
 

@@ -58,6 +58,8 @@ class RootCause(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     explanation: list[str] = Field(default_factory=list)
     gpu: GpuIdentity | None = None
+    # what the failing line said, where no specific catalog entry names the cause (the title then carries it)
+    message: str | None = None
 
     @field_serializer("time")
     def _time(self, value: datetime | None) -> str | None:

@@ -243,6 +243,14 @@ def iso_week(when: datetime) -> str:
     return f"{year}-W{week:02d}"
 
 
+def kind_title(root: dict[str, Any]) -> str | None:
+    """The title without the message a fallback entry's title carries: one incident's words are not its group's."""
+    title, said = root.get("title"), root.get("message")
+    if isinstance(title, str) and said and title.endswith(f": {said}"):
+        return title[:-len(said) - 2]
+    return title
+
+
 def top_signatures(store: Store, f: IncidentFilter, top: int) -> list[SignatureCount]:
     count = func.count().label("n")
     with store.session() as s:
@@ -254,7 +262,7 @@ def top_signatures(store: Store, f: IncidentFilter, top: int) -> list[SignatureC
             diagnosis = s.execute(sa.select(col(IncidentRow.diagnosis)).where(
                 signature_col.is_(None) if signature is None else signature_col == signature,
                 *conditions(f)).limit(1)).scalar_one()
-            out.append(SignatureCount(signature=signature, title=(diagnosis.get("root_cause") or {}).get("title"),
+            out.append(SignatureCount(signature=signature, title=kind_title(diagnosis.get("root_cause") or {}),
                                       count=int(n)))
     return out
 

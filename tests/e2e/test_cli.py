@@ -34,8 +34,9 @@ def test_diagnose_json_follows_the_contract() -> None:
     assert d["impact"]["world_size"] == 64 and d["impact"]["idle_gpu_hours"] == 10.71  # 64 GPUs waited 10 min
     rc = d["root_cause"]
     assert set(rc) == {"signature", "title", "category", "tags", "rank", "host", "confidence", "time", "evidence",
-                       "explanation", "gpu"}  # `gpu` extends it: null here, an OOM kill names no GPU
-    assert rc["gpu"] is None
+                       "explanation", "gpu", "message"}  # `gpu` and `message` extend it
+    assert rc["gpu"] is None  # an OOM kill names no GPU
+    assert rc["message"] is None  # a specific entry names the cause: its title is the entry's
     assert d["verdict"] == "diagnosed"
     assert rc["rank"] == 37 and rc["host"] == "node004"
     assert all(set(e) == {"source", "line", "text"} for e in rc["evidence"])
