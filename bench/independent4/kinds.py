@@ -199,7 +199,8 @@ def _straggler(job: Job, t: float, seq: int, r0: int, h0: int) -> None:
     job.kill_on_bad_exit = True
     evidence = "(no line: only the missing watchdog and sequence numbers single it out)"
     if job.framework == "horovod":
-        names = [f"allreduce.DistributedOptimizer.Allreduce.grad_layers.{rng.randint(0, 47)}.mlp.w{i}" for i in (1, 2)]
+        names = sorted(f"allreduce.DistributedOptimizer.Allreduce.grad_layers.{rng.randint(0, 47)}.mlp.w{i}"
+                       for i in (1, 2))  # a std::set<std::string> in stall_inspector.cc: printed sorted
         shutdown = 600
         for k in range(1, shutdown // 60 + 1):
             msg = L.stall_warning(60, {r0: names}, shutdown if k == shutdown // 60 else None)
@@ -298,7 +299,7 @@ def _preempt(job: Job, t: float, seq: int, r0: int, h0: int) -> None:
                          L.agent_sigterm(job.pid_of[r])) for r in ranks]
             recs += [Rec("raw", "", "", x) for x in ("Traceback (most recent call last):",
                      '  File "/usr/local/bin/torchrun", line 8, in <module>', "    sys.exit(main())",
-                     L.signal_exception(rng.randint(7, 60)))]
+                     L.signal_exception(job.label.get("agent_pid", 1)))]
             job.add(th, None, h, "launch", recs)
             for r in ranks:
                 job.exits[r] = (th + 0.3, -15)

@@ -178,12 +178,13 @@ def kubeflow(job: Job, out: Path) -> None:
         rows = sorted(lines_of(job, evs), key=lambda z: z[0])
         text = [(f"{rfc3339nano(wall(job.epoch, host, t))} " if stamps else "") + x for t, _, x in rows]
         _write(out / "pods" / f"{host.name}.log", text)
-    events = [("Normal", "SuccessfulCreatePod", f"Created pod: {h.name}") for h in job.hosts]
-    events += [("Normal", "SuccessfulCreateService", f"Created service: {job.hosts[0].name}")]
-    if "k8s_killing" in job.label:
-        events += [("Normal", "Killing", f"Stopping container pytorch (pod {h.name})") for h in job.hosts]
+    ctl = "pytorchjob-controller"
+    events = [("Normal", "SuccessfulCreatePod", ctl, f"Created pod: {h.name}") for h in job.hosts]
+    events += [("Normal", "SuccessfulCreateService", ctl, f"Created service: {job.hosts[0].name}")]
+    if "k8s_killing" in job.label:  # kubelet's event when it stops a container (pkg/kubelet/kuberuntime)
+        events += [("Normal", "Killing", "kubelet", f"Stopping container pytorch (pod {h.name})") for h in job.hosts]
     if "k8s_failed" in job.label:  # kubeflow/training-operator: the JobFailed event
-        events.append(("Normal", "PyTorchJobFailed", job.label["k8s_failed"][1]))
+        events.append(("Normal", "PyTorchJobFailed", ctl, job.label["k8s_failed"][1]))
     desc = [f"Name:         {job.name}", "Namespace:    training", "API Version:  kubeflow.org/v1",
             "Kind:         PyTorchJob", "Spec:", "  Pytorch Replica Specs:", "    Master:", "      Replicas:  1",
             "      Restart Policy:  Never", "    Worker:", f"      Replicas:  {len(job.hosts) - 1}", "Events:",
@@ -192,8 +193,7 @@ def kubeflow(job: Job, out: Path) -> None:
     end = max(e.t for e in job.events) + 240  # `kubectl describe` run a few minutes after the end: ages count back
     ages = [end] * (len(job.hosts) + 1) + [end - job.label.get("k8s_killing", 0)] * ("k8s_killing" in job.label) * \
         len(job.hosts) + [end - job.label["k8s_failed"][0]] * ("k8s_failed" in job.label)
-    desc += [f"  {a:<7} {b:<24} {_age(x):<5} pytorchjob-controller  {c}"
-             for x, (a, b, c) in zip(ages, events, strict=True)]
+    desc += [f"  {a:<7} {b:<24} {_age(x):<5} {src:<22} {c}" for x, (a, b, src, c) in zip(ages, events, strict=True)]
     _write(out / "describe-pytorchjob.txt", desc)
     h = job.label.get("k8s_oomkilled")
     if h is not None:  # kubectl describe pod: the container's last state
