@@ -6,8 +6,8 @@
 Rows, each scored by ../shared/corpus/score.py on both diagnosers in the same run:
 - the real corpus's tuning and checking halves, and bench/field's, field2's and field3's (real logs collected by
   people who read none of firstfault; their checking halves were never read while tuning);
-- bench/independent's simulated jobs, seeds 2 and 3 (a simulator written apart from firstfault.simulate, from
-  the formats' upstream sources; these seeds are never tuned on);
+- bench/independent's and bench/independent4's simulated jobs, seeds 2 and 3 (generators written apart from
+  firstfault.simulate, from the formats' upstream sources; these seeds are never tuned on);
 - firstfault.simulate's seeded sweep (bench.accuracy), plain and with issue 22's hostile knobs: a simulator of
   ours checks our assumptions, not the world's, and is listed last for that reason.
 
@@ -39,6 +39,7 @@ SETS = (("corpus", "tuning"), ("corpus", "checking"), ("field", "tuning"), ("fie
         ("field2", "tuning"), ("field2", "checking"), ("field3", "tuning"), ("field3", "checking"),
         ("field4", "tuning"), ("field4", "checking"), ("field5", "tuning"), ("field5", "checking"))
 SEEDS = (2, 3)
+GENERATORS = ("bench.independent", "bench.independent4")  # blind generators whose held-out seeds are rows here
 _SUMMARY = re.compile(r"cases (?P<n>\d+), class (?P<cls>\d+)/\d+ = \d+%, initiating rank (?P<rank>\d+)/(?P<rank_n>\d+)"
                       r" = \d+%, host (?P<host>\d+)/(?P<host_n>\d+) = \d+%, initiating \(firm labels\) "
                       r"(?P<firm>\d+)/(?P<firm_n>\d+), crashes (?P<crashes>\d+)")
@@ -75,9 +76,10 @@ def _corpus_rows(which: str, half: str, exe: str) -> tuple[dict[str, int], dict[
     return results[0], results[1]
 
 
-def _independent_rows(seed: int, exe: str, scorer: Path, tmp: Path) -> tuple[dict[str, int], dict[str, int]]:
-    out = tmp / f"seed{seed}"
-    subprocess.run([sys.executable, "-m", "bench.independent.generate", str(out), "--seed", str(seed), "--jobs", "60"],
+def _independent_rows(seed: int, exe: str, scorer: Path, tmp: Path,
+                      module: str = "bench.independent") -> tuple[dict[str, int], dict[str, int]]:
+    out = tmp / f"{module.rsplit('.', 1)[-1]}-seed{seed}"
+    subprocess.run([sys.executable, "-m", f"{module}.generate", str(out), "--seed", str(seed), "--jobs", "60"],
                    capture_output=True, cwd=ROOT, check=True)
     return _score(out / "labels.jsonl", "firstfault", exe, scorer), directory_baseline(out / "labels.jsonl")
 
@@ -164,9 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"set": f"{which} {half}", "ours": ours, "baseline": base})
         print(f"bench.open: {which} {half} done", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in SEEDS:
-            ours, base = _independent_rows(seed, a.exe, corpus / "score.py", Path(tmp))
-            rows.append({"set": f"bench/independent seed {seed}", "ours": ours, "baseline": base})
+        for module in GENERATORS:
+            for seed in SEEDS:
+                ours, base = _independent_rows(seed, a.exe, corpus / "score.py", Path(tmp), module)
+                rows.append({"set": f"{module.replace('.', '/')} seed {seed}", "ours": ours, "baseline": base})
     sim = [{"set": "plain", **_simulator_row(a.per_kind, False)},
            {"set": "hostile knobs (issue 22's patterns 1-5)", **_simulator_row(a.per_kind, True)}]
     text = markdown(rows, sim, tool)
