@@ -342,10 +342,11 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
                      ranked: list[Candidate] | None = None, job_cause: Event | None = None) -> Diagnosis:
     """Only consequences were printed: the failing peer left nothing here. Point at what they name, or at the
     suspect that silence or metadata singles out. With ``job_cause``, the job itself was ended: name no one."""
-    # the first line that says something of its own: not how processes ended, not the launcher's summary, not a
-    # wrapper (a result code on its way up the stack says less than the line that set it)
-    first = job_cause or min(failures, key=lambda ev: (exit_report(ev) or launcher_summary(ev), ev.signature.wrapper,
-                                                       when(ev, offsets) is None, ev.best.order))
+    # the first line that says something of its own: not one the job ran on after (stale: a start-up retry an hour
+    # before the end did not end it), not how processes ended, not the launcher's summary, not a wrapper (a result
+    # code on its way up the stack says less than the line that set it)
+    first = job_cause or min(failures, key=lambda ev: (ev.stale, exit_report(ev) or launcher_summary(ev),
+                                                       ev.signature.wrapper, when(ev, offsets) is None, ev.best.order))
     sig: Signature = first.signature
     named = first.unmapped_peer
     target = first.implicated[0] if first.implicated and first.signature.implicates is not Implicates.SELF else None
