@@ -235,10 +235,11 @@ def _host_names(pairs: Sequence[tuple[Who, str]], findings: Sequence[Finding],
 
 def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """The hosts the sources' folders name (node017/train.log), the hosts only their file names name (node1.log,
-    gpt-4002729-1.out), and (path's host, line's host) where all the lines of a source that name a host name one
-    other (node017's NCCL headers say ip-10-0-0-17): a collector files each node's logs under the node's name,
-    while a file's own name is often an index (node1.log for the second node; Slurm's --output pattern
-    %x-%j-%n.out: job name, job id, node index), never more sure than the host the process printed."""
+    gpt-4002729-gpu12.out), and (path's host, line's host) where all the lines of a source that name a host name
+    one other (node017's NCCL headers say ip-10-0-0-17): a collector files each node's logs under the node's name,
+    while a file's own name is often an index (node1.log for the second node) or the scheduler's short name (Slurm's
+    --output pattern %x-%j-%N.out: job name, job id, node name), never more sure than the host the process
+    printed."""
     lines: FewSets[str, str] = FewSets()  # one host a source, almost always: no set each (correlator/few.py)
     for who, source in pairs:
         if who.host:

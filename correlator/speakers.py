@@ -214,7 +214,10 @@ _NEMO_RANK_ZERO_FILES = frozenset({"nemo_error_log.txt", "lightning_logs.txt", "
 # A batch job's own output file, named with sbatch's filename pattern: %j (the job id) or %A_%a (array job and task)
 # after the job's name (%x) or a fixed word (SchedMD/slurm doc/man/man1/sbatch.1, "filename pattern"):
 # llama-70b-3131215.out, log-gpt_3196507.out, gpt3-175b-5439011_8.out. It holds every task's lines: not a host's.
-_JOB_ID_TAIL = re.compile(r"[-_.]\d{5,}(?:_\d{1,5})?$")
+_JOB_ID_TAIL = re.compile(r"[-_.]\d{5,}(?:[-_]\d{1,5})?$")
+# After the job id, a per-node pattern's field: %N, the node's short host name (llama-3505731-gpu234.out,
+# dit-xl-7240095-a3-highgpu-389.out). An index there (%t task, %n node, %a array task) is matched above: no host.
+_JOB_ID_THEN_HOST = re.compile(r"[-_]\d{5,}-(?P<host>[A-Za-z][A-Za-z0-9-]*\d)$")
 # RFC 1123 host names hold letters, digits and hyphens: a name with an underscore is a job's or a run's, not a host's
 _NOT_A_HOST_NAME = re.compile(r"_")
 
@@ -223,6 +226,12 @@ def _nemo_file(name: str) -> Who | None:
     if m := _NEMO_RANK_FILE.match(name):
         return Who(rank=int(m["rank"]), local_rank=int(m["local"]))
     return Who(rank=0) if name in _NEMO_RANK_ZERO_FILES else None
+
+
+def _host_after_job_id(base: str) -> str | None:
+    """The %N host of a Slurm output file named <name>-<job id>-<host>, or None."""
+    m = _JOB_ID_THEN_HOST.search(base)
+    return m["host"] if m else None
 
 
 def _names_host(base: str) -> bool:
@@ -261,7 +270,9 @@ def who_from_path(path: str) -> Who:
     host = host_beside_rank
     if rank is None:
         rank, host = rank_alone, host_alone
-    if (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
+    if host is None and rank is None and (slurm_host := _host_after_job_id(base)):
+        host = slurm_host
+    elif (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
             and _names_host(base)):
         host = base  # see _who_from_odd_path
     return _new_who(Who, (rank, host, None, None, None))  # Who(rank, host), made in C (a file's own: no memo)
@@ -316,7 +327,9 @@ def _who_from_odd_path(path: str) -> Who:
             break
     # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3, and after a GPU model,
     # h100-133 or a100-56), not a001.
-    if (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
+    if host is None and rank is None and (slurm_host := _host_after_job_id(base)):
+        host = slurm_host
+    elif (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
             and _names_host(base)):
         host = base
     return Who(rank=rank, host=host)

@@ -121,6 +121,12 @@ def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | 
         ("log-nemotron_15b_8714528.out", None, None, None),
         ("logs/llama-70b-3131215.err", None, None, None),
         ("logs/gpt3-175b-5439011_8.out", None, None, None),
+        # srun --output=%x-%j-%t.out / %x-%j-%n.out: a task's or a node's index after the job id, no host's name;
+        # %x-%j-%N.out: the node's short host name after the job id is the host
+        ("logs/moe-8x-6233227-11.out", None, None, None),
+        ("logs/gpt-4002729-1.out", None, None, None),
+        ("logs/sft-run-3505731-gpu234.out", None, None, "gpu234"),
+        ("dit-xl-7240095-a3-highgpu-389.err", None, None, "a3-highgpu-389"),
         # RFC 1123: a name with an underscore is no host's
         ("megatron_run7/stdout.log", None, None, None),
         ("node-0148/stdout.log", None, None, "node-0148"),  # a host's number is not a job id
@@ -247,7 +253,9 @@ def _who_from_path_by_pathlib(path: str) -> Who:
             break
     if host is None and rank is None:
         base = pure.name.split(".")[0]
-        if re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base) and _names_host(base):
+        if m := re.search(r"[-_]\d{5,}-([A-Za-z][A-Za-z0-9-]*\d)$", base):
+            host = m[1]
+        elif re.match(r"^[A-Za-z]{2,}[\w-]*\d", base) and not _NOT_HOST_DIRS.match(base) and _names_host(base):
             host = base
     return Who(rank=rank, host=host)
 
@@ -258,7 +266,7 @@ def test_file_names_read_with_remembered_folders_as_pathlib_reads_them() -> None
                "trainjob-worker-3", "gpu288", "gpu7", "k8s"]
     names = ["rank3.log", "dmesg.log", "node017.dmesg", "stdout", "a001.log", "worker-4.out", "gpu12", "", ".", "..",
              "x.log/", "rank1.log/.", "slurm-123.out", "trainer.log", "gpu300.log", "llm-worker-14.log", "kern.log",
-             "gpu15.log", "gpu16.log"]
+             "gpu15.log", "gpu16.log", "moe-8x-6233227-11.out", "sft-3505731-gpu234.out", "dit-7240095-a3-hg-389.out"]
     rng = random.Random(7)
     paths = {f"{d}/{n}" if d else n for d in folders for n in names}
     for _ in range(3000):
