@@ -47,8 +47,11 @@ from schemas.diagnosis import (
 from schemas.findings import Finding, Role, Speaker
 from schemas.wire import JobEvent
 
+# A worker's exit code that names its signal (torchrun's table prints -N; a shell, 128 + N): the crash's class
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
-                   -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault"}
+                   -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault",
+                   -6: "torchrun.worker_sigabrt", 134: "torchrun.worker_sigabrt",
+                   -7: "torchrun.worker_sigbus", 135: "torchrun.worker_sigbus"}
 MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
@@ -204,6 +207,19 @@ def _root_events(cand: Candidate, root: Event) -> list[Event]:
     return [root, *[ev for ev in same if ev is not root][:2]]
 
 
+def _signal_code(root: Event, cand: Candidate, ids: IdentityMap) -> int | None:
+    """The signal an answer known only by exit reports died of: its own report's code, else (srun's "task 0:
+    Exited with exit code 1" is the agent's, whose workers died) the code torchrun's table gives that rank."""
+    code = code_of(root.best.fields)
+    if code in EXIT_SIGNATURES:
+        return code if root.signature.generic else None  # a specific entry already says how it ended
+    rank = cand.target.rank
+    if rank is None:
+        return None
+    return next((e.exit_code for e in ids.exits if e.rank == rank and not e.after_first
+                 and e.exit_code in EXIT_SIGNATURES), None)
+
+
 def _exit_event(cand: Candidate, ids: IdentityMap, catalog: Catalog) -> Event | None:
     """A rank only its exit code speaks for (a SIGKILL that left no line): the launcher entry for that code."""
     rec = next((e for e in ids.exits if e.rank == cand.target.rank and e.exit_code not in W_EXIT_TEARDOWN
@@ -241,7 +257,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
             and root.waits_on is None):
         return _collateral_only(failures, ids, offsets, ranked)  # only victims' lines: the first says most
     sig = root.signature
-    if sig.generic and exit_report(root) and (code := code_of(root.best.fields)) in EXIT_SIGNATURES:
+    if exit_report(root) and (code := _signal_code(root, cand, ids)) is not None:
         sig = catalog.get(EXIT_SIGNATURES[code]) or sig  # a failure table's "exitcode  : -11" row: the crash's class
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.

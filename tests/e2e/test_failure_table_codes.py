@@ -46,3 +46,15 @@ def test_the_agents_later_kill_of_a_sibling_is_not_the_cause(
                                                                         "Signal 15 (SIGTERM)")])
     rc = cli_root_cause(tmp_path, capsys)
     assert rc["rank"] == 1 and rc["signature"] != "torchrun.worker_sigkilled"
+
+
+def test_srun_reporting_the_agent_defers_to_the_tables_signal(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # every worker died of SIGBUS (-7: torchrun's table prints the negated signal, torch/distributed/elastic/
+    # multiprocessing/api.py); srun then reports the agent's own exit, "task 0: Exited with exit code 1"
+    _table(tmp_path, _row(0, -7, 16609, "18:04:01", "Signal 7 (SIGBUS)"),
+           [_row(1, -7, 16610, "18:04:01", "Signal 7 (SIGBUS)")])
+    out = tmp_path / "gpt-527833-10.out"
+    out.write_text(out.read_text() + "srun: error: gpu-b38: task 0: Exited with exit code 1\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"]) == ("torchrun.worker_sigbus", 0)
