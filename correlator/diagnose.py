@@ -27,6 +27,7 @@ from correlator.named_by_elimination import held_by_absence, place_named_rank
 from correlator.naming import settle
 from correlator.nothing_matched import nothing_matched
 from correlator.prepare import before_cascade, collective_lags, init_lines, mark_stale, when
+from correlator.quoted import title_of
 from correlator.reading import SourceResult
 from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_model
 from correlator.release import gathered, let_go
@@ -260,8 +261,9 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     return calibration.honest(Diagnosis(
         verdict=verdict,
         root_cause=RootCause(
-            signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=rank, host=host, confidence=conf, time=when(root, offsets),
+            signature=sig.id, title=title_of(sig, root.best.text if sig.id == root.signature.id else None),
+            category=sig.category.value, tags=list(sig.tags), rank=rank, host=host, confidence=conf,
+            time=when(root, offsets),
             evidence=_evidence(_root_events(cand, root)), explanation=explanation,
         ),
         collateral=_collateral_groups(failures, root_events),
@@ -365,8 +367,8 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
     return calibration.honest(Diagnosis(
         verdict="diagnosed",
         root_cause=RootCause(
-            signature=sig.id, title=sig.title, category=sig.category.value, tags=list(sig.tags),
-            rank=rank, host=host, confidence=conf, time=when(first, offsets),
+            signature=sig.id, title=title_of(sig, first.best.text), category=sig.category.value,
+            tags=list(sig.tags), rank=rank, host=host, confidence=conf, time=when(first, offsets),
             evidence=_evidence([first]), explanation=explanation,
         ),
         collateral=_collateral_groups(failures, set() if ranked else {id(first)}),
