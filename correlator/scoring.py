@@ -74,8 +74,9 @@ class Candidate:
             # A wrapper (torch's `NCCL error in: ..., invalid usage`) says less than the NCCL line it wraps; what a
             # process says of itself, more than others' report naming it (a lost task's own OOM, not the heartbeat
             # report), even where no entry knows what it said (its own exception: the report only says that it
-            # stopped); and the node under a process fails first (Xid 79 explains the rank's CUDA error).
-            told = ev.signature.implicates is Implicates.NAMED
+            # stopped), though not where its own line is a victim's (a desync report says more than the straggler's
+            # own abort); and the node under a process fails first (Xid 79 explains the rank's CUDA error).
+            told = ev.signature.implicates is Implicates.NAMED or ev.role is Role.COLLATERAL
             return (says, 0 if told else 1, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], ev.signature.implicates is Implicates.SELF,
                     ev.signature.scope is Scope.NODE, mine.isdisjoint(ev.signature.yields_to), -ev.best.order)
