@@ -138,6 +138,10 @@ class Signature(BaseModel):
     carries: str | None = Field(
         None, description="the capture that holds an error this line carries (the watchdog's `CUDA error: ...`): "
         "where an entry in `related` matches that text, the line is that entry's")
+    # A catch-all (a Python exception, NCCL's "Cuda failure '<text>'") whose title cannot say which error it is:
+    # the line says it, so the report's title quotes the line from where the fingerprint matched.
+    quotes: bool = Field(False, description="the title cannot say which error this is, the line does: the "
+                         "report's title quotes the line from where the fingerprint matched")
     fingerprints: list[Fingerprint] = Field(min_length=1)
     meaning: str = Field(min_length=10)
     discriminators: list[str] = Field(default_factory=list)

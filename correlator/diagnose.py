@@ -141,9 +141,10 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
 
 
 def _root_cause(sig: Signature, rank: int | None, host: str | None, conf: float, time: datetime | None,
-                evidence: list[Evidence], explanation: list[str]) -> RootCause:
-    """A fallback entry's title carries what its line said: the entry only says what kind of line failed."""
-    said = message(evidence) if sig.generic else None
+                evidence: list[Evidence], explanation: list[str], quote: bool = True) -> RootCause:
+    """A catch-all entry's title (a fallback, or one the catalog marks ``quotes``) carries what its line said: the
+    entry only says what kind of line failed. ``quote``: the evidence is that entry's own line."""
+    said = message(evidence, sig) if quote and (sig.generic or sig.quotes) else None
     return RootCause(signature=sig.id, title=headline(sig.title, said), category=sig.category.value,
                      tags=list(sig.tags), rank=rank, host=host, confidence=conf, time=time, evidence=evidence,
                      explanation=explanation, message=said)
@@ -286,7 +287,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     return calibration.honest(Diagnosis(
         verdict=verdict,
         root_cause=_root_cause(sig, rank, host, conf, when(root, offsets), _evidence(_root_events(cand, root)),
-                               explanation),
+                               explanation, quote=sig.id == root.signature.id),
         collateral=_collateral_groups(failures, root_events),
         fix=sig.fix, verification=sig.verification,
         timeline=_timeline(failures, root_events, offsets),

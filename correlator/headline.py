@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
+from catalog.model import Signature
+from correlator.redact import redact
 from schemas.diagnosis import Evidence
 
-MESSAGE_CHARS = 120
+MESSAGE_CHARS = 100  # the title leads a Slack header (150 characters): the message, then what fits of the kind
 UNRECOGNISED = "Unrecognised failure: read the lines below"  # the title when no line says anything either
 
 # What launchers and loggers put before a process's own words: `[rank3]:`, `[default0]:`, `[1,3]<stderr>:`, srun
@@ -26,6 +29,7 @@ _PREFIX = re.compile(
 # Python's last traceback line: `module.Type: message` or a bare `Type` (traceback.format_exception_only)
 _EXCEPTION = re.compile(r"^((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?"
                         r"(?:Error|Exception|Failure|Fault|Exit|Interrupt|File|Timeout)|(?:[a-z_]\w*\.)+[A-Z]\w*)(?::\s*(.*))?$")
+_LEAD = " \t:]>|-"  # what a fingerprint's prefix alternation may take of the text before the error
 _NOT_A_MESSAGE = re.compile(r"^(?:Traceback \(most recent call last\):|File \"|\^+$|~+$|$)")
 
 
@@ -34,10 +38,11 @@ def own_words(text: str) -> str:
     return _PREFIX.sub("", text).strip()
 
 
-def message(evidence: Sequence[Evidence]) -> str | None:
+def message(evidence: Sequence[Evidence], sig: Signature | None = None) -> str | None:
     """What the failing lines say went wrong: the exception line of a traceback where there is one (with its
-    message: a bare `Exception:` says less than the next line), else the first line that is not a traceback's
-    frame or header. None when no line says anything."""
+    message: a bare `Exception:` says less than the next line); else the first line from where ``sig``'s
+    fingerprint matched it (whatever prefixes came before: a collector's date, mpirun's tag, NCCL's header); else
+    the first line that is not a traceback's frame or header. None when no line says anything."""
     words = [own_words(e.text) for e in evidence]
     bare: str | None = None
     for text in words:
@@ -47,15 +52,33 @@ def message(evidence: Sequence[Evidence]) -> str | None:
         if (m.group(2) or "").strip():
             return _cut(text)
         bare = bare or m.group(1)
-    said = bare or next((t for t in words if not _NOT_A_MESSAGE.match(t)), None)
+    said = bare or _from_fingerprint(sig, evidence) or next((t for t in words if not _NOT_A_MESSAGE.match(t)), None)
     return _cut(said) if said else None
 
 
+def _from_fingerprint(sig: Signature | None, evidence: Sequence[Evidence]) -> str | None:
+    if sig is None:
+        return None
+    for e in evidence:
+        for fp in sig.fingerprints:
+            if (m := _compiled(fp.regex).search(e.text)) is not None:
+                said = e.text[m.start():].strip().lstrip(_LEAD).strip()
+                if said:
+                    return said
+    return None
+
+
+@lru_cache(maxsize=256)
+def _compiled(regex: str) -> re.Pattern[str]:
+    return re.compile(regex, re.ASCII)
+
+
 def headline(title: str, said: str | None) -> str:
-    """``title`` (a fallback entry's, without its parenthesised note, or "Unrecognised failure") and the message."""
-    base = title.split(" (", 1)[0].split(": read", 1)[0]
-    return f"{base}: {said}" if said else title
+    """The message first (a clipped header still says it), then ``title``: the entry's, or "Unrecognised failure"."""
+    return f"{said} — {title.split(': read', 1)[0]}" if said else title
 
 
 def _cut(text: str) -> str:
+    """Redacted before the cut: a token cut in half no longer looks like one to the diagnosis' redaction."""
+    text = redact(text[:MESSAGE_CHARS + 200])
     return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1].rstrip() + "…"

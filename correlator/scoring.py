@@ -65,7 +65,7 @@ class Candidate:
 
     def best_event(self) -> Event | None:
         mine = {ev.signature.id for ev in self.own_events}  # a line leading to one of these yields (`yields_to`)
-        def key(ev: Event) -> tuple[int, int, int, float, bool, bool, bool, int]:
+        def key(ev: Event) -> tuple[int, int, int, int, float, bool, bool, bool, int]:
             # an absence from a collective only shows that something happened to it: any line of its own says what;
             # and how it ended (an exit code, a signal: `failed (exitcode: -9)`) says less than who ended it (the
             # OOM killer's `Killed process <pid>`) or why; a code with a class of its own, more than a report
@@ -73,8 +73,11 @@ class Candidate:
             says = 0 if exit_report(ev) else 1 if ev.absence else 2 if code else 3
             # A wrapper (torch's `NCCL error in: ..., invalid usage`) says less than the NCCL line it wraps; what a
             # process says of itself, more than others' report naming it (a lost task's own OOM, not the heartbeat
-            # report); and the node under a process fails first (Xid 79 explains the rank's CUDA error).
-            return (says, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
+            # report), even where no entry knows what it said (its own exception: the report only says that it
+            # stopped), though not where its own line is a victim's (a desync report says more than the straggler's
+            # own abort); and the node under a process fails first (Xid 79 explains the rank's CUDA error).
+            told = ev.signature.implicates is Implicates.NAMED or ev.role is Role.COLLATERAL
+            return (says, 0 if told else 1, 0 if ev.best.generic else 1, 0 if ev.signature.wrapper else 1,
                     W_ROLE[ev.role] * W_SEVERITY[ev.signature.severity], ev.signature.implicates is Implicates.SELF,
                     ev.signature.scope is Scope.NODE, mine.isdisjoint(ev.signature.yields_to), -ev.best.order)
         if self.own_events and not victims_only(self.own_events, self.support_events):

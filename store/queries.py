@@ -246,8 +246,8 @@ def iso_week(when: datetime) -> str:
 def kind_title(root: dict[str, Any]) -> str | None:
     """The title without the message a fallback entry's title carries: one incident's words are not its group's."""
     title, said = root.get("title"), root.get("message")
-    if isinstance(title, str) and said and title.endswith(f": {said}"):
-        return title[:-len(said) - 2]
+    if isinstance(title, str) and said and title.startswith(f"{said} — "):
+        return title[len(said) + 3:]
     return title
 
 

@@ -33,6 +33,31 @@ def test_the_task_whose_heartbeat_stopped_is_named(tmp_path: Path, capsys: pytes
     rc = cli_root_cause(tmp_path, capsys)
     assert rc["signature"] == "jax.coordination.task_heartbeat_timeout"
     assert rc["rank"] == 5
+    # the heartbeats come from the agent's own thread (coordination_service_agent.cc), not the training loop: a
+    # task whose log just stops was killed or lost its host, it did not hang in its own code
+    assert rc["category"] == "host" and "hung" not in rc["title"]
+
+
+def test_a_task_that_raised_its_own_error_is_named_by_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _heartbeat_job(tmp_path, dead=2, own=["Traceback (most recent call last):",
+                                          '  File "input_pipeline.py", line 77, in next_batch',
+                                          "ValueError: shard 000231 holds 0 records"])
+    rc = cli_root_cause(tmp_path, capsys)
+    assert rc["rank"] == 2 and rc["signature"] == "python.exception"
+
+
+def _heartbeat_job(tmp_path: Path, dead: int, own: list[str]) -> None:
+    for task in range(4):
+        lines = [f"I1203 10:00:0{task}.000000 14064 trainer.py:501] Training: step 9120"]
+        if task == dead:
+            lines += own
+        else:
+            lines += ["F1203 10:03:16.000000 14064 client.h:77] Terminating process because the JAX distributed "
+                      "service detected fatal errors. This most likely indicates that another task died; see the "
+                      "other task logs for more details. absl::Status: UNAVAILABLE: The following tasks are "
+                      "unhealthy (stopped sending heartbeats):", f"/job:jax_worker/replica:0/task:{dead}",
+                      "The tasks have crashed. Check the task logs for an earlier error to debug further."]
+        (tmp_path / f"process_{task}.log").write_text("\n".join(lines) + "\n")
 
 
 def test_an_unresolvable_master_addr_on_every_worker_is_the_jobs_configuration(

@@ -20,8 +20,8 @@ from tests.e2e.scoring import class_ok, initiating_ok, root_cause
 CORPUS = corpus_dir()
 # Counts measured 2026-12-04 (docs/accuracy.md): class of 34 and 36 logs, initiating of the 19 and 26 whose label
 # names a rank or host. Raise them, never lower them. No answer at >= 0.9 may be wrong, and the answers wrong at
-# >= 0.7 may only fall.
-MIN_CLASS = {"tuning": 32, "checking": 31}
+# >= 0.7 may only fall. 2026-12-07, branch acc25: tuning class 32 -> 33 (a catch-all's title quotes its line).
+MIN_CLASS = {"tuning": 33, "checking": 31}
 MIN_INITIATING = {"tuning": 18, "checking": 13}
 MAX_WRONG_AT_0_9 = 0
 MAX_WRONG_AT_0_7 = {"tuning": 0, "checking": 3}

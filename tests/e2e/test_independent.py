@@ -38,7 +38,9 @@ JOBS = 60
 # the start (7 answers >= 0.7 wrong, 3 >= 0.9); 57 and 47, none >= 0.7 wrong, at its end (NeMo's and sbatch's file
 # names, torchrun's teardown pids, one restart's SeqNums, the watchdog's carried CUDA error paired with the Xid, the
 # AER yielding to its Xid 79, kubectl's pod prefix, a teardown's SIGTERM not an outside stop; docs/accuracy.md).
-FLOORS = {"independent": (57, 46), "independent2": (53, 49), "independent3": (57, 47)}
+# 2026-12-07, branch acc25: independent2 class 53 -> 55 (a JAX task whose heartbeats stopped was killed or lost
+# its host; the catch-alls' titles quote their lines).
+FLOORS = {"independent": (57, 46), "independent2": (55, 49), "independent3": (57, 47)}
 MAX_WRONG_AT_0_9 = 0
 
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="class_map.json of ../shared/corpus not present")

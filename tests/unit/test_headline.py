@@ -46,15 +46,15 @@ def test_without_an_exception_the_first_line_of_its_own_speaks_and_long_lines_ar
     assert message(_ev("Traceback (most recent call last):", "CUDA error: an unknown thing")) == \
         "CUDA error: an unknown thing"
     long = message(_ev("X" * 500))
-    assert long is not None and len(long) == 120 and long.endswith("…")
+    assert long is not None and len(long) == 100 and long.endswith("…")
     assert message(_ev("Traceback (most recent call last):")) is None
 
 
-def test_the_title_keeps_the_kind_and_drops_the_fallbacks_note() -> None:
+def test_the_title_leads_with_the_message_then_the_kind() -> None:
     title = "Python exception raised (fallback for tracebacks without a more specific entry)"
-    assert headline(title, "KeyError: 'x'") == "Python exception raised: KeyError: 'x'"
+    assert headline(title, "KeyError: 'x'") == f"KeyError: 'x' — {title}"
     assert headline(title, None) == title
-    assert headline(UNRECOGNISED, "Boom happened") == "Unrecognised failure: Boom happened"
+    assert headline(UNRECOGNISED, "Boom happened") == "Boom happened — Unrecognised failure"
 
 
 def test_a_diagnosis_under_the_python_fallback_says_what_the_rank_raised() -> None:
@@ -66,7 +66,7 @@ def test_a_diagnosis_under_the_python_fallback_says_what_the_rank_raised() -> No
     d = diagnose([scan_source(m, "job.log", [log.encode()], 2026, 0)], m.catalog)
     rc = d.root_cause
     assert rc is not None and rc.signature == "python.exception" and rc.rank == 1
-    assert rc.title == "Python exception raised: RuntimeError: Invalid mt19937 state"
+    assert rc.title.startswith("RuntimeError: Invalid mt19937 state — Python exception raised")
     assert rc.message == "RuntimeError: Invalid mt19937 state"
 
 
@@ -81,7 +81,7 @@ def test_a_specific_entry_keeps_its_own_title() -> None:
 
 
 def test_the_history_groups_a_fallback_under_its_kind_not_one_incidents_words() -> None:
-    root = {"title": "Python exception raised: KeyError: 'x'", "message": "KeyError: 'x'"}
+    root = {"title": "KeyError: 'x' — Python exception raised", "message": "KeyError: 'x'"}
     assert kind_title(root) == "Python exception raised"
     assert kind_title({"title": "Xid 79: GPU fell off the bus"}) == "Xid 79: GPU fell off the bus"
 
@@ -92,5 +92,5 @@ def test_a_secret_in_the_message_never_reaches_the_title() -> None:
     m = default_matcher()
     d = diagnose([scan_source(m, "job.log", [log.encode()], 2026, 0)], m.catalog)
     rc = d.root_cause
-    assert rc is not None and rc.message is not None and "password=" in rc.title
+    assert rc is not None and rc.message is not None and "password=" in rc.title and rc.message in rc.title
     assert "hunter2" not in rc.title and "hunter2" not in rc.message
