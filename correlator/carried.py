@@ -9,7 +9,7 @@ that entry's id and role: the class, the fix and the verification follow the err
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
@@ -34,10 +34,15 @@ def carried_entry(sig: Signature, text: str, catalog: Catalog) -> Signature | No
     return None
 
 
-def read_carried(findings: Sequence[Finding], catalog: Catalog) -> list[Finding]:
-    """``findings`` with each carrier read as the error it carries; the same list when none is."""
+def read_carried(findings: Sequence[Finding], catalog: Catalog, present: Collection[str] | None = None
+                 ) -> list[Finding]:
+    """``findings`` with each carrier read as the error it carries; the same list when none is. ``present``: the
+    signatures among ``findings``, where known (else each finding is asked)."""
     carriers = {sig.id: sig for sig in catalog.signatures if sig.carries is not None}
-    if not carriers or not any(f.signature in carriers for f in findings):
+    if present is not None:
+        if carriers.keys().isdisjoint(present):
+            return list(findings)
+    elif not carriers or not any(f.signature in carriers for f in findings):
         return list(findings)
     out = []
     for f in findings:

@@ -6,6 +6,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from catalog.loader import Catalog
 from catalog.model import Implicates, Signature
@@ -56,6 +57,7 @@ MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
+_signature = attrgetter("signature")
 
 
 def diagnose(
@@ -96,11 +98,14 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     inits = init_lines(of_kind.get("nccl_comm", ()))  # what staleness reads of them
     let_go(of_kind, "nccl_using", "nccl_comm")  # read by identity, naming and the two lines above alone
     # a coordination service's named task, on the host that fell silent
-    placed = place_named_rank(findings, catalog, ids, path_hosts)
+    # (the steps below that need a signature present read no finding without it: present is their question, asked
+    # once, in C)
+    placed = place_named_rank(findings, catalog, ids, path_hosts, present := set(map(_signature, findings)))
     placed = placed or place_killed_rank(findings, catalog, ids)  # a SIGKILLed rank, the host that killed
     # the watchdog's `CUDA error: <an ECC error>` is that error (read before pairing: it is the rank's CUDA error)
-    findings = read_carried(findings, catalog)
-    pair_gpu_fault(findings, catalog, ids)  # the node's Xid and the rank's CUDA error: one GPU
+    findings = read_carried(findings, catalog, present)
+    present = set(map(_signature, findings))  # a carrier read as what it carries is that signature now
+    pair_gpu_fault(findings, catalog, ids, present)  # the node's Xid and the rank's CUDA error: one GPU
     findings = worker_kills(findings, ids) or findings  # the kernel killed the worker a rank named
     del path_ranks, path_hosts
     # of the events of context lines, derived_events reads those of saves that began, cause_unknown the one below

@@ -14,7 +14,7 @@ elsewhere: the Xid's bus id is then that rank's GPU. Catalog entries tagged `gpu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from catalog.loader import Catalog
 from catalog.model import Signature
@@ -25,9 +25,13 @@ SEEN_TAG = "gpu_fault_seen"
 _GPU_FAULT_TAGS = frozenset({"hardware", "gsp", "fallen_off_bus"})  # an Xid of the GPU, not of the application
 
 
-def pair_gpu_fault(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap) -> tuple[int, str] | None:
+def pair_gpu_fault(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap,
+                   present: Collection[str] | None = None) -> tuple[int, str] | None:
     """Tie the one unplaced GPU-fault Xid to the one rank that saw its GPU fail (ids.rank_of_bus, host_of_rank);
-    the (rank, host), or None."""
+    the (rank, host), or None. ``present``: the signatures among ``findings``, where known: without both a GPU-fault
+    Xid and a CUDA error that saw one, no finding is read."""
+    if present is not None and not _both_sides(present, catalog):
+        return None
     xids: dict[str, set[int]] = {}  # host -> the PCI buses of its unplaced GPU-fault Xids
     seen: set[int] = set()
     for f in findings:
@@ -53,6 +57,11 @@ def pair_gpu_fault(findings: Sequence[Finding], catalog: Catalog, ids: IdentityM
     ids.host_of_rank.setdefault(rank, host)
     ids.rank_of_bus[(host, next(iter(buses)))] = rank
     return rank, host
+
+
+def _both_sides(present: Collection[str], catalog: Catalog) -> bool:
+    sigs = [sig for sig in map(catalog.get, present) if sig is not None]
+    return any(SEEN_TAG in sig.tags for sig in sigs) and any(_gpu_fault_xid(sig) for sig in sigs)
 
 
 def _gpu_fault_xid(sig: Signature) -> bool:

@@ -24,13 +24,14 @@ NEAR = 3  # lines between the SIGTERM run and the failure line (the agent's own 
 
 def place_teardown_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[str, list[ContextRecord]]) -> None:
     """ids.by_host_pid learns each SIGTERMed worker's rank where its local rank follows from the order."""
-    workers = _workers_per_node(local)
+    failures = of_kind.get("worker_failed", [])
+    workers = _workers_per_node(local) if failures else None
     if workers is None:
         return
-    runs = of_kind.get("worker_sigterm", [])
-    for failed in of_kind.get("worker_failed", []):
+    runs = _by_source(of_kind.get("worker_sigterm", []))
+    for failed in failures:
         host = failed.who.host or _agent_host(ids, failed.source)
-        run = _adjacent_run(runs, failed)
+        run = _adjacent_run(runs.get(failed.source, ()), failed)
         if host is None or run is None:
             continue
         pids = [int(pid) for pid in members(run, "pid") if pid is not None]
@@ -58,10 +59,19 @@ def _workers_per_node(local: LocalRanks) -> int | None:
     return max(locals_) + 1 if locals_ else None
 
 
+def _by_source(runs: Sequence[ContextRecord]) -> dict[str, list[ContextRecord]]:
+    """The runs of each output, in their order: every node's agent has its failure line, and looking for its run
+    among every node's was quadratic in nodes (at 8,192 ranks, 9% of correlation's counted lines)."""
+    found: dict[str, list[ContextRecord]] = {}
+    for run in runs:
+        found.setdefault(run.source, []).append(run)
+    return found
+
+
 def _adjacent_run(runs: Sequence[ContextRecord], failed: ContextRecord) -> ContextRecord | None:
     """The run of SIGTERM lines printed just before the failure line (or just after it, as some releases and
-    collectors order them), in the same output."""
-    near = [run for run in runs if run.source == failed.source and abs(run.line_no - failed.line_no) <= _span(run)]
+    collectors order them), among ``runs``: those of its output."""
+    near = [run for run in runs if abs(run.line_no - failed.line_no) <= _span(run)]
     return min(near, key=lambda run: abs(run.line_no - failed.line_no), default=None)
 
 
