@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from correlator.flight_recorder import FlightDump
 from correlator.kept import ContextRecord
+from schemas.findings import Finding
 
 MIN_RANKS = 3  # below this "most ranks" means nothing
 MAJORITY = 0.6
@@ -32,7 +33,10 @@ _PG = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)")  # the process group in ProcessGro
 # again, so one attempt's collective numbers are never compared with another's
 _ATTEMPT_DIR = re.compile(r"(?:^|[/\\])attempt_(?P<n>\d+)[/\\]")
 
-Timeout = tuple[int, int, str, str, int, str]  # (rank, seq, op, source, line, text) of a watchdog timeout
+# (rank, seq, op, source, line, the line's finding) of a watchdog timeout: its text is read from the finding where a
+# Lag cites it or its process group is looked for, one line at a time. A tuple holding every rank's text at once
+# was the peak of a diagnosis (a packed watchdog text is rebuilt when read: 0.35 KB a rank; issue 23)
+Timeout = tuple[int, int, str, str, int, Finding]
 
 
 @dataclass(frozen=True)
@@ -133,27 +137,27 @@ def _by_group(timeouts: Sequence[Timeout]) -> dict[tuple[int | None, str | None]
     restart (attempt_of)."""
     groups: dict[tuple[int | None, str | None], dict[int, Timeout]] = defaultdict(dict)
     for item in timeouts:
-        found = _PG.search(item[5])
+        found = _PG.search(item[5].text)
         groups[(attempt_of(item[3]), found["pg"] if found else None)].setdefault(item[0], item)
     return groups
 
 
 def from_ops(timeouts: Sequence[Timeout]) -> list[Lag]:
     """Watchdog timeouts: a rank timing out in another op than the rest."""
-    by_seq: dict[tuple[int | None, int], dict[int, tuple[str, str, int, str]]] = defaultdict(dict)
-    for rank, seq, op, source, line, text in timeouts:
-        by_seq[(attempt_of(source), seq)].setdefault(rank, (op, source, line, text))
+    by_seq: dict[tuple[int | None, int], dict[int, Timeout]] = defaultdict(dict)
+    for item in timeouts:
+        by_seq[(attempt_of(item[3]), item[1])].setdefault(item[0], item)
     out = []
     for (_, seq), ranks in by_seq.items():
         if len(ranks) < MIN_RANKS:
             continue
-        common = _majority([op for op, *_ in ranks.values()])
+        common = _majority([item[2] for item in ranks.values()])
         if common is None:
             continue
-        for rank, (op, source, line, text) in sorted(ranks.items()):
+        for rank, (_, _, op, source, line, finding) in sorted(ranks.items()):
             if op != common[0]:
                 out.append(Lag(rank, "mismatch", f"it timed out in {op} #{seq} where {common[1]} ranks ran "
-                               f"{common[0]} #{seq}: mismatched collectives", source, line, text))
+                               f"{common[0]} #{seq}: mismatched collectives", source, line, finding.text))
     return out
 
 
@@ -168,10 +172,10 @@ def from_timeouts(timeouts: Sequence[Timeout], world: int | None) -> list[Lag]:
         if common is None:
             continue
         seq, count = int(common[0]), common[1]
-        for rank, (_, theirs, _, source, line, text) in sorted(group.items()):
+        for rank, (_, theirs, _, source, line, finding) in sorted(group.items()):
             if seq - MAX_BEHIND <= theirs < seq:
                 out.append(Lag(rank, "status", f"it timed out in collective #{theirs} while {count} ranks waited in "
-                               f"#{seq}: it never finished #{theirs}, which they had", source, line, text))
+                               f"#{seq}: it never finished #{theirs}, which they had", source, line, finding.text))
         out += _absent(group, seq, count, world)
     return out
 
@@ -182,10 +186,12 @@ def _absent(group: dict[int, Timeout], seq: int, count: int, world: int | None) 
     size = world if world else max(group) + 1
     if count < MAJORITY * size:  # first: a size the ranks that timed out do not support allocates nothing
         return []
-    absent = sorted(set(range(size)) - set(group))
+    # in order, as sorted() of the two sets' difference gave them, without a set of every rank of the job held twice
+    absent = [rank for rank in range(size) if rank not in group]
     if not absent or len(absent) > max(1, ABSENT_SHARE * size):
         return []
     # cited at a line that exists: the lowest other rank's own timeout in #seq (an absence prints no line)
-    _, _, _, source, line, text = min((item for item in group.values() if item[1] == seq), key=lambda item: item[0])
+    _, _, _, source, line, finding = min((item for item in group.values() if item[1] == seq), key=lambda item: item[0])
+    text = finding.text
     return [Lag(rank, "absent", f"it is absent from collective #{seq}: {count} of the job's {size} ranks timed out "
                 f"waiting in it, this one did not", source, line, text) for rank in absent]

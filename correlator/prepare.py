@@ -30,7 +30,7 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
     rank_of = [(rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid))
                if rec.kind == "pg_status" else None for rec in context]
     timeouts = [(ev.reporter.rank, int(ev.best.fields["seq"]), str(ev.best.fields["op"]), ev.best.source,
-                 ev.best.line_no, ev.best.text) for ev in failures
+                 ev.best.line_no, ev.best) for ev in failures
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
                 and isinstance(ev.best.fields.get("op"), str)]
     dumps = [d for r in results for d in r.structured if isinstance(d, FlightDump)]
