@@ -76,7 +76,7 @@ class Pipeline:
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
             recorded = self.store.record_shard(got.job_id, key, got.seq, got.eof, scanned, now)
             if recorded.fresh:
-                self.recent.add(got.job_id, key, got.seq, result)
+                self.recent.add(got.job_id, key, got.seq, got.eof, result)
             if recorded.decides:
                 self._consider(got.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
@@ -161,13 +161,13 @@ class Pipeline:
         with tracing.span("firstfault.store_shards", None, shards=len(arrivals)):
             for job_id, indexes in by_job.items():
                 stored, decides = self.store.record_shards(job_id, [items[i] for i in indexes], now, drop)
-                if decides:
-                    self._consider(job_id, late_evidence=any(stored))
-                for index, kept in zip(indexes, stored, strict=True):
+                for index, kept in zip(indexes, stored, strict=True):  # kept before any correlation can run
                     fresh[index] = kept
                     if kept:
-                        self.recent.add(job_id, items[index][0], items[index][1], results[index])
+                        self.recent.add(job_id, *items[index][:3], results[index])
                     metrics.SHARDS_SCANNED.labels("stored" if kept else "redelivery").inc()
+                if decides:
+                    self._consider(job_id, late_evidence=any(stored))
         return fresh
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
@@ -225,10 +225,11 @@ class Pipeline:
             return saved
 
     def _view(self, job_id: str) -> JobView:
-        """The job and its shards' scans: those this process kept when it holds them all, else read back."""
-        listed = self.store.job(job_id, scans=False)
-        kept = self.recent.shards(job_id, listed.shards)
-        return self.store.job(job_id) if kept is None else replace(listed, shards=kept)
+        """The job and its shards' scans: those this process kept when it holds them all (counted in the store,
+        not listed), else read back."""
+        head = self.store.job(job_id, listed=False)
+        kept = self.recent.shards(job_id, head.stored)
+        return self.store.job(job_id) if kept is None else replace(head, shards=kept)
 
     def _fixed_before(self, diagnosis: Diagnosis, event: JobEvent) -> Incident | None:
         """The resolved incident this diagnosis repeats on the same host, if any: the fix did not hold."""

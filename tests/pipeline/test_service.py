@@ -185,7 +185,8 @@ def test_a_spare_correlation_with_nothing_new_reads_no_shard(parts, monkeypatch)
     assert first is not None
     reads: list[str] = []
     original = pipe.store.job
-    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True: reads.append(job_id) or original(job_id, scans))
+    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True, listed=True: reads.append(job_id)
+                        or original(job_id, scans, listed))
     clock.advance(30)
     assert pipe.correlate("j") is None and reads == []  # group_wait's timer: nothing new since
     for shard in dmesg:
@@ -238,5 +239,5 @@ def test_the_scans_kept_in_process_merge_as_the_stored_ones_read_back(parts) -> 
         diagnose(read_back, catalog).model_dump(mode="json")
     pipe.recent = type(pipe.recent)(max_shards=len(shards) - 1)  # the oldest dropped: read back instead
     pipe.accept_shard(shards[0])  # a redelivery is not kept
-    assert pipe.recent.shards("j", pipe.store.job("j", scans=False).shards) is None
+    assert pipe.recent.shards("j", pipe.store.job("j", listed=False).stored) is None
     assert all(not isinstance(s.scanned, SourceResult) for s in pipe._view("j").shards)
