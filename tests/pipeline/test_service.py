@@ -241,3 +241,28 @@ def test_the_scans_kept_in_process_merge_as_the_stored_ones_read_back(parts) -> 
     pipe.accept_shard(shards[0])  # a redelivery is not kept
     assert pipe.recent.shards("j", pipe.store.job("j", listed=False).stored) is None
     assert all(not isinstance(s.scanned, SourceResult) for s in pipe._view("j").shards)
+
+
+def test_the_incident_is_the_cli_s_diagnosis_kept_in_one_worker_or_read_back_from_two(  # type: ignore[no-untyped-def]
+        parts, monkeypatch) -> None:
+    """A worker that stored every shard of a job correlates on the scans it kept, counting the stored shards
+    instead of listing them; a worker that stored all but one (another worker stored that one) reads the job
+    back. Both incidents are `diagnose DIR`'s diagnosis, field for field."""
+    from scan.engine import diagnose_sources
+    from sources.files import expand
+
+    pipe, clock, _ = parts
+    other = Pipeline(pipe.store, pipe.matcher, RecordingScheduler(), clock)  # a second worker, the same store
+    reads: list[tuple[str, bool]] = []
+    original = pipe.store.job
+    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True, listed=True: reads.append((job_id, listed))
+                        or original(job_id, scans, listed))
+    cli = diagnose_sources(pipe.matcher, expand([str(EXAMPLE)]), clock.now.year).model_dump(mode="json")
+    for job_id in ("kept", "split"):
+        shards = shards_of(job_id, EXAMPLE, chunk=8 * 1024)
+        pipe.accept_job(failed_job(job_id))
+        pipe.accept_shards(shards[:-1])
+        (other if job_id == "split" else pipe).accept_shards(shards[-1:])
+        incident = pipe.correlate(job_id)
+        assert incident is not None and incident.diagnosis.model_dump(mode="json") == cli
+    assert reads == [("kept", False), ("split", False), ("split", True)]
