@@ -266,3 +266,32 @@ def test_the_incident_is_the_cli_s_diagnosis_kept_in_one_worker_or_read_back_fro
         incident = pipe.correlate(job_id)
         assert incident is not None and incident.diagnosis.model_dump(mode="json") == cli
     assert reads == [("kept", False), ("split", False), ("split", True)]
+
+
+def test_merging_and_diagnosing_kept_scans_run_without_the_collector_and_make_no_cycles(  # type: ignore[no-untyped-def]
+        parts, monkeypatch) -> None:
+    """A correlation holds the cyclic collector off while it merges and diagnoses (a full collection walked every
+    scan the worker kept), and turns it on again; that is safe only while those make no reference cycles."""
+    import gc
+
+    import pipeline.service as service
+    from correlator.shards import merge
+
+    pipe, _, _ = parts
+    shards = shards_of("j", EXAMPLE, chunk=8 * 1024)
+    pipe.accept_job(failed_job("j"))
+    pipe.accept_shards(shards)
+    seen: list[bool] = []
+    real = service.diagnose
+    monkeypatch.setattr(service, "diagnose", lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k))
+    assert gc.isenabled()
+    assert pipe.correlate("j") is not None
+    assert seen == [False] and gc.isenabled()
+    kept = pipe._view("j").shards
+    gc.collect()
+    gc.disable()
+    try:
+        real(merge(kept), pipe.matcher.catalog)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
