@@ -139,7 +139,7 @@ def listing_order(key: SourceKey) -> tuple[tuple[tuple[int, str], ...], str]:
     numbers them: ties in time (a timeline's, a tie-break's) then fall the same way, and the incident is the
     CLI's diagnosis. The token breaks ties between sources of one name (another stream or writer)."""
     parts = key.name.split("/")
-    return tuple((1, part) for part in parts[:-1]) + ((0, parts[-1]),), key.token
+    return (*((1, part) for part in parts[:-1]), (0, parts[-1])), key.token
 
 
 def merge(shards: Iterable[StoredShard]) -> list[SourceResult]:
