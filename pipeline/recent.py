@@ -9,8 +9,8 @@ for a right answer. Bounded by shards kept; the least recently stored job goes f
 
 Whether every stored shard is here is a count, not a list: each kept shard was stored (it is added once its
 transaction committed) and the store never drops a shard, so as many kept as the store counts means the same
-shards. Listing the job's 5,120 shards from the store to compare them one by one took 0.3 to 0.8 s of the
-correlation at 4,096 ranks.
+shards. Listing the job's 5,120 shards from the store to compare them one by one cost 0.023 CPU-s at 4,096 ranks
+on SQLite (bench.correlate_cpu), and their rows' trip across PostgreSQL's connection besides; a count, 0.001.
 """
 
 from __future__ import annotations

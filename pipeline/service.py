@@ -312,10 +312,10 @@ def _no_collections() -> Iterator[None]:
     """The cyclic collector held off while a job's scans are merged and diagnosed (pure work, no store call).
 
     A worker keeps the scans of its latest jobs (RecentScans: 400,000 objects with two 4,096-rank jobs), and a
-    correlation allocates enough to start a full collection, which walks them all: 0.8 CPU-s for a 4,096-rank
-    correlation with one, 0.55 without (docs/performance.md, "The service"). Merging and
+    correlation allocates enough to start a full collection, which walks them all: 0.79 CPU-s for a 4,096-rank
+    correlation with one, 0.54 without (bench.correlate_cpu; docs/performance.md, "The service"). Merging and
     diagnosing make no reference cycles (tests/unit/test_no_cycles.py, tests/pipeline/test_service.py), so
-    reference counting frees all they drop; the collector is on again for the store's and the rest's. Nested or
+    reference counting frees all they drop; the collector is on again for the store's work. Nested or
     concurrent holders: only the one that turned it off turns it on."""
     was = gc.isenabled()
     gc.disable()
