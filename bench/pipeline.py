@@ -1,7 +1,7 @@
 """Time from a job's last shard produced to its incident committed, in both modes, against a named baseline.
 
     python -m bench.pipeline [--ranks 64,1024] [--jobs 10,3] [--kb-per-rank 50] [--modes embedded,distributed]
-                             [--scan-workers 0,2]
+                             [--scan-workers 0,2] [--floor]
 
 For each world size the generator writes one failed job's logs (bench.generate: NCCL noise, steps, a planted
 OOM kill), which are cut into shards exactly as `firstfault ship` cuts them (zstd, ≤ 1 MiB). Then, per job:
@@ -19,6 +19,13 @@ commit every millisecond, so that it does not share the worker thread's GIL with
 polled every 5 ms from this process, the worker is another). The baseline, measured in the same run on the same
 files, is `firstfault diagnose` of the whole directory in one warm process: the floor a pipeline that scans as
 shards arrive should approach. Shards/s through one worker is taken from the shards' own received_at stamps.
+
+Where a job's latency went, from the store's own stamps (the p50 job's): until its last shard was stored (the
+backlog the worker still had when the last shard was handed over), then until its correlation started (the
+completion noticed, the correlation task queued and taken), then the correlation itself (read, diagnose, save).
+With --floor each mode also runs "correlate only": every shard handed over and stored first, then the job's
+failure event, which completes the job: its latency, from the event to the incident, is the correlation over
+results already scanned and stored, the least a last shard can cost.
 """
 
 from __future__ import annotations
@@ -65,6 +72,39 @@ def job_event(job_id: str, ranks: int) -> JobEvent:
     return JobEvent(job_id=job_id, state="failed", world_size=ranks, cluster="bench", team="bench")
 
 
+class Latencies(list[float]):
+    """A mode's latencies, and for each where it went: (until the last shard was stored, until the correlation
+    started), both from the moment the last shard was handed over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.split: list[tuple[float, float]] = []
+
+    def add(self, latency: float, split: tuple[float, float]) -> None:
+        self.append(latency)
+        self.split.append(split)
+
+    def median_split(self) -> str:
+        """The p50 job's: stored +x s, correlation started +y s, correlated in z s."""
+        if not self:
+            return ""
+        index = sorted(range(len(self)), key=self.__getitem__)[round(.5 * (len(self) - 1))]
+        stored, started = self.split[index]
+        return f"+{stored:.2f} / +{started:.2f} / {self[index] - started:.2f} s"
+
+
+def split(store: object, job_id: str, wall_last: float) -> tuple[float, float]:
+    """(last shard stored, correlation started) in seconds after `wall_last` (time.time()), from the shards'
+    received_at and the incident's created_at (the correlation's clock when it began)."""
+    with store.engine.connect() as conn:  # type: ignore[attr-defined]
+        last = conn.execute(sa.text("select max(received_at) from shards where job_id = :j"), {"j": job_id}).scalar()
+    incident = store.incident_for_job(job_id)  # type: ignore[attr-defined]
+    if isinstance(last, str):  # SQLite through a text query: its own format, UTC
+        last = datetime.fromisoformat(last)
+    stamp = last.replace(tzinfo=last.tzinfo or UTC).timestamp() if last else wall_last
+    return stamp - wall_last, incident.created_at.timestamp() - wall_last
+
+
 def wait_for(found: Callable[[], object], limit_s: float = 600, every_s: float = 0.005) -> float:
     deadline = time.monotonic() + limit_s
     while not found():
@@ -87,8 +127,8 @@ def baseline_s(logs: Path) -> float:
     return statistics.median(runs)
 
 
-def embedded(ranks: int, logs: Path, jobs: int, tmp: Path, scan_workers: str = ""
-             ) -> tuple[list[float], float, str | None]:
+def embedded(ranks: int, logs: Path, jobs: int, tmp: Path, scan_workers: str = "", floor: bool = False
+             ) -> tuple[Latencies, float, str | None]:
     from config.settings import load_settings
     from firstfault.serve import build_embedded
 
@@ -102,23 +142,27 @@ def embedded(ranks: int, logs: Path, jobs: int, tmp: Path, scan_workers: str = "
     saved: dict[str, threading.Event] = {}
     service = build_embedded(settings, on_saved=lambda _tx, inc, _old: saved[inc.job_id].set())
     service.runner.start()
-    latencies, rates, rank = [], [], None
+    latencies, rates, rank = Latencies(), [], None
     try:
         for j in range(-1, jobs):  # job -1 warms up (first imports, cold caches) and is not counted
             job_id = f"emb-{ranks}-{j}"
             shards = shards_for(job_id, logs)
             saved[job_id] = threading.Event()
             t_first = time.perf_counter()
-            service.runner.submit_job(job_event(job_id, ranks), {})
+            if not floor:
+                service.runner.submit_job(job_event(job_id, ranks), {})
             for shard in shards:
                 service.runner.submit_shard(shard, {})
-            t_last = time.perf_counter()
+            if floor:  # every shard stored first; the event, handed over last, completes the job
+                wait_for(service.runner.idle, every_s=0.01)
+                service.runner.submit_job(job_event(job_id, ranks), {})
+            t_last, wall_last = time.perf_counter(), time.time()
             # woken by the save (in its transaction), then the commit looked for: polling the database every
             # 5 ms meanwhile took the worker thread's GIL 200 times a second (+40% at 4,096 ranks)
             saved[job_id].wait(600)
             t_done = wait_for(lambda jid=job_id: service.store.incident_for_job(jid), every_s=0.001)  # type: ignore[misc]
             if j >= 0:
-                latencies.append(t_done - t_last)
+                latencies.add(t_done - t_last, split(service.store, job_id, wall_last))
                 rates.append(len(shards) / (t_done - t_first))
             incident = service.store.incident_for_job(job_id)
             rank = f"{incident.signature} rank {incident.rank}" if incident else None
@@ -142,7 +186,8 @@ def scratch_pg() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[float], float, str | None]:
+def distributed(ranks: int, logs: Path, jobs: int, tmp: Path, floor: bool = False
+                ) -> tuple[Latencies, float, str | None]:
     from config.settings import load_settings
     from ingest.consumer import kafka_ingest
     from ingest.kafka import WireProducer, create_topics
@@ -172,19 +217,25 @@ def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[floa
                                        "--without-heartbeat", "-l", "warning"], cwd=ROOT, env=env, stdout=log,
                                       stderr=subprocess.STDOUT)
             producer = WireProducer(bootstrap)
-            latencies, rates, rank = [], [], None
+            latencies, rates, rank = Latencies(), [], None
             try:
                 for j in range(-1, jobs):  # job -1 warms up (the consumer group's join) and is not counted
                     job_id = f"dist-{ranks}-{j}"
                     shards = shards_for(job_id, logs)
-                    producer.send_job(job_event(job_id, ranks), topics)
+                    if not floor:
+                        producer.send_job(job_event(job_id, ranks), topics)
                     for shard in shards:
                         producer.send_shard(shard, topics)
                     producer.flush()
-                    t_last = time.perf_counter()
+                    if floor:  # every shard stored first; the event, produced last, completes the job
+                        count = len(shards)
+                        wait_for(lambda jid=job_id, n=count: _stored(store, jid) >= n, every_s=0.05)  # type: ignore[misc]
+                        producer.send_job(job_event(job_id, ranks), topics)
+                        producer.flush()
+                    t_last, wall_last = time.perf_counter(), time.time()
                     t_done = wait_for(lambda jid=job_id: store.incident_for_job(jid))  # type: ignore[misc]
                     if j >= 0:
-                        latencies.append(t_done - t_last)
+                        latencies.add(t_done - t_last, split(store, job_id, wall_last))
                         rates.append(_worker_rate(store, job_id))
                     incident = store.incident_for_job(job_id)
                     rank = f"{incident.signature} rank {incident.rank}" if incident else None
@@ -197,6 +248,11 @@ def distributed(ranks: int, logs: Path, jobs: int, tmp: Path) -> tuple[list[floa
                 worker.wait(timeout=60)
                 store.close()
     return latencies, statistics.median(rates), rank
+
+
+def _stored(store: object, job_id: str) -> int:
+    with store.engine.connect() as conn:  # type: ignore[attr-defined]
+        return int(conn.execute(sa.text("select count(*) from shards where job_id = :j"), {"j": job_id}).scalar_one())
 
 
 def _worker_rate(store: object, job_id: str) -> float:
@@ -219,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kb-per-rank", type=float, default=50.0)
     p.add_argument("--modes", default="embedded,distributed")
     p.add_argument("--scan-workers", default="", help="embedded: scan processes, one run per number (0,2)")
+    p.add_argument("--floor", action="store_true", help="each mode also runs 'correlate only': every shard stored "
+                   "before the job's event, whose arrival completes the job")
     a = p.parse_args(argv)
     sizes = [int(r) for r in a.ranks.split(",")]
     counts = [int(j) for j in a.jobs.split(",")]
@@ -227,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# bench.pipeline {datetime.now(UTC):%Y-%m-%d %H:%M}Z, {os.cpu_count()} cores, "
           f"{a.kb_per_rank:g} kB of log per rank")
     print("| ranks | shards | mode | jobs | p50 latency | p99 latency | p50 / baseline | shards/s, one worker | "
-          "root cause |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---|")
+          "p50 job: last shard stored / correlation started / correlated in | root cause |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---|---|")
     for ranks, jobs in zip(sizes, counts, strict=True):
         with tempfile.TemporaryDirectory(prefix="ffbench-") as tmp_name:
             tmp = Path(tmp_name)
@@ -236,17 +294,20 @@ def main(argv: list[str] | None = None) -> int:
             logs = tmp / "gen" / "logs"
             base = baseline_s(logs)
             n = len(shards_for("x", logs))
-            print(f"| {ranks} | {n} | baseline: `diagnose` in one warm process | 3 | {base:.2f} s | | 1.00 | | |")
-            runs = [(m, w) for m in modes for w in (a.scan_workers.split(",") if m == "embedded" else [""])]
-            for mode, workers in runs:
+            print(f"| {ranks} | {n} | baseline: `diagnose` in one warm process | 3 | {base:.2f} s | | 1.00 | | | |")
+            runs = [(m, w, f) for m in modes for w in (a.scan_workers.split(",") if m == "embedded" else [""])
+                    for f in ((False, True) if a.floor else (False,))]
+            for mode, workers, floor in runs:
                 if mode == "embedded":
-                    lat, rate, found = embedded(ranks, logs, jobs, tmp, workers)
+                    lat, rate, found = embedded(ranks, logs, jobs, tmp, workers, floor)
                     mode = f"embedded, {workers} scan processes" if workers else mode
                 else:
-                    lat, rate, found = distributed(ranks, logs, jobs, tmp)
+                    lat, rate, found = distributed(ranks, logs, jobs, tmp, floor)
+                mode += ", correlate only (shards stored before the event)" if floor else ""
                 verdict = "right" if found and found.endswith(f"rank {truth['victim']}") else "WRONG"
                 print(f"| {ranks} | {n} | {mode} | {jobs} | {pct(lat, .5):.2f} s | {pct(lat, .99):.2f} s | "
-                      f"{pct(lat, .5) / base:.2f} | {rate:.0f} | {found} ({verdict}) |", flush=True)
+                      f"{pct(lat, .5) / base:.2f} | {rate:.0f} | {lat.median_split()} | {found} ({verdict}) |",
+                      flush=True)
     return 0
 
 

@@ -132,13 +132,24 @@ class StoredShard:
     scanned: Mapping[str, Any] | SourceResult
 
 
+def listing_order(key: SourceKey) -> tuple[tuple[tuple[int, str], ...], str]:
+    """Where `diagnose DIR` reads a source among the others: the order sources.files.expand lists a directory
+    (os.walk's: a folder's files in name order, then its folders', depth first), the name being the path that
+    `firstfault ship DIR` sent. Sources are merged in this order so that a job's findings are numbered as the CLI
+    numbers them: ties in time (a timeline's, a tie-break's) then fall the same way, and the incident is the
+    CLI's diagnosis. The token breaks ties between sources of one name (another stream or writer)."""
+    parts = key.name.split("/")
+    return (*((1, part) for part in parts[:-1]), (0, parts[-1])), key.token
+
+
 def merge(shards: Iterable[StoredShard]) -> list[SourceResult]:
-    """Every source's shards in seq order, as the SourceResults one pass over the whole file would give."""
+    """Every source's shards in seq order, as the SourceResults one pass over the whole file would give, the
+    sources in the order `diagnose` lists them (listing_order)."""
     by_source: dict[SourceKey, list[StoredShard]] = defaultdict(list)
     for shard in shards:
         by_source[shard.key].append(shard)
     results = []
-    for index, key in enumerate(sorted(by_source, key=lambda k: k.token)):
+    for index, key in enumerate(sorted(by_source, key=listing_order)):
         results.append(_merge_source(key, sorted(by_source[key], key=lambda s: s.seq), index << 32))
     return results
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -76,7 +78,7 @@ class Pipeline:
             sp.set_attribute("firstfault.findings", len(scanned["findings"]))
             recorded = self.store.record_shard(got.job_id, key, got.seq, got.eof, scanned, now)
             if recorded.fresh:
-                self.recent.add(got.job_id, key, got.seq, result)
+                self.recent.add(got.job_id, key, got.seq, got.eof, result)
             if recorded.decides:
                 self._consider(got.job_id, late_evidence=recorded.fresh)
             metrics.SHARDS_SCANNED.labels("stored" if recorded.fresh else "redelivery").inc()
@@ -161,13 +163,13 @@ class Pipeline:
         with tracing.span("firstfault.store_shards", None, shards=len(arrivals)):
             for job_id, indexes in by_job.items():
                 stored, decides = self.store.record_shards(job_id, [items[i] for i in indexes], now, drop)
-                if decides:
-                    self._consider(job_id, late_evidence=any(stored))
-                for index, kept in zip(indexes, stored, strict=True):
+                for index, kept in zip(indexes, stored, strict=True):  # kept before any correlation can run
                     fresh[index] = kept
                     if kept:
-                        self.recent.add(job_id, items[index][0], items[index][1], results[index])
+                        self.recent.add(job_id, *items[index][:3], results[index])
                     metrics.SHARDS_SCANNED.labels("stored" if kept else "redelivery").inc()
+                if decides:
+                    self._consider(job_id, late_evidence=any(stored))
         return fresh
 
     def _consider(self, job_id: str, late_evidence: bool) -> None:
@@ -210,9 +212,9 @@ class Pipeline:
                     if ready.due is not None:
                         self._schedule(job_id, ready.due, now)
                     return None
-            results = merge(view.shards)
-            diagnosis = diagnose(results, self.matcher.catalog, event.rank_hosts, exit_codes=event.exit_codes,
-                                 ended_at=event.ended_at)
+            with _no_collections():
+                diagnosis = diagnose(merge(view.shards), self.matcher.catalog, event.rank_hosts,
+                                     exit_codes=event.exit_codes, ended_at=event.ended_at)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
                 fixed = self._fixed_before(diagnosis, event)
                 saved = self.store.save_incident(job_id, lambda cur: self._build(event, diagnosis, cur, now, fixed),
@@ -225,10 +227,11 @@ class Pipeline:
             return saved
 
     def _view(self, job_id: str) -> JobView:
-        """The job and its shards' scans: those this process kept when it holds them all, else read back."""
-        listed = self.store.job(job_id, scans=False)
-        kept = self.recent.shards(job_id, listed.shards)
-        return self.store.job(job_id) if kept is None else replace(listed, shards=kept)
+        """The job and its shards' scans: those this process kept when it holds them all (counted in the store,
+        not listed), else read back."""
+        head = self.store.job(job_id, listed=False)
+        kept = self.recent.shards(job_id, head.stored)
+        return self.store.job(job_id) if kept is None else replace(head, shards=kept)
 
     def _fixed_before(self, diagnosis: Diagnosis, event: JobEvent) -> Incident | None:
         """The resolved incident this diagnosis repeats on the same host, if any: the fix did not hold."""
@@ -302,6 +305,25 @@ def _told(new: Incident, earlier: Incident, now: datetime) -> Incident | None:
             f"the fix did not hold; the new incident is {new.severity}")
     return earlier.model_copy(update={"regressed_by": new.id, "revision": earlier.revision + 1, "updated_at": now,
                                       "changes": [line]})
+
+
+@contextmanager
+def _no_collections() -> Iterator[None]:
+    """The cyclic collector held off while a job's scans are merged and diagnosed (pure work, no store call).
+
+    A worker keeps the scans of its latest jobs (RecentScans: 400,000 objects with two 4,096-rank jobs), and a
+    correlation allocates enough to start a full collection, which walks them all: 0.79 CPU-s for a 4,096-rank
+    correlation with one, 0.54 without (bench.correlate_cpu; docs/performance.md, "The service"). Merging and
+    diagnosing make no reference cycles (tests/unit/test_no_cycles.py, tests/pipeline/test_service.py), so
+    reference counting frees all they drop; the collector is on again for the store's work. Nested or
+    concurrent holders: only the one that turned it off turns it on."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _observe(saved: Incident, failed_at: datetime | None) -> None:

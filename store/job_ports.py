@@ -48,6 +48,7 @@ class JobView:
     shards: list[StoredShard]
     changes: int = 0  # the job's change counter when read
     correlated: int = -1  # the counter the last correlation read
+    stored: int = 0  # the job's shards in the store: len(shards), or counted when they were not listed
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,9 @@ class JobStore(Protocol):
 
     def job_event(self, job_id: str) -> JobEvent | None: ...
 
-    def job(self, job_id: str, scans: bool = True) -> JobView:
-        """The job and its shards (in no set order); with scans=False each shard's ``scanned`` is empty."""
+    def job(self, job_id: str, scans: bool = True, listed: bool = True) -> JobView:
+        """The job and its shards (in no set order); with scans=False each shard's ``scanned`` is empty; with
+        listed=False no shard at all, only how many are stored (``JobView.stored``)."""
         ...
 
     def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: Mapping[str, Any],

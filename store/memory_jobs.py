@@ -83,15 +83,17 @@ class MemoryStore:
             job = self._st.jobs.get(job_id)
             return JobEvent.model_validate(job.event) if job else None
 
-    def job(self, job_id: str, scans: bool = True) -> JobView:
+    def job(self, job_id: str, scans: bool = True, listed: bool = True) -> JobView:
         with self._lock:
             job = self._st.jobs.get(job_id)
+            mine = [(key, seq, eof, scanned) for (j, _, seq), (key, eof, scanned) in self._st.shards.items()
+                    if j == job_id]
             shards = [StoredShard(key, seq, eof, copy.deepcopy(scanned) if scans else {})
-                      for (j, _, seq), (key, eof, scanned) in self._st.shards.items() if j == job_id]
+                      for key, seq, eof, scanned in mine] if listed else []
             if job is None:
-                return JobView(None, None, None, shards)
+                return JobView(None, None, None, shards, stored=len(mine))
             return JobView(JobEvent.model_validate(job.event), job.failed_at, job.correlate_at, shards,
-                           job.changes, job.correlated)
+                           job.changes, job.correlated, stored=len(mine))
 
     def record_shard(self, job_id: str, key: SourceKey, seq: int, eof: bool, scanned: Mapping[str, Any],
                      now: datetime, drop_payload: bool = False) -> Recorded:

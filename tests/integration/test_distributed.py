@@ -1,5 +1,6 @@
 """The distributed mode end to end, as an operator runs it: `firstfault ship` → Kafka (Tansu) → `firstfault serve`
-→ Celery worker (Redis) → PostgreSQL. Bad messages go to the DLQ with reasons while good ones keep flowing."""
+→ Celery worker (Redis) → PostgreSQL. Bad messages go to the DLQ with reasons while good ones keep flowing; the
+incident is `firstfault diagnose`'s diagnosis of the same files, with one worker or two."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kafka
@@ -38,14 +41,21 @@ def store(fresh_pg_url: str) -> Iterator[Store]:
 
 @pytest.fixture
 def service(env: dict[str, str], store: Store, tmp_path: Path) -> Iterator[None]:
+    with _served(env, tmp_path, workers=1):
+        yield
+
+
+@contextmanager
+def _served(env: dict[str, str], tmp_path: Path, workers: int) -> Iterator[None]:
     with (tmp_path / "serve.log").open("wb") as log:
         serve = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--no-http"], cwd=ROOT, env=env,
                                  stdout=log, stderr=subprocess.STDOUT)
-        worker = Worker(env, tmp_path / "worker.log")
+        running = [Worker(env, tmp_path / f"worker{n}.log") for n in range(workers)]
         try:
             yield
         finally:
-            worker.stop()
+            for worker in running:
+                worker.stop()
             serve.terminate()
             assert serve.wait(timeout=30) == 0, (tmp_path / "serve.log").read_text()[-3000:]
 
@@ -76,3 +86,34 @@ def test_a_shipped_job_becomes_an_incident_and_bad_messages_are_dead_lettered(
     letters = [json.loads(r.value) for r in read_topic(kafka_bootstrap, "firstfault.dlq", len(bad))]
     assert sorted(letter["key"] for letter in letters) == [f"bad-{i}" for i in range(len(bad))]
     assert all(letter["reason"] for letter in letters)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_incident_is_the_cli_s_diagnosis_of_the_same_files(env: dict[str, str], store: Store, tmp_path: Path,
+                                                               workers: int) -> None:
+    """A generated 48-rank job (every rank's watchdog timeout at the same second: ties a numbering must break as
+    the CLI does) shipped as an operator ships it. One worker correlates on the scans it kept; with two, each
+    kept about half and the correlating one reads the job back. group_wait is longer than the test: the incident
+    is the correlation the last shard's completion triggers, on every shard."""
+    from correlator.diagnose import diagnose
+    from scan.engine import default_matcher, diagnose_sources, scan_sources
+    from simulate.training_logs import generate
+    from sources.files import expand
+
+    generate(tmp_path / "gen", 48, 48 * 40_000, seed=5, quiet=True)
+    logs = tmp_path / "gen" / "logs"
+    cli = diagnose_sources(default_matcher(), expand([str(logs)]), datetime.now(UTC).year)
+    env = {**env, "FIRSTFAULT_GROUP_WAIT_S": "200", "FIRSTFAULT_VISIBILITY_TIMEOUT_S": "300"}
+    with _served(env, tmp_path, workers):
+        # the end the logs show, which diagnose reads from them: ship would stamp its own clock's
+        assert cli.impact is not None and cli.impact.ended_at is not None
+        _ship(env, "--job", "same-1", "--state", "failed", "--world-size", "48", "--cluster", "c9",
+              "--ended-at", cli.impact.ended_at.isoformat())
+        _ship(env, "--job", "same-1", str(logs))
+        incident = wait_for(lambda: store.incident_for_job("same-1"), 180, "the incident")
+    # the CLI's scan, diagnosed knowing the event's end as the pipeline does (else the CLI notes that it took the
+    # end from the last failure line: the only difference)
+    scanned = scan_sources(default_matcher(), expand([str(logs)]), datetime.now(UTC).year).results
+    cli = diagnose(scanned, default_matcher().catalog, ended_at=cli.impact.ended_at)
+    assert incident.diagnosis.model_dump(mode="json") == cli.model_dump(mode="json")
+    assert len(cli.timeline) > 40 and incident.revision == 1

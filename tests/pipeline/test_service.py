@@ -185,7 +185,8 @@ def test_a_spare_correlation_with_nothing_new_reads_no_shard(parts, monkeypatch)
     assert first is not None
     reads: list[str] = []
     original = pipe.store.job
-    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True: reads.append(job_id) or original(job_id, scans))
+    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True, listed=True: reads.append(job_id)
+                        or original(job_id, scans, listed))
     clock.advance(30)
     assert pipe.correlate("j") is None and reads == []  # group_wait's timer: nothing new since
     for shard in dmesg:
@@ -238,5 +239,60 @@ def test_the_scans_kept_in_process_merge_as_the_stored_ones_read_back(parts) -> 
         diagnose(read_back, catalog).model_dump(mode="json")
     pipe.recent = type(pipe.recent)(max_shards=len(shards) - 1)  # the oldest dropped: read back instead
     pipe.accept_shard(shards[0])  # a redelivery is not kept
-    assert pipe.recent.shards("j", pipe.store.job("j", scans=False).shards) is None
+    assert pipe.recent.shards("j", pipe.store.job("j", listed=False).stored) is None
     assert all(not isinstance(s.scanned, SourceResult) for s in pipe._view("j").shards)
+
+
+def test_the_incident_is_the_cli_s_diagnosis_kept_in_one_worker_or_read_back_from_two(  # type: ignore[no-untyped-def]
+        parts, monkeypatch) -> None:
+    """A worker that stored every shard of a job correlates on the scans it kept, counting the stored shards
+    instead of listing them; a worker that stored all but one (another worker stored that one) reads the job
+    back. Both incidents are `diagnose DIR`'s diagnosis, field for field."""
+    from scan.engine import diagnose_sources
+    from sources.files import expand
+
+    pipe, clock, _ = parts
+    other = Pipeline(pipe.store, pipe.matcher, RecordingScheduler(), clock)  # a second worker, the same store
+    reads: list[tuple[str, bool]] = []
+    original = pipe.store.job
+    monkeypatch.setattr(pipe.store, "job", lambda job_id, scans=True, listed=True: reads.append((job_id, listed))
+                        or original(job_id, scans, listed))
+    cli = diagnose_sources(pipe.matcher, expand([str(EXAMPLE)]), clock.now.year).model_dump(mode="json")
+    for job_id in ("kept", "split"):
+        shards = shards_of(job_id, EXAMPLE, chunk=8 * 1024)
+        pipe.accept_job(failed_job(job_id))
+        pipe.accept_shards(shards[:-1])
+        (other if job_id == "split" else pipe).accept_shards(shards[-1:])
+        incident = pipe.correlate(job_id)
+        assert incident is not None and incident.diagnosis.model_dump(mode="json") == cli
+    assert reads == [("kept", False), ("split", False), ("split", True)]
+
+
+def test_merging_and_diagnosing_kept_scans_run_without_the_collector_and_make_no_cycles(  # type: ignore[no-untyped-def]
+        parts, monkeypatch) -> None:
+    """A correlation holds the cyclic collector off while it merges and diagnoses (a full collection walked every
+    scan the worker kept), and turns it on again; that is safe only while those make no reference cycles."""
+    import gc
+
+    import pipeline.service as service
+    from correlator.shards import merge
+
+    pipe, _, _ = parts
+    shards = shards_of("j", EXAMPLE, chunk=8 * 1024)
+    pipe.accept_job(failed_job("j"))
+    pipe.accept_shards(shards)
+    seen: list[bool] = []
+    real = service.diagnose
+    monkeypatch.setattr(service, "diagnose", lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k))
+    was = gc.isenabled()  # an in-process CLI test before this one may have turned it off for good (memtune)
+    gc.enable()
+    try:
+        assert pipe.correlate("j") is not None
+        assert seen == [False] and gc.isenabled()
+        kept = pipe._view("j").shards
+        gc.collect()
+        gc.disable()
+        real(merge(kept), pipe.matcher.catalog)
+        assert gc.collect() == 0
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -110,6 +110,19 @@ def test_a_shard_s_scan_comes_back_unless_only_keys_are_asked(store: Both) -> No
     assert (bare.key, bare.seq, bare.eof, bare.scanned) == (KEY, 0, True, {})
 
 
+def test_a_job_read_without_its_shards_says_how_many_it_has(store: Both) -> None:
+    """What a correlation that kept every scan reads: the job and the number of its stored shards, no shard;
+    a redelivery is not counted twice, another job's shards not at all."""
+    store.record_job(job(), T0)
+    for seq in range(3):
+        store.record_shard("j", KEY, seq, seq == 2, SCANNED, T0)
+    store.record_shard("j", KEY, 1, False, SCANNED, T0)  # a redelivery
+    store.record_shard("other", KEY, 0, True, SCANNED, T0)
+    head = store.job("j", listed=False)
+    assert (head.shards, head.stored, head.event) == ([], 3, job())
+    assert store.job("j").stored == 3 and store.job("nope", listed=False).stored == 0
+
+
 def test_failed_at_is_when_the_failure_arrived_and_older_attempts_are_ignored(store: Both) -> None:
     store.record_job(job(), T0)
     store.record_job(job(), T0 + timedelta(minutes=5))  # a redelivery

@@ -6,7 +6,16 @@ from datetime import UTC, datetime
 
 from correlator.diagnose import diagnose
 from correlator.reading import SourceScanner
-from correlator.shards import StoredShard, base_who, complete_sources, merge, result_to_json, source_key
+from correlator.shards import (
+    SourceKey,
+    StoredShard,
+    base_who,
+    complete_sources,
+    listing_order,
+    merge,
+    result_to_json,
+    source_key,
+)
 from scan.engine import default_matcher, diagnose_sources
 from sources.files import expand
 from tests.pipeline.helpers import EXAMPLE, shards_of
@@ -35,6 +44,39 @@ def test_merged_shards_diagnose_like_the_whole_directory() -> None:
     # evidence cites the line of the original file, not of the shard
     assert pieced.root_cause.evidence == whole.root_cause.evidence
     assert pieced.collateral == whole.collateral
+
+
+def test_sources_merge_in_the_order_diagnose_lists_a_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A folder's files before its folders, names in order, depth first (sources.files.expand, os.walk's order):
+    not the tokens' order, where rank11 sorts before rank6 and a node's dmesg before its ranks."""
+    names = ["node001/rank11.log", "node000/rank6.log", "torchrun.log", "node001/dmesg.log", "node000/a/deep.log",
+             "node000/rank10.log"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x\n")
+    listed = [source.name for source in expand([str(tmp_path)])]
+    keys = [SourceKey("dmesg" if "dmesg" in n else "stdout", None, None, n) for n in names]
+    assert [key.name for key in sorted(keys, key=listing_order)] == listed
+    assert listed[0] == "torchrun.log" and listed.index("node000/rank6.log") < listed.index("node000/a/deep.log")
+
+
+def test_merged_shards_give_the_cli_s_diagnosis_field_for_field(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A generated 64-rank job (many findings at the same second: watchdog timeouts on every rank) cut into
+    shards and merged is `diagnose DIR`'s diagnosis, its timeline's ties in the same order."""
+    from simulate.training_logs import generate
+
+    generate(tmp_path / "gen", 64, 64 * 50_000, seed=7, quiet=True)
+    logs = tmp_path / "gen" / "logs"
+    whole = diagnose_sources(default_matcher(), expand([str(logs)]), YEAR)
+    stored = []
+    for shard in shards_of("j", logs, chunk=32 * 1024):
+        key = source_key(shard.stream, shard.rank, shard.host, shard.source)
+        scanner = SourceScanner(default_matcher(), key.name, base_who(key), YEAR)
+        scanner.feed(shard.data.encode())
+        stored.append(StoredShard(key, shard.seq, shard.eof, result_to_json(scanner.finish())))
+    pieced = diagnose(merge(reversed(stored)), default_matcher().catalog)
+    assert len(whole.timeline) > 50
+    assert pieced.model_dump(mode="json") == whole.model_dump(mode="json")
 
 
 def test_merge_does_not_depend_on_arrival_order() -> None:
