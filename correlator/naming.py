@@ -8,6 +8,7 @@ each host one way and print global ranks.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
@@ -55,7 +56,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     same += _scheduler_hosts(state.pairs, rank_hosts or {})
     srun_named = _srun_task_hosts(findings, of_kind)
     same += srun_named
-    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named)]
+    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named), *_ray_node_ips(findings, context)]
     renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,
                                                   files).items()
                if n != c}
@@ -230,6 +231,21 @@ def _host_names(pairs: Sequence[tuple[Who, str]], findings: Sequence[Finding],
     for f in findings:
         if "host" in f.fields and isinstance(f.fields["host"], str):
             seen.setdefault(f.fields["host"])
+    return list(seen)
+
+
+# Ray prefixes a worker's lines with its node's address (python/ray/_private/worker.py, print_worker_logs:
+# "({name} pid=N, ip=A) "): Ray knows, lists (`ray status`, `ray list nodes`) and reports its nodes by that address,
+# so it is the scheduler's name of the node, as Slurm's is its host name; NCCL's header beside it is gethostname's.
+_RAY_IP = re.compile(r"^\((?:[^\s()=,]+ )?pid=\d+, ip=(?P<ip>\d{1,3}(?:\.\d{1,3}){3})\)")
+
+
+def _ray_node_ips(findings: Sequence[Finding], context: Sequence[ContextRecord]) -> list[str]:
+    """The node addresses Ray's prefixes name, in the order first seen (a check of one character for most lines)."""
+    seen: dict[str, None] = {}
+    for text in (*(f.text for f in findings), *(rec.text for rec in context)):
+        if text[:1] == "(" and (m := _RAY_IP.match(text)):
+            seen.setdefault(m["ip"])
     return list(seen)
 
 

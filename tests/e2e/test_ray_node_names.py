@@ -1,0 +1,40 @@
+"""Under Ray a node is reported by the address Ray names it by. Ray prefixes every worker line it forwards to the
+driver with "({actor} pid=N, ip=A) " (python/ray/_private/worker.py, print_worker_logs), lists nodes by that
+address (`ray status`, `ray list nodes`) and names dead nodes by it; NCCL's header inside the same line carries
+gethostname() (src/debug.cc). One node, two names: the answer uses the scheduler's, as it does Slurm's."""
+
+from __future__ import annotations
+
+from correlator.diagnose import diagnose
+from scan.engine import default_matcher, scan_source
+
+
+def _worker(ip: str, host: str, rank: int, pid: int) -> str:
+    head = f"(RayTrainWorker pid={pid}, ip={ip})"
+    return (f"{head} Setting up process group for: env:// [rank={rank}, world_size=4]\n"
+            f"{head} {host}:{pid}:{pid + 9} [0] NCCL INFO Bootstrap : Using ens5:{ip}<0>\n"
+            f"{head} {host}:{pid}:{pid + 9} [0] NCCL INFO comm 0x55d0c0000000 rank {rank} nranks 4 cudaDev 0 "
+            "busId 1b000 - Init COMPLETE\n")
+
+
+def test_a_nodes_port_error_names_the_node_by_rays_address() -> None:
+    lines = [_worker(f"10.25.33.{11 + r}", f"gpu{230 + r}", r, 68000 + r) for r in range(4)]
+    lines.append("(RayTrainWorker pid=68002, ip=10.25.33.13) gpu232:68002:68011 [0] transport/net_ib/common.cc:185 "
+                 "NCCL WARN NET/IB : mlx5_1:1 Got non-fatal async event: port error(10)\n")
+    lines += [f"(RayTrainWorker pid={68000 + r}, ip=10.25.33.{11 + r}) gpu{230 + r}:{68000 + r}:{68010 + r} [0] "
+              "transport/net_ib/p2p.cc:688 NCCL WARN NET/IB: Got completion from peer 10.25.33.13<43014> with "
+              "status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129  hca mlx5_1\n" for r in (0, 1, 3)]
+    m = default_matcher()
+    d = diagnose([scan_source(m, "driver.log", ["".join(lines).encode()], 2026, 0)], m.catalog)
+    rc = d.root_cause
+    assert rc is not None and rc.signature == "nccl.ib.async_port_error"
+    assert rc.host == "10.25.33.13"
+
+
+def test_without_ray_the_host_name_stays() -> None:
+    text = ("node7:5100:5109 [0] NCCL INFO Bootstrap : Using ens5:10.0.0.7<0>\n"
+            "node7:5100:5111 [0] transport/net_ib/common.cc:185 NCCL WARN NET/IB : mlx5_1:1 Got non-fatal async "
+            "event: port error(10)\n")
+    m = default_matcher()
+    d = diagnose([scan_source(m, "node7.log", [text.encode()], 2026, 0)], m.catalog)
+    assert d.root_cause is not None and d.root_cause.host == "node7"
