@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import groupby
+from itertools import chain, groupby
 from operator import attrgetter
 
 from correlator.events import task_ids
@@ -243,7 +243,7 @@ _RAY_IP = re.compile(r"^\((?:[^\s()=,]+ )?pid=\d+, ip=(?P<ip>\d{1,3}(?:\.\d{1,3}
 def _ray_node_ips(findings: Sequence[Finding], context: Sequence[ContextRecord]) -> list[str]:
     """The node addresses Ray's prefixes name, in the order first seen (a check of one character for most lines)."""
     seen: dict[str, None] = {}
-    for text in (*(f.text for f in findings), *(rec.text for rec in context)):
+    for text in chain((f.text for f in findings), (rec.text for rec in context)):  # one at a time: no list of all
         if text[:1] == "(" and (m := _RAY_IP.match(text)):
             seen.setdefault(m["ip"])
     return list(seen)
