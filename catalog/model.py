@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -86,6 +87,12 @@ class Implicates(StrEnum):
     NAMED = "named"  # the rank(s) named in the `rank`/`ranks` capture
     MAIN = "main"  # the job's main process, rank 0: the one these lines wait on (a barrier only it skips)
     NONE = "none"  # nobody in particular (a summary, a wrapper)
+
+
+@lru_cache(maxsize=1024)
+def compiled(regex: str) -> re.Pattern[str]:
+    """A fingerprint's regex compiled once, read as the matcher reads it (ASCII), for steps that search one line."""
+    return re.compile(regex, re.ASCII)
 
 
 class Fingerprint(BaseModel):

@@ -8,19 +8,12 @@ that entry's id and role: the class, the fix and the verification follow the err
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
-from functools import lru_cache
 
 from catalog.loader import Catalog
-from catalog.model import Signature
+from catalog.model import Signature, compiled
 from schemas.findings import Finding
-
-
-@lru_cache(maxsize=256)
-def _compiled(regex: str) -> re.Pattern[str]:
-    return re.compile(regex, re.ASCII)
 
 
 def carried_entry(sig: Signature, text: str, catalog: Catalog) -> Signature | None:
@@ -29,7 +22,7 @@ def carried_entry(sig: Signature, text: str, catalog: Catalog) -> Signature | No
         inner = catalog.get(rel)
         if inner is None or inner.generic or inner.wrapper or inner.carries is not None:
             continue
-        if any(_compiled(fp.regex).search(text) for fp in inner.fingerprints):
+        if any(compiled(fp.regex).search(text) for fp in inner.fingerprints):
             return inner
     return None
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
-from catalog.model import Signature
+from catalog.model import Signature, compiled
 from correlator.redact import redact
 from schemas.diagnosis import Evidence
 
@@ -61,16 +60,11 @@ def _from_fingerprint(sig: Signature | None, evidence: Sequence[Evidence]) -> st
         return None
     for e in evidence:
         for fp in sig.fingerprints:
-            if (m := _compiled(fp.regex).search(e.text)) is not None:
+            if (m := compiled(fp.regex).search(e.text)) is not None:
                 said = e.text[m.start():].strip().lstrip(_LEAD).strip()
                 if said:
                     return said
     return None
-
-
-@lru_cache(maxsize=256)
-def _compiled(regex: str) -> re.Pattern[str]:
-    return re.compile(regex, re.ASCII)
 
 
 def headline(title: str, said: str | None) -> str:

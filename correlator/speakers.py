@@ -228,10 +228,13 @@ def _nemo_file(name: str) -> Who | None:
     return Who(rank=0) if name in _NEMO_RANK_ZERO_FILES else None
 
 
-def _host_after_job_id(base: str) -> str | None:
-    """The %N host of a Slurm output file named <name>-<job id>-<host>, or None."""
-    m = _JOB_ID_THEN_HOST.search(base)
-    return m["host"] if m else None
+def _name_host(base: str) -> str | None:
+    """The host a file's own name gives, when nothing else in its path does: the %N host of a Slurm output file
+    named <name>-<job id>-<host>; else the name itself where it reads like a host's (node017, gpu-12, dgx3, and
+    after a GPU model h100-133 or a100-56; not a001, not a job's output, not a run's)."""
+    if m := _JOB_ID_THEN_HOST.search(base):
+        return m["host"]
+    return base if _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base) and _names_host(base) else None
 
 
 def _names_host(base: str) -> bool:
@@ -270,11 +273,8 @@ def who_from_path(path: str) -> Who:
     host = host_beside_rank
     if rank is None:
         rank, host = rank_alone, host_alone
-    if host is None and rank is None and (slurm_host := _host_after_job_id(base)):
-        host = slurm_host
-    elif (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
-            and _names_host(base)):
-        host = base  # see _who_from_odd_path
+    if host is None and rank is None:
+        host = _name_host(base)
     return _new_who(Who, (rank, host, None, None, None))  # Who(rank, host), made in C (a file's own: no memo)
 
 
@@ -325,13 +325,8 @@ def _who_from_odd_path(path: str) -> Who:
         if hostish:
             host = part
             break
-    # A bare file name names a host only when it reads like one (node017, gpu-12, dgx3, and after a GPU model,
-    # h100-133 or a100-56), not a001.
-    if host is None and rank is None and (slurm_host := _host_after_job_id(base)):
-        host = slurm_host
-    elif (host is None and rank is None and _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base)
-            and _names_host(base)):
-        host = base
+    if host is None and rank is None:
+        host = _name_host(base)
     return Who(rank=rank, host=host)
 
 
