@@ -10,6 +10,7 @@ import pytest
 
 from correlator.diagnose import diagnose
 from scan.engine import default_matcher, scan_source
+from schemas.diagnosis import Diagnosis
 
 _CRASH = ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
           "  what():  {prefix} Process group watchdog thread terminated with exception: CUDA error: an illegal "
@@ -18,7 +19,7 @@ _CRASH = ("terminate called after throwing an instance of 'c10::DistBackendError
           "might be incorrect.\n")
 
 
-def _diagnose(text: str, name: str = "train.log"):  # type: ignore[no-untyped-def]
+def _diagnose(text: str, name: str = "train.log") -> Diagnosis:
     m = default_matcher()
     return diagnose([scan_source(m, name, [text.encode()], 2026, 0)], m.catalog)
 
