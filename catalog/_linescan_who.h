@@ -244,8 +244,9 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
             break; /* the words share no prefix: no other can match */
         }
     }
-    if (is_dig(c) && n - i >= 20 && s[i + 4] == '-' && s[i + 7] == '-' && s[i + 10] == 'T')
-        return -1; /* a collector's RFC 3339 stamp (kubectl logs --timestamps, CRI log files): read by speakers.py */
+    if (is_dig(c) && n - i >= 20 && s[i + 4] == '-' && s[i + 7] == '-' && (s[i + 10] == 'T' || s[i + 10] == ' '))
+        return -1; /* a collector's RFC 3339 stamp (kubectl logs --timestamps, CRI log files, Python's asctime), "T"
+                      or " " between date and time: read by speakers.py */
     if (c == '[' || is_dig(c)) {
         /* srun: ^\[?(?P<rank>\d{1,5})\]?:  (a run of more than five digits never matches) */
         Py_ssize_t d = i + (c == '['), e = digits_from(s, d, n);

@@ -35,7 +35,9 @@ from typing import NamedTuple
 #   pkg/kubelet/kuberuntime/logs/logs.go; CRI-O writes the offset as +00:00), and collectors that end it with ": ".
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # asctime(3): "Fri Aug 11 12:31:45 2023"
-_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+# A collector's stamp before a line (kubectl logs --timestamps, CRI files, a CI or web viewer's, Python logging's
+# asctime): RFC 3339's date-time, with a space for the "T" as its section 5.6 allows and most tools print it.
+_RFC3339 = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("ray", re.compile(r"^\((?:(?:(?P<role>[^\s()=,]+) )?pid=(?P<pid>\d+)|raylet)(?:, ip=(?P<host>[\w.:-]+))?\)\s?")),
     ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)[^)]*\)\s?")),

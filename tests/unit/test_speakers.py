@@ -34,7 +34,10 @@ from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
         ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node57:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : "
          "Got async event : local catastrophic error", 12, "node57"),
         ("2024-01-02T03:04:05Z node3:11:12 [1] NCCL INFO x", None, "node3"),
-        ("2024-01-02 03:04:05,123 [rank3] not a prefix here", None, None),  # a logger's stamp, not a collector's
+        ("2024-01-02 03:04:05,123 [rank3] not a prefix here", None, None),  # no prefix after the stamp
+        # RFC 3339 section 5.6 lets a space stand for the "T", as Python's asctime and most log viewers print it
+        ("2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of memory.", 3, None),
+        ("2024-11-20 14:37:16.524 12: RuntimeError: boom", 12, None),
     ],
 )
 def test_prefixes_name_the_rank_and_host(line: str, rank: int | None, host: str | None) -> None:
