@@ -53,6 +53,9 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault",
                    -6: "torchrun.worker_sigabrt", 134: "torchrun.worker_sigabrt",
                    -7: "torchrun.worker_sigbus", 135: "torchrun.worker_sigbus"}
+# An entry tagged with a signal's name already says how the process ended; one without (mpirun's "exited on signal
+# 11", torchrun's "failed (exitcode: -11)") reports an ending whose class the signal gives
+SIGNAL_TAGS = frozenset({"sigkill", "sigsegv", "sigabrt", "sigbus", "sigterm"})
 MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
@@ -217,8 +220,8 @@ def _signal_code(root: Event, cand: Candidate, ids: IdentityMap) -> int | None:
     """The signal an answer known only by exit reports died of: its own report's code, else (srun's "task 0:
     Exited with exit code 1" is the agent's, whose workers died) the code torchrun's table gives that rank."""
     code = code_of(root.best.fields)
-    if code in EXIT_SIGNATURES:
-        return code if root.signature.generic else None  # a specific entry already says how it ended
+    if code in EXIT_SIGNATURES:  # unless the report's own entry names the signal (slurm.task_segfault)
+        return None if SIGNAL_TAGS.intersection(root.signature.tags) else code
     rank = cand.target.rank
     if rank is None:
         return None
@@ -263,7 +266,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
             and root.waits_on is None):
         return _collateral_only(failures, ids, offsets, ranked)  # only victims' lines: the first says most
     sig = root.signature
-    if exit_report(root) and (code := _signal_code(root, cand, ids)) is not None:
+    signalled = exit_report(root) and (code := _signal_code(root, cand, ids)) is not None
+    if signalled:
         sig = catalog.get(EXIT_SIGNATURES[code]) or sig  # a failure table's "exitcode  : -11" row: the crash's class
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.
@@ -271,7 +275,9 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     waiting = waits[1] if waits is not None and waits[0] == cand.target and not cand.own_events else None
     if waiting is not None:
         sig = catalog.get(waiting.signature) or sig
-    if unknown is not None and unknown.signature is not None:
+    # With no error file the cause is not in the logs, but a signal still says how the worker ended (issue 22: "say
+    # the cause is unknown, and what the exit codes show"): the signal's entry, the note saying the cause is unknown.
+    if unknown is not None and unknown.signature is not None and not (signalled and unknown.signature == NO_ERROR_FILE):
         sig = catalog.get(unknown.signature) or sig
     rank, host, notes = locate(cand, root, failures, ids, results, offsets, logged)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | (
