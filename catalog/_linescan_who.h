@@ -100,29 +100,19 @@ static int nccl_search(const char *s, Py_ssize_t from, Py_ssize_t n, NcclHeader 
     return 0;
 }
 
-/* ProcessGroupNCCL's createLogPrefix: a group's id in s[d:e], its GUID in s[g:k]; the default group's is id 0
-   or a GUID ending "(default_pg)" */
-static int default_group(const char *s, Py_ssize_t d, Py_ssize_t e, Py_ssize_t g, Py_ssize_t k) {
-    static const char dflt[] = "(default_pg)";
-    if (e - d == 1 && s[d] == '0') return 1;
-    return k - g >= 12 && memcmp(s + k - 12, dflt, 12) == 0;
-}
-
-/* speakers._global_rank_in_text(s[from:n]): the first \[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\], its rank
-   the global one unless the group is another than the default (PG ID not 0 and its GUID not "...(default_pg)"). */
+/* _RANK_IN_TEXT.search(s[from:n]): \[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\] */
 static int rank_in_text(const char *s, Py_ssize_t from, Py_ssize_t n, Py_ssize_t *rank, Py_ssize_t *rank_end) {
     static const char pg[] = "PG ID ", guid[] = " PG GUID ", word[] = "Rank ";
     for (Py_ssize_t at = from; at < n; at++) {
         if (s[at] != '[') continue;
         Py_ssize_t starts[2] = {-1, at + 1}; /* after the optional group, then without it */
-        int subgroup = 0;
         Py_ssize_t i = at + 1;
         if (n - i >= 6 && memcmp(s + i, pg, 6) == 0) {
             Py_ssize_t d = i + 6, e = digits_from(s, d, n);
             if (e > d && n - e >= 9 && memcmp(s + e, guid, 9) == 0) {
                 Py_ssize_t g = e + 9, k = g;
                 while (k < n && !is_space(s[k])) k++;
-                if (k > g && k < n && s[k] == ' ') starts[0] = k + 1, subgroup = !default_group(s, d, e, g, k);
+                if (k > g && k < n && s[k] == ' ') starts[0] = k + 1;
             }
         }
         for (int t = 0; t < 2; t++) {
@@ -130,7 +120,6 @@ static int rank_in_text(const char *s, Py_ssize_t from, Py_ssize_t n, Py_ssize_t
             if (r < 0 || n - r < 5 || memcmp(s + r, word, 5) != 0) continue;
             Py_ssize_t d = r + 5, e = digits_from(s, d, n);
             if (e > d && e < n && s[e] == ']') {
-                if (t == 0 && subgroup) return 0; /* the first match names a rank in a subgroup: no global rank */
                 *rank = d, *rank_end = e;
                 return 1;
             }

@@ -60,21 +60,7 @@ _NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # What every _NCCL match holds, found fast (a literal first): on a line without an NCCL header, _NCCL tries every
 # position (4.7 us on a watchdog line, 0.2 with this test first).
 _NCCL_HINT = re.compile(r":\d+:\d+ \[\d+\] ")
-# ProcessGroupNCCL's log prefix (createLogPrefix): "[PG ID <local_id_> PG GUID <pg_uid_>(<pg_desc_>) Rank <rank_>]",
-# rank_ the rank IN THAT GROUP. Only the default group's is the global rank: its description is "default_pg", or,
-# before descriptions were printed, its local id is 0 (process_group_id counts a process's NCCL groups, and the
-# default one is made first). A subgroup's (Megatron's TP/DP groups: PG ID 2, "Rank 0") names no global rank.
-_RANK_IN_TEXT = re.compile(r"\[(?:PG ID (?P<pg>\d+) PG GUID (?P<guid>\S+) )?Rank (?P<rank>\d+)\]")
-
-
-def _global_rank_in_text(text: str) -> int | None:
-    """The global rank a ProcessGroupNCCL prefix (or a bare "[Rank N]") in ``text`` gives, if it gives one."""
-    m = _RANK_IN_TEXT.search(text)
-    if m is None:
-        return None
-    if m["pg"] is not None and m["pg"] != "0" and not m["guid"].endswith("(default_pg)"):
-        return None
-    return int(m["rank"])
+_RANK_IN_TEXT = re.compile(r"\[(?:PG ID \d+ PG GUID \S+ )?Rank (?P<rank>\d+)\]")
 _SYSLOG_HOST = re.compile(r"^[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ")
 PDSH_NOT_HOST = frozenset(
     {"ERROR", "WARNING", "INFO", "DEBUG", "CRITICAL", "Traceback", "RuntimeError", "Error", "error", "warning",
@@ -162,16 +148,16 @@ def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
         # Most distinct lines of a big job start with NCCL's header, and no launcher prefix can match a line that
         # does (each needs "(", "[", "N: " or "host: " first): read_prefixes would return the line as it is.
         who = Who(base.rank, m["host"], int(m["pid"]), int(m["dev"]), base.local_rank)
-        if who.rank is None and (rank := _global_rank_in_text(line)) is not None:
-            who = Who(rank, who.host, who.pid, who.device, who.local_rank)
+        if who.rank is None and (r := _RANK_IN_TEXT.search(line)):
+            who = Who(int(r["rank"]), who.host, who.pid, who.device, who.local_rank)
         return who, line
     who, rest = read_prefixes(line, base)
     if _NCCL_HINT.search(rest, 0, 200) and (m := _NCCL.search(rest, 0, 200)):
         who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]), who.local_rank)
     elif m := _SYSLOG_HOST.match(rest):
         who = Who(who.rank, m["host"], who.pid, who.device, who.local_rank)
-    if who.rank is None and (rank := _global_rank_in_text(rest)) is not None:
-        who = Who(rank, who.host, who.pid, who.device, who.local_rank)
+    if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
+        who = Who(int(m["rank"]), who.host, who.pid, who.device, who.local_rank)
     return who, rest
 
 

@@ -66,8 +66,7 @@ SEPARATORS = ["", " ", "]", "\t", "\x1c", "x", ":", "["]
 SYSLOG = ["Nov 29 10:02:03 node017 kernel: ", "Nov  9 10:02:03 node017 kernel[12]: ", "Nov 129 10:02:03 h k: ",
           "Nov 29 10:02:03 node017 kernel[12] ", "Nov 29 10:02:03 node017 a/b-c.d: ", "nov 29 10:02:03 h k: "]
 RANKS = ["[Rank 5] ", "[PG ID 0 PG GUID 0(default_pg) Rank 12] ", "[PG ID 1 PG GUID x\tRank 3] ", "[Rank x] ",
-         "[Rank 7", "[PG ID 2 PG GUID 2 Rank 9] ", "[PG ID 3 PG GUID 5(default_pg) Rank 4] ",
-         "[PG ID 2 PG GUID 3(tp_group) Rank 0] ", "[PG ID 00 PG GUID 0 Rank 6] "]
+         "[Rank 7", "[PG ID 2 PG GUID 2 Rank 9] "]
 STAMPS = ["2026-11-29 10:02:03", "2026-11-29T10:02:03.123", "2026-11-29 10:02:03,963", "2026-11-29 10:02:03Z",
           "2026-11-29 10:02:03+02:00", "2026-11-29 10:02:03-0530", "2026-11-29 10:02:03+05:", "2026-02-30 10:02:03",
           "2026-11-29 10:02:03.1234567890", "1926-11-29 10:02:03", "E1129 10:02:03.123456789", "W0229 10:02:03.5",

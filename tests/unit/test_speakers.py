@@ -189,7 +189,7 @@ def test_prefixes_read_by_first_character_as_when_every_one_was_tried() -> None:
 def test_a_line_that_starts_with_an_nccl_header_reads_as_when_its_prefixes_were_tried_first() -> None:
     import random
 
-    from correlator.speakers import _NCCL, _NCCL_HINT, _SYSLOG_HOST, _global_rank_in_text, speaker_and_body
+    from correlator.speakers import _NCCL, _NCCL_HINT, _RANK_IN_TEXT, _SYSLOG_HOST, speaker_and_body
 
     def reference(line: str, base: Who) -> tuple[Who, str]:
         who, rest = _every_prefix_tried(line, base)
@@ -198,8 +198,8 @@ def test_a_line_that_starts_with_an_nccl_header_reads_as_when_its_prefixes_were_
             who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]), who.local_rank)
         elif m := _SYSLOG_HOST.match(rest):
             who = Who(who.rank, m["host"], who.pid, who.device, who.local_rank)
-        if who.rank is None and (rank := _global_rank_in_text(rest)) is not None:
-            who = Who(rank, who.host, who.pid, who.device, who.local_rank)
+        if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
+            who = Who(int(m["rank"]), who.host, who.pid, who.device, who.local_rank)
         return who, rest
 
     rng = random.Random(11)
