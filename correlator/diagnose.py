@@ -15,7 +15,15 @@ from correlator.carried import read_carried
 from correlator.derived import SAVE_HANG, derived_events
 from correlator.differential import Suspect, differential
 from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events
-from correlator.exits import code_of, death_targets, exit_report, launcher_summary, task_exits
+from correlator.exits import (
+    EXIT_SIGNATURES,
+    SIGNAL_TAGS,
+    code_of,
+    death_targets,
+    exit_report,
+    launcher_summary,
+    task_exits,
+)
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
 from correlator.headline import UNRECOGNISED, headline, message
@@ -37,25 +45,10 @@ from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
 from correlator.worker_kills import worker_kills
-from schemas.diagnosis import (
-    Alternative,
-    CollateralGroup,
-    Diagnosis,
-    Evidence,
-    RootCause,
-    TimelineEntry,
-)
+from schemas.diagnosis import Alternative, CollateralGroup, Diagnosis, Evidence, RootCause, TimelineEntry
 from schemas.findings import Finding, Role, Speaker
 from schemas.wire import JobEvent
 
-# A worker's exit code that names its signal (torchrun's table prints -N; a shell, 128 + N): the crash's class
-EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
-                   -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault",
-                   -6: "torchrun.worker_sigabrt", 134: "torchrun.worker_sigabrt",
-                   -7: "torchrun.worker_sigbus", 135: "torchrun.worker_sigbus"}
-# An entry tagged with a signal's name already says how the process ended; one without (mpirun's "exited on signal
-# 11", torchrun's "failed (exitcode: -11)") reports an ending whose class the signal gives
-SIGNAL_TAGS = frozenset({"sigkill", "sigsegv", "sigabrt", "sigbus", "sigterm"})
 MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
@@ -266,8 +259,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
             and root.waits_on is None):
         return _collateral_only(failures, ids, offsets, ranked)  # only victims' lines: the first says most
     sig = root.signature
-    signalled = exit_report(root) and (code := _signal_code(root, cand, ids)) is not None
-    if signalled:
+    code = _signal_code(root, cand, ids) if exit_report(root) else None
+    if code is not None:
         sig = catalog.get(EXIT_SIGNATURES[code]) or sig  # a failure table's "exitcode  : -11" row: the crash's class
     # Known only by its absence (the others wait where only it goes on): the waiting line names the cause, and
     # every rank that waited, the one cited included, is collateral.
@@ -275,9 +268,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     waiting = waits[1] if waits is not None and waits[0] == cand.target and not cand.own_events else None
     if waiting is not None:
         sig = catalog.get(waiting.signature) or sig
-    # With no error file the cause is not in the logs, but a signal still says how the worker ended (issue 22: "say
-    # the cause is unknown, and what the exit codes show"): the signal's entry, the note saying the cause is unknown.
-    if unknown is not None and unknown.signature is not None and not (signalled and unknown.signature == NO_ERROR_FILE):
+    # No error file: the note says the cause is unknown, and a signal still says how the worker ended (its class)
+    if unknown is not None and unknown.signature is not None and (code is None or unknown.signature != NO_ERROR_FILE):
         sig = catalog.get(unknown.signature) or sig
     rank, host, notes = locate(cand, root, failures, ids, results, offsets, logged)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | (

@@ -3,8 +3,6 @@
 - Open MPI's mpirun: "mpirun noticed that process rank R with PID P on node H exited on signal N (<strsignal>)."
   (orte/tools/orterun/help-orterun.txt, proc-aborted-strsignal); with nothing else in the logs the signal is the
   class (SIGSEGV: a native crash), not "a rank was killed by a signal".
-- Open MPI's own handler in the process: "[host:pid] *** Process received signal ***", then "[host:pid] Signal:
-  Segmentation fault (11)" (opal/util/stacktrace.c show_stackframe): the process's own report of its crash.
 - torchrun's failure table with no error file ("error_file: <N/A>", "traceback : Signal 6 (SIGABRT) received by
   PID", torch/distributed/elastic/multiprocessing/errors): the cause is not in the logs (the note says so) but the
   signal says how the worker ended, and that is the class.
@@ -41,18 +39,6 @@ def test_mpiruns_abort_report_is_an_abort() -> None:
 def test_mpiruns_report_of_a_signal_without_an_entry_stays_mpiruns() -> None:
     rc = _diagnose(_mpirun("8 (Floating point exception)")).root_cause
     assert rc is not None and rc.signature == "mpi.process_signaled"
-
-
-def test_open_mpis_own_signal_handler_is_the_crash() -> None:
-    text = ("[gpu-node-2:41022] *** Process received signal ***\n"
-            "[gpu-node-2:41022] Signal: Segmentation fault (11)\n"
-            "[gpu-node-2:41022] Signal code: Address not mapped (1)\n"
-            "[gpu-node-2:41022] Failing at address: (nil)\n"
-            "[gpu-node-2:41022] [ 0] /lib/x86_64-linux-gnu/libpthread.so.0(+0x11390)[0x7f13ce25a390]\n"
-            "[gpu-node-2:41022] *** End of error message ***\n") + _mpirun("11 (Segmentation fault)")
-    rc = _diagnose(text).root_cause
-    assert rc is not None and rc.signature == "host.segfault"
-    assert rc.rank == 3 and rc.host == "gpu-node-2"
 
 
 def _table(code: int, signal: str) -> str:
