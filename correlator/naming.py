@@ -24,6 +24,7 @@ from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, on
 from correlator.pods import pod_ranks
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
+from correlator.srun_agents import agent_sources, as_agents
 from correlator.table_lines import table_speakers
 from correlator.teardown_pids import place_teardown_pids
 from schemas.findings import Finding, Speaker
@@ -62,6 +63,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
                if n != c}
     if renamed:
         state.step(_rename_hosts(state.findings, state.context, renamed))
+    state.step(as_agents(state.findings, state.context, agent_sources(state.ids.exits)))
     role_named = role_rank_prefixes(state.pairs, state.ids)
     if role_named:
         state.step(as_local(state.findings, state.context, role_named))

@@ -1,0 +1,75 @@
+"""srun's label over a per-node launcher numbers the node's agent, not a rank. Pure.
+
+`srun --label` prefixes every line with the id of the task that printed it (SchedMD/slurm src/srun/srun.c and
+the "-l, --label" entry of srun(1): "Prepend task number to lines of stdout/err"). With one task per rank the id
+is the global rank; with one task per node running torchrun or `accelerate launch` (which spawn that node's
+workers) it is the node's index, and the agent's failure table (torch/distributed/elastic/multiprocessing/errors)
+names the ranks: a worker's own line under such a label ("0: RuntimeError: CUDA error: ...") says which node,
+not which rank. exits.py reads srun's exit lines under torchrun the same way (an srun task is a node's launcher).
+
+A source is read so when torchrun's tables in it number ranks with their local ranks (an agent spoke there) and
+its lines carry srun labels: a speaker whose rank came from the label alone loses it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+
+from correlator.failure_tables import ExitRecord
+from correlator.identity import METADATA
+from correlator.kept import ContextRecord
+from correlator.speakers import Who, read_prefixes
+from schemas.findings import Finding
+
+_SRUN_LABEL = re.compile(r"\[?(?P<task>\d{1,5})\]?: ")  # speakers.py's "srun" prefix
+
+
+def agent_sources(rows: Iterable[ExitRecord]) -> set[str]:
+    """Sources where a torchrun agent's failure table numbers a worker by its rank and its local rank."""
+    return {row.source for row in rows
+            if row.source != METADATA and row.rank is not None and row.local_rank is not None}
+
+
+def _label_only(text: str, rank: int) -> bool:
+    """``text`` starts with srun's label for ``rank`` and nothing after it names a rank."""
+    m = _SRUN_LABEL.match(text)
+    if m is None or int(m["task"]) != rank:
+        return False
+    after, _ = read_prefixes(text[m.end():], Who())
+    return after.rank is None
+
+
+def _task_hosts(context: list[ContextRecord], sources: set[str]) -> dict[tuple[str, int], str]:
+    """(source, srun task) -> the host its agent's failure table names ("0:   host      : node17"), where one is."""
+    named: dict[tuple[str, int], set[str]] = {}
+    for rec in context:
+        if rec.kind == "table_host" and rec.source in sources and rec.who.rank is not None:
+            named.setdefault((rec.source, rec.who.rank), set()).add(str(rec.fields["host"]))
+    return {key: next(iter(hosts)) for key, hosts in named.items() if len(hosts) == 1}
+
+
+def as_agents(findings: list[Finding], context: list[ContextRecord], sources: set[str]
+              ) -> tuple[list[Finding], list[ContextRecord]] | None:
+    """The findings and records of ``sources`` with the node's host (as its agent's table names it) for the rank
+    srun's label alone gave them; None if none had one."""
+    if not sources:
+        return None
+    hosts = _task_hosts(context, sources)
+    changed = False
+    out_f = []
+    for f in findings:
+        s = f.speaker
+        if f.source in sources and s.rank is not None and _label_only(f.text, s.rank):
+            f = replace(f, speaker=replace(s, rank=None, host=s.host or hosts.get((f.source, s.rank))))
+            changed = True
+        out_f.append(f)
+    out_c = []
+    for rec in context:
+        who = rec.who
+        if rec.source in sources and who.rank is not None and rec.text and _label_only(rec.text, who.rank):
+            rec = rec._replace(who=who._replace(rank=None, host=who.host or hosts.get((rec.source, who.rank))))
+            changed = True
+        out_c.append(rec)
+    return (out_f, out_c) if changed else None
