@@ -61,6 +61,8 @@ class IdentityMap:
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
     # (rank, host) of each row a torchrun failure table heads "Root Cause (first observed failure)", with where
     first_failures: list[tuple[int, str | None, str, int]] = field(default_factory=list)
+    # (rank, source, line) of the process Open MPI's mpirun reports "The first process to do so was:"
+    first_exited: list[tuple[int, str, int]] = field(default_factory=list)
     sole_rank: dict[str, int] = field(default_factory=dict)  # host -> rank, where the host runs that rank alone
     local_ranks: LocalRanks | None = None  # (node, local rank) -> rank, once naming has read them
     pod_on: dict[str, str] = field(default_factory=dict)  # a node -> the one pod of the job it ran (pod_nodes.py)
@@ -260,6 +262,7 @@ def _mpi_exits(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> 
             continue
         ids.exits.append(ExitRecord(int(rec.fields["rank"]), None, None, None, int(code.fields["exit_code"]),
                                     rec.source, code.line_no))
+        ids.first_exited.append((int(rec.fields["rank"]), rec.source, rec.line_no))
 
 
 def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:

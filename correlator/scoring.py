@@ -11,6 +11,7 @@ from catalog.model import Implicates, Scope
 from correlator.differential import Suspect
 from correlator.events import Event, Target, victims_only
 from correlator.exits import DEATH_CODES, exit_report, first_failures, task_exits
+from correlator.folding import fold_hosts_into_ranks, fold_job_into_located, named_first
 from correlator.identity import ExitRecord, IdentityMap
 from schemas.findings import Role
 
@@ -183,55 +184,6 @@ def _peer_blame(board: Board, peer_reporters: dict[Target, set[Target]]) -> None
         board.get(target).add(weight, f"{len(reporters)} rank(s) {where} lost their connection to it", own=False)
 
 
-def _fold_hosts_into_ranks(board: Board) -> None:
-    """Blame that names only a host (a peer address) goes to the rank on that host with a fault of its own."""
-    for key, cand in list(board.by_key.items()):
-        if not isinstance(key, tuple) or cand.target.host is None:
-            continue
-        on_host = [c for c in board.by_key.values()
-                   if c.target.rank is not None and c.target.host == cand.target.host and c.own_fault]
-        if not on_host:
-            continue
-        heir = max(on_host, key=lambda c: c.score)
-        heir.score += cand.score
-        heir.own_fault = heir.own_fault or cand.own_fault
-        heir.death, heir.exited = heir.death or cand.death, heir.exited or cand.exited
-        heir.reasons += [f"its host {cand.target.host}: {r}" for r in cand.reasons]
-        heir.support_events += cand.support_events
-        heir.own_events += [ev for ev in cand.own_events if ev not in heir.own_events]
-        del board.by_key[key]
-
-
-def _fold_job_into_located(board: Board) -> None:
-    """A line that names no rank or host (slurmstepd's "Detected 1 oom_kill event in StepId=...") and a cause on
-    one rank or host that its catalog entry relates to it, of the same category (the kernel's "Out of memory:
-    Killed process"), are one event seen from two sides: the one that says where is the suspect. So is the same
-    fault printed once without a prefix and once by one rank (a traceback's `CUDA error: X` and that rank's
-    watchdog carrying X): the process that printed both is that rank."""
-    job = board.by_key.get(("host", None))
-    if job is None or job.target.rank is not None or (said := job.best_event()) is None:
-        return
-    sig = said.signature
-    located, same = [], []
-    for cand in board.by_key.values():
-        ev = cand.best_event() if cand is not job and cand.own_fault else None
-        if ev is not None and ev.signature.category == sig.category and (
-                sig.id in ev.signature.related or ev.signature.id in sig.related):
-            located.append(cand)
-        elif ev is not None and ev.signature.id == sig.id and cand.target.rank is not None:
-            same.append(cand)
-    if not located and len(same) == 1:
-        located = same  # more than one rank printing it: the unprefixed copy is any of theirs
-    hosts = {c.target.host for c in located}
-    if not located or len(hosts) != 1:
-        return  # two places with the same kind of fault: the job's line does not say which
-    heir = max(located, key=lambda c: c.score)
-    heir.score += job.score
-    heir.reasons += [f"the same event without a place: {r}" for r in job.reasons]
-    heir.support_events += job.own_events + job.support_events
-    del board.by_key[("host", None)]
-
-
 def _exits(board: Board, ids: IdentityMap, events: list[Event], records: list[ExitRecord]) -> None:
     """``records``: the identity map's exits (torchrun's tables and agent lines, the job's metadata) and srun's."""
     codes = [e.exit_code for e in records]
@@ -385,8 +337,8 @@ def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timed
     if suspect is not None and suspect.unique and suspect.lines:
         _unique_errors(board, suspect, ids)
     _silent(board, events, ids, logged or set())
-    _fold_hosts_into_ranks(board)
-    _fold_job_into_located(board)
+    fold_hosts_into_ranks(board)
+    fold_job_into_located(board, named_first(ids))
     _earliest(board, offsets)
     return [c for c in board.ranked() if c.score > 0]
 
