@@ -19,6 +19,7 @@ from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord, members
+from correlator.pair_map import PairMap
 from correlator.pod_nodes import lone_pods
 
 if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
@@ -44,7 +45,8 @@ def pci_bus(pci: str) -> int | None:
 
 @dataclass
 class IdentityMap:
-    by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
+    # (host, pid) -> rank and (host, PCI bus) -> rank: one small map a host, no key tuple a rank (pair_map.py)
+    by_host_pid: PairMap[int] = field(default_factory=PairMap)
     by_pid: dict[int, int] = field(default_factory=dict)
     # rank -> host and address -> host, each with its inverse (host -> ranks, host -> addresses) kept beside it
     host_of_rank: HostMap[int] = field(default_factory=HostMap)
@@ -52,11 +54,10 @@ class IdentityMap:
     by_host_local: dict[tuple[str | None, int], int] = field(default_factory=dict)
     world_size: int | None = None
     exits: list[ExitRecord] = field(default_factory=list)
-    sigtermed_pids: set[int] = field(default_factory=set)
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
     host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
-    rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
+    rank_of_bus: PairMap[int] = field(default_factory=PairMap)  # (host, PCI bus) -> rank
     interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
     # (rank, host) of each row a torchrun failure table heads "Root Cause (first observed failure)", with where
@@ -162,7 +163,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         # A process belongs to several communicators; the largest one numbers ranks job-wide.
         if nranks >= comm_size.get(key, 0):
             comm_size[key] = nranks
-            if who.host is not None:  # the key comm_size holds: one tuple a process, not two (issue 23)
+            if who.host is not None:
                 ids.by_host_pid[key] = rank
                 init_hosts[rank] = who.host
             ids.by_pid[who.pid] = rank
@@ -195,7 +196,6 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.exits.extend(ExitRecord(None, int(rec.fields["local_rank"]), rec.who.host, int(rec.fields["pid"]),
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
-    ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
     deepspeed_ranks(ids, of_kind)

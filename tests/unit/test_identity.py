@@ -54,8 +54,6 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
         elif kind == "worker_failed":
             ids.exits.append(ExitRecord(None, int(rec.fields["local_rank"]), who.host, int(rec.fields["pid"]),
                                         int(rec.fields["exit_code"]), rec.source, rec.line_no))
-        elif kind == "worker_sigterm":
-            ids.sigtermed_pids.add(int(rec.fields["pid"]))
         elif kind == "k8s_node":
             nodes_named.setdefault(rec.source, set()).add(str(rec.fields["host"]))
         if who.rank is not None and who.host is not None:
