@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -58,7 +59,8 @@ class IdentityMap:
     host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
     rank_of_bus: PairMap[int] = field(default_factory=PairMap)  # (host, PCI bus) -> rank
-    interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
+    # host -> NCCL's NICs: a set a host while read, then one frozenset of each distinct set (_shared_sets)
+    interfaces: dict[str, AbstractSet[str]] = field(default_factory=dict)
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
     # (rank, host) of each row a torchrun failure table heads "Root Cause (first observed failure)", with where
     first_failures: list[tuple[int, str | None, str, int]] = field(default_factory=list)
@@ -173,6 +175,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     # Every rank of a node prints the same 'Using' lines, and a line read again changes nothing (the first
     # host of an address stays, interfaces are a set): each (host, line) is read once, 1,024 of 8,192 at 4,096 ranks.
     using_read: set[tuple[str, str]] = set()
+    interfaces: defaultdict[str, set[str]] = defaultdict(set)
     for rec in of_kind.get("nccl_using", ()):
         host = rec.who.host
         if host is None:
@@ -185,7 +188,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
             for m in _ADDR.finditer(detail):
                 ids.host_of_ip.setdefault(m["ip"], host)
             if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
-                ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
+                interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
+    ids.interfaces = _shared_sets(interfaces)
     # the init line's bus (context.py: nccl_comm), the last line's where several name one: a process's later
     # communicators are numbered on the same GPU
     for rec in of_kind.get("nccl_comm", ()):
@@ -276,6 +280,13 @@ def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:
                 ids.by_pid.setdefault(row.pid, row.rank)
             if row.local_rank is not None:
                 ids.by_host_local.setdefault((row.host, row.local_rank), row.rank)
+
+
+def _shared_sets(of_host: Mapping[str, AbstractSet[str]]) -> dict[str, AbstractSet[str]]:
+    """Each host's set as one frozenset of each distinct value, in the same order: the hosts of a job use the
+    same NICs, and a set a host held to the diagnosis's end was 44 bytes a rank at 8 ranks a host (issue 23)."""
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    return {host: shared.setdefault(names := frozenset(v), names) for host, v in of_host.items()}
 
 
 def _hosts(ids: IdentityMap, records: Sequence[ContextRecord], init_hosts: dict[int, str]) -> None:
