@@ -95,8 +95,9 @@ class IdentityMap:
 
     def rank_of(self, host: str | None, pid: int | None, local_rank: int | None = None) -> int | None:
         if pid is not None:
-            if host is not None and (host, pid) in self.by_host_pid:
-                return self.by_host_pid[(host, pid)]
+            numbered = self.by_host_pid.get((host, pid)) if host is not None else None  # (a rank is never None)
+            if numbered is not None:
+                return numbered
             if pid in self.by_pid:
                 return self.by_pid[pid]
         if local_rank is not None:

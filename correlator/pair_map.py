@@ -16,7 +16,6 @@ from collections.abc import Hashable, Iterator, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 V = TypeVar("V")
-_MISSING: Any = object()
 
 
 class PairMap(MutableMapping[tuple[Any, Any], V]):
@@ -39,16 +38,14 @@ class PairMap(MutableMapping[tuple[Any, Any], V]):
             raise KeyError(key)
         return inner[number]
 
-    def get(self, key: tuple[Any, Any], default: Any = None) -> Any:
-        host, number = key
-        inner = self._by_host.get(host)
-        return default if inner is None else inner.get(number, default)
+    # get and `in` are asked once a finding or more (events, naming): two lines each
+    def get(self, key: tuple[Any, Any], default: V | None = None) -> V | None:  # type: ignore[override]
+        inner = self._by_host.get(key[0])
+        return default if inner is None else inner.get(key[1], default)
 
     def __contains__(self, key: object) -> bool:
-        if not isinstance(key, tuple) or len(key) != 2:
-            return False
-        inner = self._by_host.get(key[0])
-        return inner is not None and key[1] in inner
+        inner = self._by_host.get(key[0]) if type(key) is tuple and len(key) == 2 else None
+        return inner is not None and key[1] in inner  # type: ignore[index]
 
     def __setitem__(self, key: tuple[Any, Any], value: V) -> None:
         host, number = key
@@ -62,10 +59,11 @@ class PairMap(MutableMapping[tuple[Any, Any], V]):
         inner[number] = value
 
     def setdefault(self, key: tuple[Any, Any], default: Any = None) -> Any:
-        found = self.get(key, _MISSING)
-        if found is _MISSING:
-            self[key] = found = default
-        return found
+        inner = self._by_host.get(key[0])
+        if inner is None or key[1] not in inner:
+            self[key] = default
+            return default
+        return inner[key[1]]
 
     def __delitem__(self, key: tuple[Any, Any]) -> None:
         """Rare (nothing in the correlator deletes): the host's k-th appearance leaves the order with its key."""
@@ -90,13 +88,21 @@ class PairMap(MutableMapping[tuple[Any, Any], V]):
             host = hosts[at]
             yield host, next(keys[host])
 
+    def items(self) -> Iterator[tuple[tuple[Any, Any], V]]:  # type: ignore[override]  # iterated, never kept
+        by_host = self._by_host
+        return ((key, by_host[key[0]][key[1]]) for key in self)
+
+    def values(self) -> Iterator[V]:  # type: ignore[override]  # iterated, never kept
+        by_host = self._by_host
+        return (by_host[host][number] for host, number in self)
+
     def __len__(self) -> int:
         return len(self._order)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
-        return len(self) == len(other) and all(other.get(k, _MISSING) == v for k, v in self.items())
+        return len(self) == len(other) and all(k in other and other[k] == v for k, v in self.items())
 
     __hash__ = None  # type: ignore[assignment]  # as a dict's
 
