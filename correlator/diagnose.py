@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import replace
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -74,8 +74,8 @@ def diagnose(
 def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Mapping[int, str] | None,
               exit_codes: Mapping[str, int] | None, ended_at: datetime | None = None,
               release: bool = False) -> Diagnosis:
-    findings, context = gathered(results, release)
-    job = next((s for r in results for s in r.structured if isinstance(s, JobEvent)), None)
+    findings, context, read = gathered(results, release)  # ``results`` is not read again: ``read`` holds the rest
+    job = next((s for s in read.structured if isinstance(s, JobEvent)), None)
     if job is not None:
         exit_codes = exit_codes if exit_codes is not None else job.exit_codes
         rank_hosts = rank_hosts if rank_hosts is not None else job.rank_hosts
@@ -83,13 +83,13 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     of_kind = records_by_kind(context)  # each step below reads records of one or two kinds: those alone
     ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     # one name per host and per rank
-    named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, [r.source for r in results])
+    named = settle(findings, context, of_kind, ids, rank_hosts, exit_codes, read.names)
     findings, context, of_kind, ids, local = named.findings, named.context, named.of_kind, named.ids, named.local
     del named  # it holds the two lists below, which are let go of once read (issue 23: memory per rank)
     del context  # each step below reads the records of its kinds (of_kind)
     # ranks whose logs arrived: NCCL's init lines name them, and so do the files' names (rank7.log)
     logged = {int(rec.fields["rank"]) for rec in of_kind.get("nccl_comm", ())}
-    path_ranks, path_hosts = named_by_paths((r.source for r in results if r.lines), local)
+    path_ranks, path_hosts = named_by_paths(read.with_lines(), local)
     logged |= path_ranks
     inits = init_lines(of_kind.get("nccl_comm", ()))  # what staleness reads of them
     let_go(of_kind, "nccl_using", "nccl_comm")  # read by identity, naming and the two lines above alone
@@ -113,10 +113,10 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # signature, by cause_unknown alone: what it reads is kept, the rest let go (issue 23: memory per rank).
     events = [ev for ev in events if any(f.signature == NO_ERROR_FILE for f in ev.findings)]
     if not failures:  # the differential view reads the error records alone
-        return nothing_matched(results, of_kind.get("errorish", []), ids)
+        return nothing_matched(read, of_kind.get("errorish", []), ids)
     progress, errors = of_kind.get("pg_status", []), of_kind.get("errorish", [])
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
-    failures += lag_events(collective_lags(progress, results, failures, ids, world), catalog, ids, W_LAG)
+    failures += lag_events(collective_lags(progress, read.structured, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, inits)
     del progress, inits
@@ -133,7 +133,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     spare_messengers(failures, len(logged | {ev.reporter.rank for ev in failures if ev.reporter.rank is not None}), ids)
     ranked = score(failures, ids, offsets, suspect, logged)
     made = _collateral_only(failures, ids, offsets) if not ranked else _assemble(
-        ranked, failures, ids, offsets, results, catalog, notes, logged,
+        ranked, failures, ids, offsets, read, catalog, notes, logged,
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
     made = held_by_absence(made, placed)
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
@@ -238,7 +238,7 @@ def _exit_event(cand: Candidate, ids: IdentityMap, catalog: Catalog) -> Event | 
 
 
 def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
-              offsets: Mapping[str | None, timedelta], results: Sequence[SourceResult], catalog: Catalog,
+              offsets: Mapping[str | None, timedelta], sources: Sized, catalog: Catalog,
               transport_notes: list[str], logged: set[int],
               unknown: Unexplained | None = None) -> Diagnosis:
     ranked, picked, exit_only = pick(ranked)
@@ -271,7 +271,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     # No error file: the note says the cause is unknown, and a signal still says how the worker ended (its class)
     if unknown is not None and unknown.signature is not None and (code is None or unknown.signature != NO_ERROR_FILE):
         sig = catalog.get(unknown.signature) or sig
-    rank, host, notes = locate(cand, root, failures, ids, results, offsets, logged)
+    rank, host, notes = locate(cand, root, failures, ids, sources, offsets, logged)
     root_events = {id(ev) for ev in cand.own_events if ev.role is not Role.COLLATERAL} | (
         set() if waiting is not None else {id(root)})
     if rank is not None:  # what the initiator printed later is part of its failure, not collateral

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from correlator.kept import ContextRecord
 
 
-@dataclass
+@dataclass(slots=True)  # one a worker that failed, held to the diagnosis's end: no dict each (issue 23)
 class ExitRecord:
     rank: int | None
     local_rank: int | None

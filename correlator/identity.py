@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord, members
+from correlator.pair_map import PairMap
 from correlator.pod_nodes import lone_pods
 
 if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
@@ -44,7 +46,8 @@ def pci_bus(pci: str) -> int | None:
 
 @dataclass
 class IdentityMap:
-    by_host_pid: dict[tuple[str, int], int] = field(default_factory=dict)
+    # (host, pid) -> rank and (host, PCI bus) -> rank: one small map a host, no key tuple a rank (pair_map.py)
+    by_host_pid: PairMap[int] = field(default_factory=PairMap)
     by_pid: dict[int, int] = field(default_factory=dict)
     # rank -> host and address -> host, each with its inverse (host -> ranks, host -> addresses) kept beside it
     host_of_rank: HostMap[int] = field(default_factory=HostMap)
@@ -52,12 +55,12 @@ class IdentityMap:
     by_host_local: dict[tuple[str | None, int], int] = field(default_factory=dict)
     world_size: int | None = None
     exits: list[ExitRecord] = field(default_factory=list)
-    sigtermed_pids: set[int] = field(default_factory=set)
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
     host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
-    rank_of_bus: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, PCI bus) -> rank
-    interfaces: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # host -> NCCL's NICs
+    rank_of_bus: PairMap[int] = field(default_factory=PairMap)  # (host, PCI bus) -> rank
+    # host -> NCCL's NICs: a set a host while read, then one frozenset of each distinct set (_shared_sets)
+    interfaces: dict[str, AbstractSet[str]] = field(default_factory=dict)
     store_hosts: list[tuple[str, ContextRecord]] = field(default_factory=list)  # TCPStore peers clients lost
     # (rank, host) of each row a torchrun failure table heads "Root Cause (first observed failure)", with where
     first_failures: list[tuple[int, str | None, str, int]] = field(default_factory=list)
@@ -94,8 +97,9 @@ class IdentityMap:
 
     def rank_of(self, host: str | None, pid: int | None, local_rank: int | None = None) -> int | None:
         if pid is not None:
-            if host is not None and (host, pid) in self.by_host_pid:
-                return self.by_host_pid[(host, pid)]
+            numbered = self.by_host_pid.get((host, pid)) if host is not None else None  # (a rank is never None)
+            if numbered is not None:
+                return numbered
             if pid in self.by_pid:
                 return self.by_pid[pid]
         if local_rank is not None:
@@ -164,7 +168,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         # A process belongs to several communicators; the largest one numbers ranks job-wide.
         if nranks >= comm_size.get(key, 0):
             comm_size[key] = nranks
-            if who.host is not None:  # the key comm_size holds: one tuple a process, not two (issue 23)
+            if who.host is not None:
                 ids.by_host_pid[key] = rank
                 init_hosts[rank] = who.host
             ids.by_pid[who.pid] = rank
@@ -174,6 +178,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     # Every rank of a node prints the same 'Using' lines, and a line read again changes nothing (the first
     # host of an address stays, interfaces are a set): each (host, line) is read once, 1,024 of 8,192 at 4,096 ranks.
     using_read: set[tuple[str, str]] = set()
+    interfaces: defaultdict[str, set[str]] = defaultdict(set)
     for rec in of_kind.get("nccl_using", ()):
         host = rec.who.host
         if host is None:
@@ -186,7 +191,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
             for m in _ADDR.finditer(detail):
                 ids.host_of_ip.setdefault(m["ip"], host)
             if "OOB" not in detail:  # NET/IB's OOB names the IB side's control interface, not the choice made
-                ids.interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
+                interfaces[host].update(m["name"] for m in _IFACE.finditer(detail))
+    ids.interfaces = _shared_sets(interfaces)
     # the init line's bus (context.py: nccl_comm), the last line's where several name one: a process's later
     # communicators are numbered on the same GPU
     for rec in of_kind.get("nccl_comm", ()):
@@ -197,7 +203,6 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     ids.exits.extend(ExitRecord(None, int(rec.fields["local_rank"]), rec.who.host, int(rec.fields["pid"]),
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
-    ids.sigtermed_pids.update(int(pid) for rec in of_kind.get("worker_sigterm", ()) for pid in members(rec, "pid"))
     _pod_exits(ids, of_kind)
     _mpi_exits(ids, of_kind)
     deepspeed_ranks(ids, of_kind)
@@ -279,6 +284,13 @@ def _table_exits(ids: IdentityMap, tables: list[ContextRecord]) -> None:
                 ids.by_pid.setdefault(row.pid, row.rank)
             if row.local_rank is not None:
                 ids.by_host_local.setdefault((row.host, row.local_rank), row.rank)
+
+
+def _shared_sets(of_host: Mapping[str, AbstractSet[str]]) -> dict[str, AbstractSet[str]]:
+    """Each host's set as one frozenset of each distinct value, in the same order: the hosts of a job use the
+    same NICs, and a set a host held to the diagnosis's end was 44 bytes a rank at 8 ranks a host (issue 23)."""
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    return {host: shared.setdefault(names := frozenset(v), names) for host, v in of_host.items()}
 
 
 def _hosts(ids: IdentityMap, records: Sequence[ContextRecord], init_hosts: dict[int, str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
 from correlator.packed_text import packed
 from correlator.reading import SourceResult
-from schemas.findings import Finding
+from schemas.findings import Finding, Speaker
 
 _new_tuple = tuple.__new__
 RECENT = 1 << 15  # distinct values a generation of the memo holds (see _Recent)
@@ -51,12 +51,50 @@ class _Recent(dict[Any, Any]):
 
 class Interner:
     """The first copy seen of each equal text, field dict and speaker; later equal ones are replaced by it. Times
-    are left alone: equal aware datetimes may differ in their offset, which their text shows."""
+    are left alone: equal aware datetimes may differ in their offset, which their text shows.
+
+    So are the numbers a new speaker or field dict holds (a rank or a pid above 256, a field's: Python caches the
+    ints up to 256 alone): a rank's number was a new int in each record's speaker, each finding's speaker and
+    its init line's fields (and one more for each time the pool unpickled it), 6 to 7 ints a rank more than its
+    distinct values, 0.2 KB a rank at 4,096 ranks, the speakers' held to the diagnosis's end."""
 
     def __init__(self) -> None:
         self._texts = _Recent()  # text -> it
         self._fields = _Recent()  # flat tuple of its items and their types -> the dict
-        self._whos = _Recent()  # Who -> it
+        self._whos = _Recent()  # Who -> it, its numbers shared
+        self._ints = _Recent()  # int above 256 -> it
+
+    def number(self, value: Any) -> Any:
+        """An int above 256 (or below -5) as the first copy seen lately; any other value as it is."""
+        if type(value) is not int or -5 <= value <= 256:
+            return value
+        shared = self._ints.get(value)
+        return shared if shared is not None else self._ints.share(value, value)
+
+    def _numbers_shared(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A new field dict's ints shared (in place: the dict is the scan's own, and read by no one yet)."""
+        number = self.number
+        for name in [name for name, value in fields.items() if type(value) is int and not -5 <= value <= 256]:
+            fields[name] = number(fields[name])
+        return fields
+
+    def _who(self, who: Any) -> Any:
+        """A new speaker of records with its rank and pid shared (a device or local rank is below 256)."""
+        if not isinstance(who, tuple):
+            return who
+        rank, host, pid, *rest = who
+        shared_rank, shared_pid = self.number(rank), self.number(pid)
+        return who if shared_rank is rank and shared_pid is pid else _new_tuple(
+            type(who), (shared_rank, host, shared_pid, *rest))
+
+    def speaker(self, speaker: Speaker) -> Speaker:
+        """``speaker`` with its rank and pid shared (itself where neither is above 256)."""
+        rank, pid = speaker.rank, speaker.pid
+        shared_rank, shared_pid = self.number(rank), self.number(pid)
+        if shared_rank is rank and shared_pid is pid:
+            return speaker
+        return Speaker(rank=shared_rank, local_rank=speaker.local_rank, host=speaker.host, pid=shared_pid,
+                       device=speaker.device)
 
     def text(self, text: str) -> str:
         shared: str | None = self._texts.get(text)  # seen lately, most often: no call to share
@@ -70,7 +108,7 @@ class Interner:
         try:  # names, then values, then their types: as flat, and made in C without a tuple an item
             key = (*fields, *fields.values(), *map(type, fields.values()))
             found: dict[str, Any] | None = self._fields.get(key)
-            return found if found is not None else self._fields.share(key, fields)
+            return found if found is not None else self._numbers_shared(self._fields.share(key, fields))
         except TypeError:  # a value that cannot be hashed (a list): kept as it is
             return fields
 
@@ -81,8 +119,9 @@ class Interner:
         if kind in TEXT_UNREAD_KINDS:
             text = ""
         shared_who = self._whos.get(who)
-        return _new_tuple(ContextRecord, (kind, self.fields(fields), self.text(source), line_no,
-                                          shared_who if shared_who is not None else self._whos.share(who, who), time,
+        if shared_who is None:
+            shared_who = self._whos.share(who, self._who(who))
+        return _new_tuple(ContextRecord, (kind, self.fields(fields), self.text(source), line_no, shared_who, time,
                                           self.text(text), repeats))
 
     def finding(self, finding: Finding, whole: Container[str] = ()) -> Finding:
@@ -99,9 +138,24 @@ class Interner:
         return finding
 
     def findings(self, result: SourceResult) -> list[Finding]:
-        """Every finding of ``result`` interned (see finding), its records interned already."""
+        """Every finding of ``result`` interned (see finding), its records interned already. The findings of a
+        speaker share it still (one made a speaker, by its identity)."""
         whole = {rec.text for rec in result.context}
-        return [self.finding(f, whole) for f in result.findings]
+        speakers: dict[int, tuple[Speaker, Speaker]] = {}  # id -> (it, kept alive while its id is a key; shared)
+        out = []
+        last: Speaker | None = None
+        shared: Speaker | None = None
+        for f in result.findings:
+            spoke = f.speaker
+            if spoke is not last:  # a speaker's findings come together, most often
+                seen = speakers.get(id(spoke))
+                if seen is None:
+                    seen = speakers[id(spoke)] = (spoke, self.speaker(spoke))
+                last, shared = spoke, seen[1]
+            if shared is not spoke and shared is not None:
+                f.speaker = shared
+            out.append(self.finding(f, whole))
+        return out
 
     def result(self, result: SourceResult) -> SourceResult:
         """Every record and finding of ``result`` interned (in place)."""

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from datetime import timedelta
 
 from catalog.model import Implicates, Scope
@@ -17,7 +17,6 @@ from correlator.events import Event, Target
 from correlator.exits import cause_like, exit_report, task_exits
 from correlator.identity import IdentityMap
 from correlator.prepare import when
-from correlator.reading import SourceResult
 from correlator.scoring import Candidate
 from correlator.templates import template
 from correlator.versions import odd_version_hosts
@@ -120,7 +119,7 @@ def _store_lost_by_others(host: str, failures: Sequence[Event], ids: IdentityMap
 
 
 def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: IdentityMap,
-           results: Sequence[SourceResult], offsets: Mapping[str | None, timedelta],
+           sources: Sized, offsets: Mapping[str | None, timedelta],
            logged: set[int]) -> tuple[int | None, str | None, list[str]]:
     """The rank and host to name, or None where the fault belongs to a node or to the whole job."""
     notes: list[str] = []
@@ -146,7 +145,7 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
         return None, next(iter(odd)), notes
     if scope is Scope.JOB:
         # a line that names no host (srun's step report, a launcher's summary) is no host without the fault
-        if (len(hosts) >= 2 and hosts >= all_hosts - {None}) or len(results) == 1 or hosts == all_hosts:
+        if (len(hosts) >= 2 and hosts >= all_hosts - {None}) or len(sources) == 1 or hosts == all_hosts:
             notes.append("this is a configuration every rank shares, so no single rank is named")
             return None, None, notes
         if len(hosts) == 1:
@@ -170,7 +169,7 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
             return None, next(iter(hosts)), notes
         return None, None, notes
     # (a victim's line says nothing about who started it: no default for it)
-    if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(results) == 1
+    if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(sources) == 1
             and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS and root.role is not Role.COLLATERAL):
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
         rank = 0

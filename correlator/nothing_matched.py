@@ -5,14 +5,13 @@ task exits), which beats naming nobody. Either way the cause is unknown and the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sized
 
 from correlator.differential import differential
 from correlator.failure_tables import ExitRecord
 from correlator.headline import UNRECOGNISED, headline, message
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
-from correlator.reading import SourceResult
 from correlator.redact import evidence_text
 from correlator.scoring import W_EXIT_TEARDOWN
 from schemas.diagnosis import Diagnosis, Evidence, RootCause
@@ -21,7 +20,7 @@ from schemas.diagnosis import Diagnosis, Evidence, RootCause
 CONFIDENCE_EXIT_ONLY = 0.3
 
 
-def nothing_matched(results: Sequence[SourceResult], context: list[ContextRecord], ids: IdentityMap) -> Diagnosis:
+def nothing_matched(sources: Sized, context: list[ContextRecord], ids: IdentityMap) -> Diagnosis:
     suspect = differential(context)
     exited = _the_one_exit(ids)
     if exited is not None and (suspect is None or suspect.rank is None):
@@ -30,7 +29,7 @@ def nothing_matched(results: Sequence[SourceResult], context: list[ContextRecord
         return Diagnosis(verdict="no_failure_found", root_cause=None)
     rank = suspect.rank if suspect.rank is not None else ids.rank_of(suspect.host, None)
     why = ("its error lines appear on no other rank or host" if suspect.unique
-           else "it is the only source of error lines" if len(results) == 1 else "its error lines come first")
+           else "it is the only source of error lines" if len(sources) == 1 else "its error lines come first")
     evidence = [Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text)) for r in suspect.lines]
     said = message(evidence)
     return Diagnosis(

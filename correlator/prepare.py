@@ -11,8 +11,8 @@ from correlator.events import Event
 from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
-from correlator.reading import SourceResult
 from correlator.scoring import SKEW_TOLERANCE
+from correlator.structured import Structured
 from schemas.findings import Role
 
 _NO_OFFSET = timedelta(0)
@@ -22,10 +22,11 @@ ABSENCE_EXPLAINED_BEFORE = timedelta(seconds=30)
 STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
 
 
-def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceResult], failures: Sequence[Event],
+def collective_lags(context: Sequence[ContextRecord], structured: Sequence[Structured], failures: Sequence[Event],
                     ids: IdentityMap, world: int | None = None) -> list[Lag]:
     """Ranks that collective sequence numbers single out: progress lines, Flight Recorder dumps, odd ops, older
-    or absent timeouts. ``world``: the job's size where known (NCCL's nranks, the job's metadata)."""
+    or absent timeouts. ``structured``: the structured files read, in input order (release.Read); ``world``: the
+    job's size where known (NCCL's nranks, the job's metadata)."""
     # by position, None for a record from_status does not read (a list: a map by index was 0.1 KB a rank)
     rank_of = [(rec.who.rank if rec.who.rank is not None else ids.rank_of(rec.who.host, rec.who.pid))
                if rec.kind == "pg_status" else None for rec in context]
@@ -33,7 +34,7 @@ def collective_lags(context: Sequence[ContextRecord], results: Sequence[SourceRe
                  ev.best.line_no, ev.best) for ev in failures
                 if ev.reporter.rank is not None and isinstance(ev.best.fields.get("seq"), int)
                 and isinstance(ev.best.fields.get("op"), str)]
-    dumps = [d for r in results for d in r.structured if isinstance(d, FlightDump)]
+    dumps = [d for d in structured if isinstance(d, FlightDump)]
     lags = [*from_status(context, rank_of), *from_dumps(dumps), *from_ops(timeouts), *from_timeouts(timeouts, world)]
     return _unexplained_absences(lags, failures)
 

@@ -38,6 +38,8 @@ def _rows_by_source(rows: list[ExitRecord], records: Mapping[str, list[ContextRe
 def table_speakers(findings: list[Finding], rows: list[ExitRecord], records: Mapping[str, list[ContextRecord]]
                    ) -> list[Finding] | None:
     """The findings with each line of a table row's traceback under the row's rank and host; None if none is.
+    ``findings`` is changed in place and returned: it is the diagnosis's own list, and a copy beside it, which the
+    diagnosis held too, was the first of settle's transients (37 bytes a rank, and the findings it replaced).
     A line belongs to the last row above it in its file, printed by the same speaker (an interleaved file's
     other tasks keep theirs), before the table's closing border and within TABLE_SPAN lines."""
     by_source = _rows_by_source(rows, records)
@@ -70,7 +72,6 @@ def table_speakers(findings: list[Finding], rows: list[ExitRecord], records: Map
             renamed[at] = replace(f, speaker=replace(f.speaker, rank=row.rank, local_rank=row.local_rank, pid=row.pid))
     if not renamed:
         return None
-    out = list(findings)
     for at, f in renamed.items():
-        out[at] = f
-    return out
+        findings[at] = f
+    return findings

@@ -125,6 +125,7 @@ def _diagnose(args: argparse.Namespace) -> int:
             scan = scan_sources(matcher, sources, _year(args.year), lambda n: bar.advance(task, n), args.jobs)
     else:
         scan = scan_sources(matcher, sources, _year(args.year), jobs=args.jobs)
+    del sources  # the listing (a Source and its size a file) is not read again: not held while correlating
     diagnosis = diagnose(scan.results, matcher.catalog, release=True)  # read by nothing else: freed as read
     if _exit_at_once:
         _left_for_exit.append(scan)

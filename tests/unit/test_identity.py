@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
     """The record-by-record loop build_identity replaced, then the same steps after it (the table cells in
     record order, where build_identity gives them kind by kind)."""
     ids = IdentityMap()
+    interfaces: defaultdict[str, set[str]] = defaultdict(set)
     comm_size: dict[tuple[str | None, int], int] = {}
     rings, comms, tables = [], [], []
     nodes_named: dict[str, set[str]] = {}  # a file naming several nodes is no one node's (`kubectl get events`)
@@ -48,18 +50,17 @@ def _one_pass(records: Sequence[ContextRecord]) -> IdentityMap:
             for m in identity._ADDR.finditer(detail):
                 ids.host_of_ip.setdefault(m["ip"], who.host)
             if "OOB" not in detail:
-                ids.interfaces[who.host].update(m["name"] for m in identity._IFACE.finditer(detail))
+                interfaces[who.host].update(m["name"] for m in identity._IFACE.finditer(detail))
         elif kind == "store_remote":
             ids.store_hosts.append((str(rec.fields["host"]), rec))
         elif kind == "worker_failed":
             ids.exits.append(ExitRecord(None, int(rec.fields["local_rank"]), who.host, int(rec.fields["pid"]),
                                         int(rec.fields["exit_code"]), rec.source, rec.line_no))
-        elif kind == "worker_sigterm":
-            ids.sigtermed_pids.add(int(rec.fields["pid"]))
         elif kind == "k8s_node":
             nodes_named.setdefault(rec.source, set()).add(str(rec.fields["host"]))
         if who.rank is not None and who.host is not None:
             ids.host_of_rank.setdefault(who.rank, who.host)
+    ids.interfaces = dict(interfaces)
     ids.host_of_source.update((src, next(iter(named))) for src, named in nodes_named.items() if len(named) == 1)
     identity._ring_ranks(ids, rings)
     identity._table_exits(ids, tables)  # unchanged: build_identity calls it with the tables of each kind

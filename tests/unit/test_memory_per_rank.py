@@ -1,18 +1,22 @@
 """What a diagnosis holds per rank does not grow back (issue 23: 131,072 ranks within 300 MB): counted, not timed.
 
-tracemalloc counts the bytes the scan's results keep, and the peak while diagnose() correlates them, on the same kind
-of job at N and 4N ranks (every survivor naming the dead rank's address, as bench.sweep's trees); the bytes each added
-rank costs are (4N's - N's) / 3N, so start-up and the catalog cancel out. Measured on this code (Python 3.11): 4.12 KB
-a rank kept, 4.79 KB at the peak, the watchdog timeouts collective_lags reads held as their findings (a packed text
-rebuilt for every rank at once was the peak) and naming's per-source maps made only where read (its speakers' runs, pod
-names, failure tables' sources: correlator/naming.py, pods.py, role_prefixes.py); before those (main at 280fccc, which
-the peak bound fails), 4.11 and 5.14 KB; before that, 4.10 KB a rank kept, 5.13 KB at the peak, a finding's text that
-no record shares kept as digits and a shared skeleton (correlator/packed_text.py), an event in ten slots and
-context-line events made only where read; before those (main at 96d20f0, which both bounds fail), 4.36 and 5.31 KB;
-before that, 4.47 KB a rank kept, 5.45 KB at the peak, the results handed over to diagnose() (``release``: each
-source's lists freed once read, and each record kind let go of after the last step that reads it:
-correlator/release.py; what staleness reads of the init records read before the events are built), from_status's ranks
-a list by position, naming's sets per source and per rank one value where they hold one (correlator/few.py), the events
+tracemalloc counts the bytes the scan's results keep, and the peak while diagnose() correlates them, on the same kind of
+job at N and 4N ranks (every survivor naming the dead rank's address, as bench.sweep's trees); the bytes each added rank
+costs are (4N's - N's) / 3N, so start-up and the catalog cancel out. Measured on this code (Python 3.11): 3.96 KB a rank
+kept, 4.39 KB at the peak, the ints of new speakers and field dicts shared by the interner (a rank's and a pid's number
+one int, not one a place it is read), identity's (host, pid) and (host, bus) maps one small map a host with no key tuple
+a rank (correlator/pair_map.py), an exit record slotted, each host's NICs one shared frozenset, and what correlation
+reads of the sources kept as columns once a handed-over list of results is emptied (correlator/release.py Read); before
+those (main at bee9a6f, which both bounds fail), 4.11 and 4.79 KB, the watchdog timeouts collective_lags reads held
+as their findings (a packed text rebuilt for every rank at once was the peak) and naming's per-source maps made only
+where read (its speakers' runs, pod names, failure tables' sources: correlator/naming.py, pods.py, role_prefixes.py);
+before those (main at 280fccc, which the peak bound fails), 4.11 and 5.14 KB; before that, 4.10 KB a rank kept, 5.13 KB
+at the peak, a finding's text that no record shares kept as digits and a shared skeleton (correlator/packed_text.py), an
+event in ten slots and context-line events made only where read; before those (main at 96d20f0, which both bounds fail),
+4.36 and 5.31 KB; before that, 4.47 KB a rank kept, 5.45 KB at the peak, the results handed over to diagnose()
+(``release``: each source's lists freed once read, and each record kind let go of after the last step that reads it:
+correlator/release.py; what staleness reads of the init records read before the events are built), from_status's ranks a
+list by position, naming's sets per source and per rank one value where they hold one (correlator/few.py), the events
 grouped one source at a time, the differential view's speakers one at a time; before those, 4.47 and 6.85 KB (main at
 2eba0b1, which the peak bound fails); before correlation's transient sets and sorts were cut (collateral groups, the
 timeline, before_cascade, the differential view, job_size, _own_fault), its per-event and per-rank lists and objects
@@ -38,8 +42,8 @@ from simulate.training_logs import generate
 from sources.files import expand
 
 SMALL = 256
-MAX_KEPT_PER_RANK = 4_250  # bytes of scan results each added rank keeps
-MAX_PEAK_PER_RANK = 4_900  # bytes each added rank adds to the peak of scan and correlation
+MAX_KEPT_PER_RANK = 4_100  # bytes of scan results each added rank keeps
+MAX_PEAK_PER_RANK = 4_500  # bytes each added rank adds to the peak of scan and correlation
 
 
 def _traced(root: Path, ranks: int) -> tuple[int, int, int | None]:
