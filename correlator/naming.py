@@ -21,7 +21,7 @@ from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
-from correlator.ray_nodes import ray_node_ips
+from correlator.ray_nodes import ray_node_ips, ray_same_nodes
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.table_lines import table_speakers
@@ -56,6 +56,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     same += _scheduler_hosts(state.pairs, rank_hosts or {})
     srun_named = _srun_task_hosts(findings, of_kind)
     same += srun_named
+    same += ray_same_nodes(findings)
     scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named),
                  *ray_node_ips(findings, context, of_kind)]
     renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,

@@ -29,3 +29,16 @@ def ray_node_ips(findings: Sequence[Finding], context: Sequence[ContextRecord],
             if isinstance(address := rec.fields.get(field), str):
                 seen.setdefault(address)
     return list(seen)
+
+
+def ray_same_nodes(findings: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(Ray's address, the host the line itself names) for each pair a forwarded line gives: the prefix is the
+    worker's node's address and an NCCL header after it (`host:pid:tid [dev]`, src/debug.cc) is gethostname() of
+    the same process, so the two name one node even where no NCCL INFO line (`Bootstrap : Using ib0:A`) joins them."""
+    pairs: dict[tuple[str, str], None] = {}
+    for f in findings:
+        host = f.speaker.host
+        if host and f.text[:1] == "(" and (m := _RAY_IP.match(f.text)) and m["ip"] != host \
+                and f.text[m.end():].lstrip().startswith(host + ":"):  # the line's header, not its file's folder
+            pairs.setdefault((m["ip"], host))
+    return list(pairs)

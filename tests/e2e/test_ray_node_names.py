@@ -66,3 +66,22 @@ def test_a_node_lost_silently_is_named_by_rays_address_though_it_printed_no_erro
     rc = d.root_cause
     assert rc is not None and rc.signature == "ray.node_dead"
     assert rc.host == "10.25.33.12"
+
+
+def test_without_nccls_info_lines_the_prefix_and_the_header_of_one_line_name_one_node(tmp_path: Path) -> None:
+    """NCCL_DEBUG=WARN: no `Bootstrap : Using` line joins gethostname() to an address. A line Ray forwarded still
+    does: its prefix is the worker's node's address (print_worker_logs) and the NCCL header after it
+    (`host:pid:tid [dev]`, src/debug.cc) is gethostname() of the same process."""
+    lines = [f"(RayTrainWorker pid={68000 + r}, ip=10.25.33.{11 + r}) Setting up process group for: env:// "
+             f"[rank={r}, world_size=4]\n" for r in range(4)]
+    lines.append("(RayTrainWorker pid=68002, ip=10.25.33.13) gpu232:68002:68011 [0] transport/net_ib/common.cc:185 "
+                 "NCCL WARN NET/IB : mlx5_1:1 Got non-fatal async event: port error(10)\n")
+    lines += [f"(RayTrainWorker pid={68000 + r}, ip=10.25.33.{11 + r}) gpu{230 + r}:{68000 + r}:{68010 + r} [0] "
+              "transport/net_ib/p2p.cc:688 NCCL WARN NET/IB: Got completion from peer 10.25.33.13<43014> with "
+              "status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129  hca mlx5_1\n" for r in (0, 1, 3)]
+    (tmp_path / "driver.log").write_text("".join(lines))
+    m = default_matcher()
+    d = diagnose(scan_sources(m, expand([str(tmp_path)]), 2026).results, m.catalog)
+    rc = d.root_cause
+    assert rc is not None and rc.signature == "nccl.ib.async_port_error"
+    assert rc.host == "10.25.33.13"
