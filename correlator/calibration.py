@@ -239,12 +239,6 @@ def _names_no_rank(f: Features) -> bool:
     return bool(f.host_only or f.job_wide)
 
 
-def _blamed_only(f: Features) -> bool:
-    """A rank named on nothing of its own (others' blame, its silence, its place in time) is a lead, not a finding:
-    out of fold (docs/accuracy.md, calib26) such answers were right 8 times in 12 at 0.7 to 0.9, 17 in 48 under."""
-    return bool(f.others_only and not (f.job_wide or f.host_only))
-
-
 def _tied_with_a_rank(f: Features) -> bool:
     """The fault is the job's only by an inferred relation, and a rank or host with lines of its own scores nearly as
     high: the relation may be how that rank's failure looks from the others (a restart re-announcing ranks), so the
@@ -260,7 +254,7 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or _blamed_only(f):
+    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced:
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
