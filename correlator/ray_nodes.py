@@ -39,6 +39,16 @@ def ray_same_nodes(findings: Sequence[Finding]) -> list[tuple[str, str]]:
     for f in findings:
         host = f.speaker.host
         if host and f.text[:1] == "(" and (m := _RAY_IP.match(f.text)) and m["ip"] != host \
-                and f.text[m.end():].lstrip().startswith(host + ":"):  # the line's header, not its file's folder
+                and _header(f.text[m.end():]).startswith(host + ":"):  # the line's header, not its file's folder
             pairs.setdefault((m["ip"], host))
     return list(pairs)
+
+
+# NCCL_DEBUG_TIMESTAMP_FORMAT (src/debug.cc, ncclDebugTimestampFormat) prints a bracketed time before the header
+_NCCL_TIME = re.compile(r"\s*(?:\[[^\]\n]{1,64}\]\s*)?")
+
+
+def _header(rest: str) -> str:
+    """What follows Ray's prefix, from NCCL's `host:pid:tid` header on (its optional timestamp skipped)."""
+    skip = _NCCL_TIME.match(rest)
+    return rest[skip.end():] if skip else rest

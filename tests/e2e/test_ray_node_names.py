@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from correlator.diagnose import diagnose
 from scan.engine import default_matcher, scan_source, scan_sources
 from sources.files import expand
@@ -68,7 +70,9 @@ def test_a_node_lost_silently_is_named_by_rays_address_though_it_printed_no_erro
     assert rc.host == "10.25.33.12"
 
 
-def test_without_nccls_info_lines_the_prefix_and_the_header_of_one_line_name_one_node(tmp_path: Path) -> None:
+@pytest.mark.parametrize("timestamped", [False, True])
+def test_without_nccls_info_lines_the_prefix_and_the_header_of_one_line_name_one_node(tmp_path: Path,
+                                                                                       timestamped: bool) -> None:
     """NCCL_DEBUG=WARN: no `Bootstrap : Using` line joins gethostname() to an address. A line Ray forwarded still
     does: its prefix is the worker's node's address (print_worker_logs) and the NCCL header after it
     (`host:pid:tid [dev]`, src/debug.cc) is gethostname() of the same process."""
@@ -79,6 +83,8 @@ def test_without_nccls_info_lines_the_prefix_and_the_header_of_one_line_name_one
     lines += [f"(RayTrainWorker pid={68000 + r}, ip=10.25.33.{11 + r}) gpu{230 + r}:{68000 + r}:{68010 + r} [0] "
               "transport/net_ib/p2p.cc:688 NCCL WARN NET/IB: Got completion from peer 10.25.33.13<43014> with "
               "status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129  hca mlx5_1\n" for r in (0, 1, 3)]
+    if timestamped:  # NCCL_DEBUG_TIMESTAMP_FORMAT (src/debug.cc): a bracketed time before the header
+        lines = [line.replace(") gpu", ") [2026-01-26 09:44:16] gpu", 1) for line in lines]
     (tmp_path / "driver.log").write_text("".join(lines))
     m = default_matcher()
     d = diagnose(scan_sources(m, expand([str(tmp_path)]), 2026).results, m.catalog)
