@@ -1,10 +1,10 @@
 """The cases bench/calibrate.py fits and tables: labelled logs and jobs, each diagnosed in process, with the
 features of its diagnosis and whether it was right (as the corpus's score.py counts).
 
-Sources: the corpus's halves (bench/corpus.py), the field sets' halves (bench/field..field5, their labels' own
-split), the blind generators' seeds (bench/independent, independent2, independent3), and the simulator's sweep
-(bench/accuracy.py), degraded the way real logs arrive. Which of them a fit may read is bench/calibrate.py's
-business; this module only produces them.
+Sources: the corpus's halves (bench/corpus.py), the field sets' halves (bench/field..field6, their labels' own
+split), the blind generators' seeds (bench/independent, independent2, independent3, independent4), and the
+simulator's sweep (bench/accuracy.py), degraded the way real logs arrive. Which of them a fit may read is
+bench/calibrate.py's business; this module only produces them.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def field_cases(half: str, which: str = "field") -> list[Case]:
 # The blind generators (each written from upstream formats by someone who read none of firstfault's code), by the
 # name a case's source carries: the module whose generate(out, seed, jobs) writes a seed's jobs and labels.
 GENERATORS = {"independent": "bench.independent.generate", "independent2": "bench.independent2.generate",
-              "independent3": "bench.independent3.generate"}
+              "independent3": "bench.independent3.generate", "independent4": "bench.independent4.generate"}
 
 
 def generated_cases(seed: int, generator: str = "independent", jobs: int = INDEPENDENT_JOBS) -> list[Case]:

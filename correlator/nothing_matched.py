@@ -14,7 +14,7 @@ from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from correlator.redact import evidence_text
 from correlator.scoring import W_EXIT_TEARDOWN
-from schemas.diagnosis import Diagnosis, Evidence, RootCause
+from schemas.diagnosis import Diagnosis, Evidence, RootCause, Suspect
 
 # An exit code alone names who ended, not why: under the 0.5 line that lists suspects, above a guess from error lines
 CONFIDENCE_EXIT_ONLY = 0.3
@@ -32,7 +32,7 @@ def nothing_matched(sources: Sized, context: list[ContextRecord], ids: IdentityM
            else "it is the only source of error lines" if len(sources) == 1 else "its error lines come first")
     evidence = [Evidence(source=r.source, line=r.line_no, text=evidence_text(r.text)) for r in suspect.lines]
     said = message(evidence)
-    return Diagnosis(
+    return _listed(Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
             signature=None, title=headline(UNRECOGNISED, said), category="other", tags=[],
@@ -40,7 +40,17 @@ def nothing_matched(sources: Sized, context: list[ContextRecord], ids: IdentityM
             time=suspect.lines[0].time if suspect.lines else None, evidence=evidence,
             explanation=["no catalog entry matches these logs", f"suspect chosen because {why}"], message=said,
         ),
-    )
+    ))
+
+
+def _listed(d: Diagnosis) -> Diagnosis:
+    """Under calibration's suspects line (every answer here is), a rank or host named is a suspect, listed as one,
+    so that every reader says "likely", as it does for a ranked list (calibration.honest)."""
+    rc = d.root_cause
+    if rc is not None and (rc.rank is not None or rc.host is not None):
+        d.suspects = [Suspect(rank=rc.rank, host=rc.host, signature=rc.signature, confidence=rc.confidence,
+                              evidence=rc.evidence[:3], reasons=rc.explanation[1:2])]
+    return d
 
 
 def _the_one_exit(ids: IdentityMap) -> ExitRecord | None:
@@ -54,7 +64,7 @@ def _the_one_exit(ids: IdentityMap) -> ExitRecord | None:
 def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
     rank = exited.rank  # _the_one_exit keeps only exits that name a rank
     host = exited.host or (ids.host_of_rank.get(rank) if rank is not None else None)
-    return Diagnosis(
+    return _listed(Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
             signature=None, title="Cause unknown: only an exit code speaks", category="launcher",
@@ -65,4 +75,4 @@ def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
                          f"with code {exited.exit_code}, and no line of its own says why",
                          "read that rank's own output (and dmesg on its node for a negative code or 128 + signal)"],
         ),
-    )
+    ))

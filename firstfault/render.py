@@ -72,7 +72,7 @@ def render_markdown(d: Diagnosis) -> str:
     rc = d.root_cause
     if d.verdict == "no_failure_found" or rc is None:
         return "**No failure found** in these logs.\n"
-    title = f"Likely: {rc.title} (not sure)" if d.verdict == "suspects" else rc.title
+    title = f"Likely: {rc.title} (not sure)" if d.verdict == "suspects" or d.suspects else rc.title
     out = [f"## {title}", "",
            f"- **{'Likeliest' if d.suspects else 'Initiating'}:** {_who(rc.rank, rc.host)}",
            f"- **Signature:** `{rc.signature}` ({rc.category}), confidence {rc.confidence:.0%}"]

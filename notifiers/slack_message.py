@@ -70,8 +70,9 @@ def _emoji(incident: Incident) -> str:
 
 
 def not_sure(incident: Incident) -> bool:
-    """A `suspects` verdict: the post says "Likely" and lists the suspects, never one rank as the initiator."""
-    return incident.diagnosis.verdict == "suspects"
+    """A `suspects` verdict, or an unrecognised failure under the line with its suspects listed (the diagnosis lists
+    them only under it): the post says "Likely" and lists the suspects, never one rank as the initiator."""
+    return incident.diagnosis.verdict == "suspects" or bool(incident.diagnosis.suspects)
 
 
 def title_of(incident: Incident) -> str:
