@@ -204,6 +204,9 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         ids.by_pid.setdefault(pid, rank)
         ids.by_host_pid.setdefault((ip, pid), rank)
     _ray_train_death(ids, of_kind)
+    for rec in of_kind.get("vllm_mp_device", ()):  # a vLLM worker process's device is its rank, never 0 (context.py)
+        if int(rec.fields["device"]) > 0:
+            ids.by_pid.setdefault(int(rec.fields["pid"]), int(rec.fields["device"]))
     _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)
