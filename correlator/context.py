@@ -164,7 +164,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # i's call raised RayActorError; backend_executor.py starts worker i's session with world_rank=i). Where the
     # logs hold one of each, the dead pid is that rank (correlator/identity.py). Ray's log deduplication folds
     # several workers' reports into one "[repeated Nx across cluster]" (python/ray/_private/ray_logging): no pid.
-    "ray_died_pid": r"Worker IP address: (?P<ip>[0-9A-Fa-f.:]+) Worker port: \d+ Worker PID: (?P<pid>\d+)"
+    # The address and pid are read only where the words after each follow them: a row of a wrapped report may end
+    # inside either (correlator/ray_reports.py).
+    "ray_died_pid": r"Worker IP address: (?P<ip>[0-9A-Fa-f.:]+) Worker port: \d+ Worker PID: (?P<pid>\d+) Worker"
     r"(?:.*(?P<repeated>\[repeated \d+x across cluster\]))?",
     "ray_train_failed": r"\bWorker (?P<rank>\d{1,6}) has failed\.[ \t]*$",
     # vLLM's multiprocessing executor (vllm/executor/multiproc_gpu_executor.py) runs rank 0 in the engine's own

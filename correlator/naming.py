@@ -22,6 +22,7 @@ from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
+from correlator.ray_reports import cut_raylet_reports
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.srun_agents import agent_sources, as_agents
@@ -74,7 +75,8 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     # pairs), no line of every rank needs reading
     if any(w.local_rank is not None and w.rank is None for w, _ in state.pairs):
         state.step(_global_ranks(state.findings, state.context, local))
-    subjects = _dead_actors(state.findings, state.of_kind)
+    cut = cut_raylet_reports(state.findings, state.of_kind)  # a wrapped report's address, on its later row
+    subjects = _dead_actors(cut or state.findings, state.of_kind) or cut
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
         state.findings = subjects  # (and pairs is not rebuilt)
     state.step(pod_ranks(state.pairs, state.findings, state.context, sources))

@@ -116,3 +116,20 @@ def test_ray_trains_failed_worker_index_names_the_dead_workers_rank(
     signature, rank, host = _root(tmp_path, capsys, text)
     assert (signature, host) == ("ray.worker_crashed", _NODES[1])
     assert rank == (6 if repeated == 1 else None)
+
+
+@pytest.mark.parametrize(("width", "whole"), [(120, True), (170, True), (150, False), (160, False)])
+def test_a_raylet_report_wrapped_by_the_terminal_names_its_node_from_a_later_row(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], width: int, whole: bool) -> None:
+    """A terminal wraps the raylet's one-line report at its width and a paste keeps the rows: the address is on a
+    row after the one the catalog matches. It is the same report's, so its node is named (and, with Ray Train's
+    "Worker N has failed.", its rank). Where the wrap cuts into the address or the pid (at 150 and 160 columns
+    here), no row says them whole, and nothing is named rather than half an address or a pid's first digits."""
+    report = _raylet_death(_NODES[1], _pid(6))
+    rows = [report[i:i + width] for i in range(0, len(report), width)]
+    assert "Worker IP address" not in rows[0]
+    assert whole == any(f"Worker IP address: {_NODES[1]} Worker port: 10046 Worker PID: {_pid(6)} Worker" in row
+                        for row in rows)
+    text = "\n".join([*rows, "(TorchTrainer pid=1965887) Worker 6 has failed."]) + "\n"
+    assert _root(tmp_path, capsys, text) == (("ray.worker_crashed", 6, _NODES[1]) if whole
+                                             else ("ray.worker_crashed", None, None))
