@@ -53,6 +53,22 @@ def test_paddles_container_report_names_the_rank_when_nothing_else_speaks(
     assert rc["rank"] == 5
 
 
+@pytest.mark.parametrize(("code", "signature"), [(-6, "torchrun.worker_sigabrt"), (-9, "torchrun.worker_sigkilled"),
+                                                 (1, "paddle.launch.container_failed")])
+def test_a_signal_in_paddles_container_report_is_how_the_worker_ended(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], code: int, signature: str) -> None:
+    """The launcher reports the child's returncode, negative for the signal that ended it (Python's
+    subprocess.Popen.returncode): "code -6" is an abort, "code -9" a SIGKILL, as torchrun's "exitcode: -6" is;
+    its entry names no signal of its own, so the code is the class. A plain "code 1" says only that it failed."""
+    (tmp_path / "launch.log").write_text(
+        "LAUNCH INFO 2026-12-03 02:04:51,548 Pod failed\n"
+        "LAUNCH ERROR 2026-12-03 02:04:51,549 Container failed !!!\n"
+        f"Container rank 3 status failed cmd ['/usr/bin/python3', '-u', 'tools/train.py', '--amp'] code {code} log "
+        "log/workerlog.3\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"]) == (signature, 3)
+
+
 def test_a_cause_line_above_paddles_container_report_is_the_class(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "launch.log").write_text(
