@@ -21,7 +21,7 @@ from correlator.identity import IdentityMap, addresses_in, build_identity, recor
 from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
-from correlator.pods import pod_ranks
+from correlator.pods import file_ranks
 from correlator.ray_reports import cut_raylet_reports
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
@@ -79,7 +79,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     subjects = _dead_actors(cut or state.findings, state.of_kind) or cut
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
         state.findings = subjects  # (and pairs is not rebuilt)
-    state.step(pod_ranks(state.pairs, state.findings, state.context, sources))
+    state.step(file_ranks(state.pairs, state.findings, state.context, sources))
     state.step(_lone_process(state.pairs, state.findings, state.context, state.ids), speakers=False)
     fill_exits(state.ids, local)
     fill_hosts(state.ids, local)
