@@ -157,6 +157,25 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "ray_worker_rank": r"- \((?:node_id=[0-9a-f]+, )?ip=(?P<ip>[\d.]+|[0-9a-fA-F:]+), pid=(?P<pid>\d+)\) "
     r"world_rank=(?P<rank>\d+), local_rank=(?P<local_rank>\d+), node_rank=\d+",
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
+    # The raylet's report of a worker process that exited (src/ray/raylet/node_manager.cc: "A worker died or was
+    # killed while executing a task by an unexpected system error. ... Worker IP address: A Worker port: P Worker PID:
+    # N Worker exit type: ..."), and Ray Train's trainer saying which of its workers that was (ray/train/_internal/
+    # utils.py check_for_failure: logger.info(f"Worker {failed_actor_rank} has failed.") where ray.get of worker
+    # i's call raised RayActorError; backend_executor.py starts worker i's session with world_rank=i). Where the
+    # logs hold one of each, the dead pid is that rank (correlator/identity.py). Ray's log deduplication folds
+    # several workers' reports into one "[repeated Nx across cluster]" (python/ray/_private/ray_logging): no pid.
+    # The address and pid are read only where the words after each follow them: a row of a wrapped report may end
+    # inside either (correlator/ray_reports.py).
+    "ray_died_pid": r"Worker IP address: (?P<ip>[0-9A-Fa-f.:]+) Worker port: \d+ Worker PID: (?P<pid>\d+) Worker"
+    r"(?:.*(?P<repeated>\[repeated \d+x across cluster\]))?",
+    "ray_train_failed": r"\bWorker (?P<rank>\d{1,6}) has failed\.[ \t]*$",
+    # vLLM's multiprocessing executor (vllm/executor/multiproc_gpu_executor.py) runs rank 0 in the engine's own
+    # process and starts one "VllmWorkerProcess" per rank r >= 1 with local_rank=r, on one node; each prefixes its
+    # output "(VllmWorkerProcess pid=N) " (multiproc_worker_utils.py, _add_prefix) and sets its device to
+    # cuda:{local_rank} (vllm/worker/worker.py, init_device). c10's OOM message names that device ("GPU %d has a
+    # total capacity of", c10/cuda/CUDACachingAllocator.cpp): the worker's rank, by its pid
+    "vllm_mp_device": r"\(VllmWorkerProcess pid=(?P<pid>\d+)\) [^\n]*?\bGPU (?P<device>\d{1,2}) has a total "
+    r"capac(?:i)?ty of",
     # verl names its worker actors f"{name_prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/ray/
     # base.py), numbering ranks placement group by placement group: in the first, the local rank is the rank
     "ray_dead_name": r"^(?:\([^)\n]*\) )?[ \t]+name: \S*Worker\S*_(?P<group>\d+):(?P<local_rank>\d+)[ \t]*$",
@@ -185,6 +204,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
     "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
+    "vllm_mp_device": r"GPU \d{1,2} has a total capac(?:i)?ty of",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
 
@@ -286,5 +306,14 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
                         "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "ray_died_pid": ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
+                     "troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff3fe8 "
+                     "Worker ID: fead2dfe78ee Node ID: 201f2cc4bc59 Worker IP address: 10.0.7.57 Worker port: 10046 "
+                     "Worker PID: 89513 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits "
+                     "with a connection error code 2. End of file.",),
+    "ray_train_failed": ("(TorchTrainer pid=89392) Worker 0 has failed.",),
+    "vllm_mp_device": ("(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] "
+                       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.88 GiB. GPU 3 has a total "
+                       "capacity of 21.96 GiB of which 1.29 GiB is free.",),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -12,6 +12,12 @@ _TRACEBACKISH = re.compile(
     r"frame #|[\w.]+(?:Error|Exception)\b|\w+: |[-=*─│╭╰|]{2,}|\[\d+\]:|ERROR|\^)"
 )
 _HEADER = re.compile(r"^\s*(?:Traceback|During handling|The above exception)")
+# pytest's failure report prints the exception under its source line with its fail marker on every line: "E" and
+# then the indentation less one (_pytest/_code/code.py, FormattedExcinfo.get_exconly(markall=True): failindent =
+# fail_marker + indentstr[1:], at least 4 wide; a blank line of the message is "E" and spaces, or "E" alone once
+# stripped). The marker read as one more space, the message reads as it would bare: a spawned worker's traceback
+# inside ProcessRaisedException stays one event with its "-- Process N terminated" head.
+_PYTEST_FAIL_MARKER = re.compile(r"^E(?= {3}|[ \t]*$)")
 
 
 def lines_between_continue(buffer: bytes, start: int, gap: int) -> bool:
@@ -25,6 +31,7 @@ def lines_between_continue(buffer: bytes, start: int, gap: int) -> bool:
             return False  # the gap crosses a chunk boundary: do not guess
         between = buffer[prev : pos - 1].decode("utf-8", errors="replace")
         _, rest = read_prefixes(between, Who())
+        rest = _PYTEST_FAIL_MARKER.sub(" ", rest, count=1)
         if not _TRACEBACKISH.match(rest):
             return False
         if _HEADER.match(rest):
@@ -42,4 +49,4 @@ def _after_cpp_frame(buffer: bytes, pos: int) -> bool:
     not this message."""
     prev = buffer.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else 0
     _, rest = read_prefixes(buffer[prev : pos - 1].decode("utf-8", errors="replace"), Who())
-    return rest.lstrip().startswith("frame #")
+    return _PYTEST_FAIL_MARKER.sub(" ", rest, count=1).lstrip().startswith("frame #")

@@ -210,6 +210,10 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         rank, pid, ip = int(rec.fields["rank"]), int(rec.fields["pid"]), str(rec.fields["ip"])
         ids.by_pid.setdefault(pid, rank)
         ids.by_host_pid.setdefault((ip, pid), rank)
+    _ray_train_death(ids, of_kind)
+    for rec in of_kind.get("vllm_mp_device", ()):  # a vLLM worker process's device is its rank, never 0 (context.py)
+        if int(rec.fields["device"]) > 0:
+            ids.by_pid.setdefault(int(rec.fields["pid"]), int(rec.fields["device"]))
     _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
     _hosts(ids, records, init_hosts)
@@ -228,6 +232,21 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _fill_exit_ranks(ids)
     _metadata_exits(ids, exit_codes or {})
     return ids
+
+
+def _ray_train_death(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
+    """The raylet's report of the one worker process that died (its node's address and pid) and Ray Train's
+    "Worker N has failed." for the one worker whose call raised RayActorError (context.py: ray_died_pid,
+    ray_train_failed) are about the same process: that pid is rank N. Never with several of either (a run that
+    restarted, deaths Ray folded into one "[repeated Nx]" line): which death is which rank is then unknown."""
+    failed = {int(rec.fields["rank"]) for rec in of_kind.get("ray_train_failed", ())}
+    died = {(str(rec.fields["ip"]), int(rec.fields["pid"])) for rec in of_kind.get("ray_died_pid", ())}
+    if len(failed) != 1 or len(died) != 1 or any("repeated" in rec.fields for rec in of_kind["ray_died_pid"]):
+        return
+    (ip, pid), rank = next(iter(died)), next(iter(failed))
+    if ids.by_host_pid.setdefault((ip, pid), rank) == rank:  # a worker table that says otherwise wins
+        ids.by_pid.setdefault(pid, rank)
+        ids.host_of_rank.setdefault(rank, ip)
 
 
 def _source_hosts(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:

@@ -20,8 +20,9 @@ from correlator.identity import IdentityMap, addresses_in, build_identity, recor
 from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
-from correlator.pods import pod_ranks
+from correlator.pods import file_ranks
 from correlator.ray_nodes import ray_node_ips, ray_same_nodes
+from correlator.ray_reports import dead_actors
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.srun_agents import agent_sources, as_agents
@@ -76,10 +77,10 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     # pairs), no line of every rank needs reading
     if any(w.local_rank is not None and w.rank is None for w, _ in state.pairs):
         state.step(_global_ranks(state.findings, state.context, local))
-    subjects = _dead_actors(state.findings, state.of_kind)
+    subjects = dead_actors(state.findings, state.of_kind)  # Ray's reports of a dead worker (correlator/ray_reports.py)
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
         state.findings = subjects  # (and pairs is not rebuilt)
-    state.step(pod_ranks(state.pairs, state.findings, state.context, sources))
+    state.step(file_ranks(state.pairs, state.findings, state.context, sources))
     state.step(_lone_process(state.pairs, state.findings, state.context, state.ids), speakers=False)
     fill_exits(state.ids, local)
     fill_hosts(state.ids, local)
@@ -125,33 +126,6 @@ def _store_world(findings: Sequence[Finding]) -> int | None:
     waits for world_size workers), where no NCCL init line counts the ranks."""
     sizes = [f.fields["world"] for f in findings if isinstance(f.fields.get("world"), int)]
     return max(sizes, default=None)
-
-
-def _dead_actors(findings: list[Finding], of_kind: Mapping[str, list[ContextRecord]]) -> list[Finding] | None:
-    """Ray's ActorDiedError report is about the dead actor, whoever printed it (the driver, usually): its lines,
-    from the "ActorDiedError:" line through the tab-indented fields ("\tip: ...", python/ray/exceptions.py) to
-    the error message after them, speak for the actor's node, and for its rank where verl's actor name gives it
-    ("WorkerDict_0:3": rank 3 of the first placement group; of a later one, local rank 3)."""
-    ips = of_kind.get("ray_dead_ip", [])
-    if not ips:
-        return None
-    names = of_kind.get("ray_dead_name", [])
-    subject: dict[tuple[str, int], Speaker] = {}  # (source, line) -> the dead actor
-    for rec in ips:
-        name = next((n for n in names if n.source == rec.source and 0 < rec.line_no - n.line_no <= 5), None)
-        group, local = (int(name.fields["group"]), int(name.fields["local_rank"])) if name else (None, None)
-        actor = Speaker(rank=local if group == 0 else None, local_rank=local, host=str(rec.fields["host"]))
-        for line in range(rec.line_no - 6, rec.line_no + 2):
-            subject[(rec.source, line)] = actor
-    changed = False
-    out = []
-    for f in findings:
-        dead = subject.get((f.source, f.line_no))
-        if dead is not None and f.speaker.host is None and f.speaker.rank is None:
-            f = replace(f, speaker=dead)
-            changed = True
-        out.append(f)
-    return out if changed else None
 
 
 def _lone_process(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context: list[ContextRecord],

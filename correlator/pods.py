@@ -17,10 +17,19 @@ from itertools import chain
 
 from correlator.kept import ContextRecord
 from correlator.speakers import Who, who_from_path
+from correlator.task_files import task_file_ranks
 from schemas.findings import Finding
 
 _POD_INDEX = re.compile(r"-(?P<role>master|worker)-(?P<index>\d{1,5})$", re.I)
 _POD_WORD = re.compile(r"-(?:master|worker)-\d", re.I)  # what a path holds wherever its host matches _POD_INDEX
+
+
+def file_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context: list[ContextRecord],
+               sources: Sequence[str] = ()) -> tuple[list[Finding], list[ContextRecord]] | None:
+    """Each one-process file's lines under the rank its name numbers: a pod's replica index, else a Slurm task
+    file's index (correlator/task_files.py); None where neither applies."""
+    return (pod_ranks(pairs, findings, context, sources)
+            or task_file_ranks(pairs, findings, context, sources))
 
 
 def pod_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context: list[ContextRecord],

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from catalog.model import Category
 from correlator.calibration import CAP_THIN
 from correlator.events import NO_ERROR_FILE, REPORTS_ONLY, Event
 from correlator.identity import IdentityMap
@@ -102,10 +103,14 @@ def cause_unknown(failures: Sequence[Event], of_kind: Mapping[str, list[ContextR
 
 def _consequences_only(consequences: Sequence[Event], codes: Sequence[tuple[int, str]]) -> Unexplained:
     """Exit reports and lines that are consequences of a failure elsewhere (a watchdog aborting its process after
-    an NCCL error on the communicator): what happened is the consequence, and its cause is in no log here."""
-    first = min(consequences, key=lambda ev: ev.best.order)
+    an NCCL error on the communicator): what happened is the consequence, and its cause is in no log here. The
+    launcher's own teardown (torchrun escalating to SIGKILL for a worker that ignored SIGTERM, elastic/
+    multiprocessing/api.py _close) happens after the failure, to another process: it says nothing of what
+    happened, and the exit report's entry stays (a worker's -6 is an abort, not a teardown)."""
+    telling = [ev for ev in consequences if ev.signature.category is not Category.LAUNCHER]
+    first = min(telling or consequences, key=lambda ev: ev.best.order)
     shown = "; ".join(f"exit code {code} on {whose} means {_meaning(code)}" for code, whose in codes[:MAX_CODES])
     note = (f"the cause is not in these logs: the only failure lines are consequences of a failure elsewhere "
             f"({first.signature.id}, {first.best.source}:{first.best.line_no}) and exit reports. {shown}. Read the "
             "other ranks' and hosts' logs (torchrun --log-dir / --tee 3, dmesg -T) from just before that time")
-    return Unexplained(note, first.signature.id)
+    return Unexplained(note, first.signature.id if telling else None)

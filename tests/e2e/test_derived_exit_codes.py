@@ -124,3 +124,23 @@ def test_a_watchdog_abort_with_only_exit_reports_is_a_consequence_whose_cause_is
     assert "consequences of a failure elsewhere" in why and "exit code -6 on rank 5 means SIGABRT" in why
     suspects = d["suspects"]
     assert isinstance(suspects, list) and 5 in [s["rank"] for s in suspects]
+
+
+def test_the_launchers_teardown_of_another_worker_is_not_what_happened(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent, tearing the group down (torch/distributed/elastic/multiprocessing/api.py, _close: "Sending
+    process P closing signal SIGTERM" to each survivor, then "Unable to shutdown process P via SIGTERM, forcefully
+    exiting via SIGKILL" for one that would not stop), and the worker that failed first reported with its -6:
+    the SIGKILL of a survivor is the launcher's cleanup, after the failure. What these logs show happened is the
+    abort; the note still says the cause is elsewhere, and the rank is a suspect."""
+    teardown = "".join(
+        f"W0901 05:20:14.018000 5475 torch/distributed/elastic/multiprocessing/api.py:900] Sending process {pid} "
+        "closing signal SIGTERM\n" for pid in (51233, 51235, 51236))
+    teardown += ("W0901 05:20:44.019000 5475 torch/distributed/elastic/multiprocessing/api.py:919] Unable to shutdown "
+                 "process 51235 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL\n")
+    d = _diagnose(capsys, _log(tmp_path, -6, "Signal 6 (SIGABRT) received by PID 51234", before=teardown))
+    rc = d["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["signature"] == "torchrun.worker_sigabrt"
+    assert d["verdict"] == "suspects"
+    assert "the cause is not in these logs" in " ".join(rc["explanation"])

@@ -10,7 +10,9 @@
   HCCL collective waits on a peer).
 - NCCL's INFO back trace, "<file>:<line> -> <result code>" a frame (src/include/checks.h NCCLCHECK): where an error
   travelled, never more than the line that set it.
-- busybox nslookup's "can't resolve '<name>'" from a pod's start-up script that waits for the master."""
+- busybox nslookup's "can't resolve '<name>'" from a pod's start-up script that waits for the master.
+- JAX's failed RegisterTask call to the coordination service (XLA names the RPC after the status).
+- paddle's container report with a signal code ("code -6"): the code is how the worker ended."""
 
 from __future__ import annotations
 
@@ -41,6 +43,28 @@ def test_the_task_that_came_back_with_a_new_incarnation_is_named(
     assert rc["rank"] == 2
 
 
+@pytest.mark.parametrize("trimmed", [True, False])
+def test_tasks_that_cannot_register_with_the_coordinator_fail_the_jobs_configuration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], trimmed: bool) -> None:
+    """Every task's jax.distributed.initialize fails its RegisterTask call to the coordination service. XLA names
+    the failed call after the status: "RPC: /tensorflow.CoordinationService/RegisterTask" once the gRPC detail is
+    trimmed (xla/tsl/distributed_runtime/coordination/coordination_service_error_util.cc), "... while calling
+    /tensorflow.CoordinationService/RegisterTask:" before (xla/tsl/distributed_runtime/rpc/grpc_state.h). What
+    they share (the coordinator's address, port, firewall) failed: no one task is named."""
+    for task in range(4):
+        tail = ("RPC: /tensorflow.CoordinationService/RegisterTask" if trimmed else
+                "Additional GRPC error information from remote target unknown_target_for_coordination_leader while "
+                "calling /tensorflow.CoordinationService/RegisterTask:")
+        (tmp_path / f"worker_{task}.log").write_text(
+            "Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.11/site-packages/jax/_src/distributed.py", line 116, in initialize\n'
+            "    self.client.connect()\n"
+            "jaxlib._jax.XlaRuntimeError: DEADLINE_EXCEEDED: Deadline Exceeded\n" + tail + "\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert rc["signature"] == "jax.coordination.register_failed"
+    assert rc["rank"] is None and rc["host"] is None
+
+
 def test_paddles_container_report_names_the_rank_when_nothing_else_speaks(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "launch.log").write_text(
@@ -51,6 +75,22 @@ def test_paddles_container_report_names_the_rank_when_nothing_else_speaks(
     rc = cli_root_cause(tmp_path, capsys)
     assert rc["signature"] == "paddle.launch.container_failed"
     assert rc["rank"] == 5
+
+
+@pytest.mark.parametrize(("code", "signature"), [(-6, "torchrun.worker_sigabrt"), (-9, "torchrun.worker_sigkilled"),
+                                                 (1, "paddle.launch.container_failed")])
+def test_a_signal_in_paddles_container_report_is_how_the_worker_ended(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], code: int, signature: str) -> None:
+    """The launcher reports the child's returncode, negative for the signal that ended it (Python's
+    subprocess.Popen.returncode): "code -6" is an abort, "code -9" a SIGKILL, as torchrun's "exitcode: -6" is;
+    its entry names no signal of its own, so the code is the class. A plain "code 1" says only that it failed."""
+    (tmp_path / "launch.log").write_text(
+        "LAUNCH INFO 2026-12-03 02:04:51,548 Pod failed\n"
+        "LAUNCH ERROR 2026-12-03 02:04:51,549 Container failed !!!\n"
+        f"Container rank 3 status failed cmd ['/usr/bin/python3', '-u', 'tools/train.py', '--amp'] code {code} log "
+        "log/workerlog.3\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"]) == (signature, 3)
 
 
 def test_a_cause_line_above_paddles_container_report_is_the_class(

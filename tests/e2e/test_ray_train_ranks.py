@@ -90,3 +90,46 @@ def test_a_peer_address_is_the_node_the_worker_table_puts_its_ranks_on(tmp_path:
     assert rc["host"] == _NODES[0] and rc["rank"] != 5
     # the node's own lines are only a victim's: the IB error that points at it says what failed
     assert rc["signature"].startswith("nccl.ib.")
+
+
+def _raylet_death(ip: str, pid: int, repeated: int = 1) -> str:
+    """The raylet's report of a worker that exited (src/ray/raylet/node_manager.cc), as Ray prints it on the
+    driver under "(raylet) "; Ray's log deduplication appends "[repeated Nx across cluster]" to one line that
+    stands for N alike (python/ray/_private/ray_logging)."""
+    folded = f" [repeated {repeated}x across cluster]" if repeated > 1 else ""
+    return ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
+            "troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff3fe85624f7 "
+            f"Worker ID: fead2dfe78eeee17dd89 Node ID: 201f2cc4bc593d83 Worker IP address: {ip} Worker port: 10046 "
+            f"Worker PID: {pid} Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+            f"connection error code 2. End of file.{folded}")
+
+
+@pytest.mark.parametrize("repeated", [1, 3])
+def test_ray_trains_failed_worker_index_names_the_dead_workers_rank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], repeated: int) -> None:
+    """Ray Train's trainer logs "Worker {i} has failed." for the worker whose call raised RayActorError
+    (ray/train/_internal/utils.py, check_for_failure; worker i runs world_rank=i, backend_executor.py
+    start_training). With the raylet's report of the one worker process that died, that process is rank i. A
+    report Ray folded from several deaths ("[repeated 3x across cluster]") names none of them for sure: no rank."""
+    text = "\n".join([_raylet_death(_NODES[1], _pid(6), repeated),
+                      "(TorchTrainer pid=1965887) Worker 6 has failed."]) + "\n"
+    signature, rank, host = _root(tmp_path, capsys, text)
+    assert (signature, host) == ("ray.worker_crashed", _NODES[1])
+    assert rank == (6 if repeated == 1 else None)
+
+
+@pytest.mark.parametrize(("width", "whole"), [(120, True), (170, True), (150, False), (160, False)])
+def test_a_raylet_report_wrapped_by_the_terminal_names_its_node_from_a_later_row(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], width: int, whole: bool) -> None:
+    """A terminal wraps the raylet's one-line report at its width and a paste keeps the rows: the address is on a
+    row after the one the catalog matches. It is the same report's, so its node is named (and, with Ray Train's
+    "Worker N has failed.", its rank). Where the wrap cuts into the address or the pid (at 150 and 160 columns
+    here), no row says them whole, and nothing is named rather than half an address or a pid's first digits."""
+    report = _raylet_death(_NODES[1], _pid(6))
+    rows = [report[i:i + width] for i in range(0, len(report), width)]
+    assert "Worker IP address" not in rows[0]
+    assert whole == any(f"Worker IP address: {_NODES[1]} Worker port: 10046 Worker PID: {_pid(6)} Worker" in row
+                        for row in rows)
+    text = "\n".join([*rows, "(TorchTrainer pid=1965887) Worker 6 has failed."]) + "\n"
+    assert _root(tmp_path, capsys, text) == (("ray.worker_crashed", 6, _NODES[1]) if whole
+                                             else ("ray.worker_crashed", None, None))
