@@ -43,7 +43,10 @@ from sources.files import expand
 
 SMALL = 256
 MAX_KEPT_PER_RANK = 4_100  # bytes of scan results each added rank keeps
-MAX_PEAK_PER_RANK = 4_500  # bytes each added rank adds to the peak of scan and correlation
+# bytes each added rank adds to the peak of scan and correlation: 4.39 KB measured alone (mem26), up to 4.54 KB when
+# xdist runs other tests first in the same worker (their caches and interned values), after the Ray and task-file
+# steps of calib26/real26; main before mem26 failed 4,700
+MAX_PEAK_PER_RANK = 4_700
 
 
 def _traced(root: Path, ranks: int) -> tuple[int, int, int | None]:
