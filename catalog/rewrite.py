@@ -130,19 +130,24 @@ def line_confined(pattern: str) -> bool:
     `\\s`, negated classes and `\\D`/`\\W` off the newline, and `.` never takes it in either engine, so no match
     leaves the line; `^` and `$` hold at the line's ends in both; `\\b` and `\\w` read ASCII in both. Left out:
     lookarounds (one would read the newline beside the line), backreferences, escapes of control characters
-    (`\\n` would match the newline in Hyperscan alone) and inline flags other than (?i)."""
-    if not pattern.isascii():
+    (`\\n` would match the newline in Hyperscan alone), `\\D` and `\\W` inside a class (single_line rewrites
+    them outside classes only), characters other than printable ASCII and tab, and inline flags other than (?i)."""
+    if not all(" " <= ch <= "~" or ch == "\t" for ch in pattern):
         return False
-    i = 0
+    i, opened = 0, -1  # where the class the scan is in opened its items (after [ or [^), else -1
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\":
             nxt = pattern[i + 1 : i + 2]
-            if not nxt or (nxt.isalnum() and nxt not in _CONFINED_ESCAPES):
+            if not nxt or (nxt.isalnum() and nxt not in _CONFINED_ESCAPES) or (opened >= 0 and nxt in "DW"):
                 return False
             i += 2
             continue
-        if ch == "(" and pattern.startswith("(?", i) and not _CONFINED_GROUP.match(pattern, i):
+        if opened >= 0:
+            opened = -1 if ch == "]" and i > opened else opened  # a ] first in a class is one of its items
+        elif ch == "[":
+            opened = i + 2 if pattern.startswith("[^", i) else i + 1
+        elif ch == "(" and pattern.startswith("(?", i) and not _CONFINED_GROUP.match(pattern, i):
             return False
         i += 1
     return True

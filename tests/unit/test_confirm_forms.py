@@ -70,7 +70,9 @@ def test_branch_optionals_on_sre_corner_cases(pattern: str, text: str) -> None:
 def test_line_confined_leaves_out_what_could_read_past_the_line() -> None:
     assert line_confined(r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=\d+")
     assert line_confined(r"(?i)\b(?:error|fatal)\b")
-    for pattern in (r"foo\n", r"a(?=b)", r"(?<!x)a", r"(a)\1", r"(?s)a.b", r"a\Z", r"a\vb", r"\x0a", "é"):
+    assert line_confined(r"[^]a]b") and line_confined(r"[a\]]x")  # a ] first, or escaped, leaves no class
+    for pattern in (r"foo\n", r"a(?=b)", r"(?<!x)a", r"(a)\1", r"(?s)a.b", r"a\Z", r"a\vb", r"\x0a", "é", "a\nb",
+                    r"[\W]x", r"[a^](?=x)", r"[]a](?=x)"):
         assert not line_confined(pattern), pattern
 
 
