@@ -119,3 +119,37 @@ def test_a_vouched_line_matches_as_a_searched_one_in_both_loops(lines: list[str]
                 assert own[2:] == searched[2:] and own.signature is searched.signature, line
                 vouched += line.isascii()
     assert vouched > 500
+
+
+def _random_pattern(rng: random.Random, depth: int = 0) -> str:
+    """Atoms, and groups (capturing, named, bare) quantified every way, nested three deep: where sre's repeats
+    and choices could part (captures kept across iterations, backtracking into an optional)."""
+    out = ""
+    for _ in range(rng.randint(1, 3)):
+        if depth < 3 and rng.random() < 0.35:
+            inner = _random_pattern(rng, depth + 1)
+            if rng.random() < 0.3:
+                inner += "|" + _random_pattern(rng, depth + 1)
+            opening = rng.choice(["(", "(?:", f"(?P<g{rng.randrange(10**9)}>"])
+            out += opening + inner + ")" + rng.choice(["?", "?", "??", "*", "+", ""])
+        else:
+            out += rng.choice(["a", "b", "ab", "a*", "b+", "[ab]", ".", r"\d", "a?"])
+    return out
+
+
+def test_optionals_as_choices_on_random_patterns() -> None:
+    rng = random.Random(11)
+    compared = 0
+    for _ in range(1500):
+        pattern = _random_pattern(rng)
+        try:
+            before = re.compile(pattern, re.ASCII)
+        except re.error:  # a group name drawn twice
+            continue
+        after = confirm_regex(pattern)
+        for _ in range(8):
+            text = "".join(rng.choice("ab1x") for _ in range(rng.randint(0, 8)))
+            m, n = before.search(text), after.search(text)
+            assert (m and (m.span(), m.groups())) == (n and (n.span(), n.groups())), (pattern, text)
+            compared += 1
+    assert compared > 10_000
