@@ -5,7 +5,9 @@ captures always come from Python's ``re`` on the one decoded line (compiled with
 bytes). So every engine yields identical findings; they differ only in speed.
 
 - ``HyperscanEngine``: the whole catalog compiled once into one Hyperscan block-mode database; a pattern with a
-  prefilter (a looser expression that matches wherever it does) is scanned for by its prefilter.
+  prefilter (a looser expression that matches wherever it does) is scanned for by its prefilter. Where it
+  scans for a pattern exactly (see vouches), its candidacy is the decision on an ASCII line: `re` is asked only
+  for captures, and a pattern without named groups has none.
 - ``ReEngine``: the fallback where Hyperscan cannot load: one ``re`` scan per pattern over the buffer.
 """
 
@@ -36,6 +38,11 @@ class Engine(Protocol):
         keys in increasing order."""
         ...
 
+    def vouches(self, index: int) -> bool:
+        """Whether a candidate of pattern ``index`` in a line of ASCII text without a carriage return is certain
+        to match it there, as `re` reads the line."""
+        ...
+
 
 class ReEngine:
     name = "re"
@@ -49,6 +56,9 @@ class ReEngine:
             for m in rx.finditer(buffer):
                 found.setdefault(line_start(buffer, m.start()), set()).add(index)
         return dict(sorted(found.items()))
+
+    def vouches(self, index: int) -> bool:
+        return False  # the fallback keeps confirming every candidate: it only has to be right
 
 
 def expressions(patterns: Sequence[str], cache: BlobCache | None) -> list[bytes]:
@@ -104,6 +114,15 @@ class HyperscanEngine:
 
     def _base_flag(self) -> int:
         return int(self._hs.HS_FLAG_MULTILINE)
+
+    def vouches(self, index: int) -> bool:
+        """True for a pattern in the database in exact mode (not as a prefilter, not for a looser expression of
+        it), not rescued with `re` (the self-check saw Hyperscan miss it), and line-confined (rewrite.py): then
+        Hyperscan's match in a line and `re`'s search of the line's text agree wherever the text is the line's
+        bytes (ASCII, no trailing CR). Asked once a pattern, when its confirmation is first built."""
+        pattern = self._patterns[index]
+        return (self._flags.get(index) == self._base_flag() and self._exprs[index] == hyperscan_expression(pattern)
+                and all(scan.index != index for scan in self._leftover) and rewrite.line_confined(pattern))
 
     def _compile(self) -> None:
         flags = dict.fromkeys(range(len(self._exprs)), self._base_flag())

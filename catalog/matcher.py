@@ -17,6 +17,7 @@ from catalog.engine import Engine, ReEngine, make_engine
 from catalog.loader import Catalog
 from catalog.model import Signature
 from catalog.native import linescan
+from catalog.rewrite import confirm_regex
 from catalog.siblings import Volatile, sibling_key
 
 MAX_LINE_CHARS = 8192  # longer lines are matched in full but kept truncated as evidence
@@ -31,8 +32,11 @@ Resolve = Callable[[bytes, int, int, Collection[int], "bytes | tuple[int, bytes]
 
 
 # How match_line confirms one pattern: its regex's search, whether it runs on the lowercased line (see folded), the
-# entry it belongs to (None for a context pattern), the context pattern's name, and the entry's specificity.
-_Confirm = tuple[Callable[[str], "re.Match[str] | None"], bool, "Signature | None", str, tuple[int, int, int]]
+# entry it belongs to (None for a context pattern), the context pattern's name, the entry's specificity, and
+# whether the engine's candidacy decides on a line that is its own bytes (Engine.vouches: then, without named
+# groups, nothing is left for `re` to read).
+_Confirm = tuple[Callable[[str], "re.Match[str] | None"], bool, "Signature | None", str, tuple[int, int, int], bool]
+_VOUCHED = re.compile("").match("")  # what a vouched pattern's line reads as: a match without groups
 
 
 class LineMatch(NamedTuple):  # a tuple: made once per matched line, and faster to make than a frozen dataclass
@@ -203,7 +207,7 @@ class Matcher:
     def _regex(self, index: int) -> re.Pattern[str]:
         rx = self._line_regex[index]
         if rx is None:
-            rx = self._line_regex[index] = re.compile(self._folded[index] or self._patterns[index], re.ASCII)
+            rx = self._line_regex[index] = confirm_regex(self._folded[index] or self._patterns[index])
         return rx
 
     @property
@@ -340,8 +344,9 @@ class Matcher:
     def _confirmer(self, index: int) -> _Confirm:
         sig, ctx_name = self._owners[index]
         rank = specificity(sig, self._patterns[index]) if sig is not None else (0, 0, 0)
-        confirm = self._confirms[index] = (self._regex(index).search, self._folded[index] is not None, sig,
-                                           ctx_name, rank)
+        regex = self._regex(index)
+        vouched = not regex.groupindex and getattr(self.engine, "vouches", bool)(index) is True
+        confirm = self._confirms[index] = (regex.search, self._folded[index] is not None, sig, ctx_name, rank, vouched)
         return confirm
 
     def _caseless_search(self, index: int, text: str) -> re.Match[str] | None:
@@ -354,8 +359,8 @@ class Matcher:
         captures: Callable[[re.Match[str]], dict[str, Any]] | None = None,
     ) -> LineMatch | None:
         """The best entry and the context patterns that ``text`` matches among the patterns ``indexes`` (the
-        engine's candidates: a tuple in increasing order, or any collection, which is sorted). ``captures``: how
-        a match's groups are read, by default as the switch (catalog/native.py) says now."""
+        engine's candidates in ``buffer[start:end]``: a tuple in increasing order, or any collection, which is
+        sorted). ``captures``: how a match's groups are read, by default as the switch (catalog/native.py) says."""
         captures = captures or _captures_now()
         best: tuple[int, int, int] | None = None  # the rank of the best entry so far
         sig: Signature | None = None
@@ -364,9 +369,12 @@ class Matcher:
         lowered: str | None = None  # the line lowercased, once, if a folded pattern asks
         confirms = self._confirms
         # in index order, so that the first of equally specific entries wins (the C loop's tuples come sorted)
+        own = end - start == len(text) > 0 and text.isascii()  # these are the bytes the engine vouched for
         for index in indexes if type(indexes) is tuple else sorted(indexes):
-            search, folded, owner, ctx_name, rank = confirms[index] or self._confirmer(index)
-            if not folded:
+            search, folded, owner, ctx_name, rank, vouched = confirms[index] or self._confirmer(index)
+            if vouched and own:
+                m: re.Match[str] | None = _VOUCHED
+            elif not folded:
                 m = search(text)
             elif text.isascii():
                 if lowered is None:
