@@ -8,10 +8,9 @@ each host one way and print global ranks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain, groupby
+from itertools import groupby
 from operator import attrgetter
 
 from correlator.events import task_ids
@@ -22,6 +21,7 @@ from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
 from correlator.pods import pod_ranks
+from correlator.ray_nodes import ray_line_hosts, ray_node_ips
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.table_lines import table_speakers
@@ -56,7 +56,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     same += _scheduler_hosts(state.pairs, rank_hosts or {})
     srun_named = _srun_task_hosts(findings, of_kind)
     same += srun_named
-    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named), *_ray_node_ips(findings, context)]
+    same += ray_line_hosts(findings)
+    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named),
+                 *ray_node_ips(findings, context, of_kind)]
     renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,
                                                   files).items()
                if n != c}
@@ -231,21 +233,6 @@ def _host_names(pairs: Sequence[tuple[Who, str]], findings: Sequence[Finding],
     for f in findings:
         if "host" in f.fields and isinstance(f.fields["host"], str):
             seen.setdefault(f.fields["host"])
-    return list(seen)
-
-
-# Ray prefixes a worker's lines with its node's address (python/ray/_private/worker.py, print_worker_logs:
-# "({name} pid=N, ip=A) "): Ray knows, lists (`ray status`, `ray list nodes`) and reports its nodes by that address,
-# so it is the scheduler's name of the node, as Slurm's is its host name; NCCL's header beside it is gethostname's.
-_RAY_IP = re.compile(r"^\((?:[^\s()=,]+ )?pid=\d+, ip=(?P<ip>\d{1,3}(?:\.\d{1,3}){3})\)")
-
-
-def _ray_node_ips(findings: Sequence[Finding], context: Sequence[ContextRecord]) -> list[str]:
-    """The node addresses Ray's prefixes name, in the order first seen (a check of one character for most lines)."""
-    seen: dict[str, None] = {}
-    for text in chain((f.text for f in findings), (rec.text for rec in context)):  # one at a time: no list of all
-        if text[:1] == "(" and (m := _RAY_IP.match(text)):
-            seen.setdefault(m["ip"])
     return list(seen)
 
 
