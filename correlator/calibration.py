@@ -210,8 +210,16 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         corroborated=float(named or sequence or (cause and (exit_code or bool(top and top.support_events)))),
         unlocated=float(rank is None and host is None and not sequence
                         and not (sig is not None and sig.scope is Scope.JOB)
-                        and not (top is not None and (top.target.rank is not None or top.target.host is not None))),
+                        and not (top is not None and (top.target.rank is not None or top.target.host is not None)
+                                 and not _node_unnamed(top, sig))),
     )
+
+
+def _node_unnamed(top: Candidate, sig: Signature | None) -> bool:
+    """A node's fault (its /dev/shm, its NIC) that several of its ranks report, which locate() lifts from the rank
+    to the node, where no line names the node: nobody is named, and not because the job shares the fault. Its ranks
+    with no host known may not even share one node, so which node it was is not known either."""
+    return sig is not None and sig.scope is Scope.NODE and top.target.host is None and top.target.rank is not None
 
 
 def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None = None,

@@ -65,3 +65,32 @@ def test_every_rank_failing_alike_on_one_host_names_the_host(tmp_path: Path,
     log.write_text("\n".join(lines) + "\n")
     rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["host"]) == (None, "tomte401"), rc["explanation"]
+
+
+def test_a_node_fault_two_ranks_report_on_no_named_node_lists_suspects(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """NCCL's /dev/shm segment that cannot be created (src/misc/shmutils.cc: "Error while creating shared memory
+    segment %s (size %zu)") is the node's: two ranks print it, so the answer is a node, not a rank. Nothing here
+    (no hostname, no NCCL header, no hostfile) says which node ranks 6 and 7 ran on, so the answer can name
+    nobody, and says it is not sure rather than answering as if the whole job shared the fault."""
+    lines: list[str] = []
+    for rank in (7, 6):
+        lines += _tagged(rank, [
+            "Traceback (most recent call last):",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+            "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+            "Last error:",
+            f"Error while creating shared memory segment /dev/shm/nccl-p0pfgf{rank} (size 9637888)"])
+    for rank in (5, 8):
+        lines += _tagged(rank, [
+            f"[E1102 23:00:29.668529749 ProcessGroupNCCL.cpp:1521] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
+            "Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
+            "was a network error, NCCL version 2.20.5",
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely."])
+    log = tmp_path / "mpirun.out"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "nccl.shm.dev_shm_full"
+    assert (rc["rank"], rc["host"]) == (None, None)
+    assert rc["confidence"] < 0.5, rc["explanation"]
