@@ -95,8 +95,12 @@ class Features:
     # node losses read as stragglers);
     absent_only: float = 0.0
     # a GPU's fault (an Xid, an ECC error) placed on its host only: the process on that GPU is the initiator, and a
-    # host of several ranks leaves it unnamed.
+    # host of several ranks leaves it unnamed;
     gpu_unplaced: float = 0.0
+    # a lead only because its peer cannot be found: its lines of its own are transport errors about a peer no log
+    # maps to a host (an InfiniBand work completion in error, NVIDIA/nccl src/transport/net_ib: the local HCA or
+    # link, or the peer, the peer's whole node gone silent), nothing else but how it ended. A coin between two.
+    peer_unmapped: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -199,6 +203,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         unplaced=float(rank is None and host is not None and sig is not None and sig.scope is Scope.RANK),
         absent_only=float(bool(top and _absent_only(top))),
         gpu_unplaced=float(rank is None and host is not None and sig is not None and GPU_TAG in sig.tags),
+        peer_unmapped=float(bool(top) and not (cause or named or sequence or own_line)
+                            and any(ev.unmapped_peer is not None for ev in top.own_events)),
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
         no_suspect=float(top is None),
@@ -252,7 +258,7 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced:
+    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped:
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
