@@ -203,7 +203,7 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         unplaced=float(rank is None and host is not None and sig is not None and sig.scope is Scope.RANK),
         absent_only=float(bool(top and _absent_only(top))),
         gpu_unplaced=float(rank is None and host is not None and sig is not None and GPU_TAG in sig.tags),
-        peer_unmapped=float(bool(top) and not (cause or named or sequence or own_line)
+        peer_unmapped=float(top is not None and not (cause or named or sequence or own_line)
                             and any(ev.unmapped_peer is not None for ev in top.own_events)),
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
