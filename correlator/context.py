@@ -160,6 +160,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # verl names its worker actors f"{name_prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/ray/
     # base.py), numbering ranks placement group by placement group: in the first, the local rank is the rank
     "ray_dead_name": r"^(?:\([^)\n]*\) )?[ \t]+name: \S*Worker\S*_(?P<group>\d+):(?P<local_rank>\d+)[ \t]*$",
+    # srun's per-task output files (srun(1) "IO Redirection", SchedMD/slurm src/common/fname.c: %t is the task id,
+    # the rank, "%4t" zero-padded), as the job's script launches it: which file is which task's
+    # (correlator/task_files.py); the rest of the line says whether srun starts the ranks or a launcher
+    "srun_output": r"\bsrun\b[^\n]*?[ \t](?:--output[= \t]|-o[ \t]?)[\"']?(?P<pattern>[^\s\"']*%\d*t[^\s\"']*)[\"']?"
+    r"(?P<rest>[^\n]*)",
 }
 
 # What the scanning engine looks for instead, where the pattern itself is slow to scan for (see
@@ -286,5 +291,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
                         "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "srun_output": ("srun --kill-on-bad-exit=1 --output=logs/%x-%j-%t.out python train.py --config cfg.yaml",
+                    "srun -o out/task-%4t.log python pretrain.py"),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

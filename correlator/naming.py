@@ -25,6 +25,7 @@ from correlator.ray_nodes import ray_line_hosts, ray_node_ips
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.table_lines import table_speakers
+from correlator.task_files import task_file_ranks
 from correlator.teardown_pids import place_teardown_pids
 from schemas.findings import Finding, Speaker
 
@@ -78,6 +79,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
         state.findings = subjects  # (and pairs is not rebuilt)
     state.step(pod_ranks(state.pairs, state.findings, state.context, sources))
+    state.step(task_file_ranks(state.pairs, state.findings, state.context, state.of_kind, sources))
     state.step(_lone_process(state.pairs, state.findings, state.context, state.ids), speakers=False)
     fill_exits(state.ids, local)
     fill_hosts(state.ids, local)
