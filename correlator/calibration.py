@@ -99,7 +99,9 @@ class Features:
     gpu_unplaced: float = 0.0
     # a lead only because its peer cannot be found: its lines of its own are transport errors about a peer no log
     # maps to a host (an InfiniBand work completion in error, NVIDIA/nccl src/transport/net_ib: the local HCA or
-    # link, or the peer, the peer's whole node gone silent), nothing else but how it ended. A coin between two.
+    # link, or the peer, the peer's whole node gone silent), nothing else but how it ended, while other hosts
+    # printed failures too and none is the peer's (in a paste of the reporter's own output alone it stays the lead,
+    # as the real tuning halves' labels had it: 2 of 2). A coin between two.
     peer_unmapped: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -175,9 +177,9 @@ def _local_only(cand: Candidate, rank: int | None) -> bool:
 
 
 def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
-             path: str = DEFAULT_PATH) -> Features:
+             path: str = DEFAULT_PATH, hosts_failing: int = 1) -> Features:
     """The features of a diagnosis naming ``ranked[0]`` (at ``rank``/``host``, as located) with ``sig`` (None: no
-    catalog entry), by ``path``."""
+    catalog entry), by ``path``; ``hosts_failing``: how many hosts printed a failure line."""
     top = ranked[0] if ranked else None
     top_score = top.score if top else 0.0
     second = ranked[1] if len(ranked) > 1 else None
@@ -204,7 +206,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         absent_only=float(bool(top and _absent_only(top))),
         gpu_unplaced=float(rank is None and host is not None and sig is not None and GPU_TAG in sig.tags),
         peer_unmapped=float(top is not None and not (cause or named or sequence or own_line)
-                            and any(ev.unmapped_peer is not None for ev in top.own_events)),
+                            and any(ev.unmapped_peer is not None for ev in top.own_events)
+                            and hosts_failing > 1),
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
         no_suspect=float(top is None),
@@ -275,10 +278,10 @@ def calibrated(f: Features) -> float:
 
 
 def judge(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
-          path: str = DEFAULT_PATH) -> tuple[float, Features]:
+          path: str = DEFAULT_PATH, hosts_failing: int = 1) -> tuple[float, Features]:
     """The calibrated confidence of naming ``ranked[0]`` at ``rank``/``host`` with ``sig``, and what it was computed
     from."""
-    f = features(ranked, sig, rank, host, path)
+    f = features(ranked, sig, rank, host, path, hosts_failing)
     return calibrated(f), f
 
 
