@@ -163,6 +163,10 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # srun's per-task output files (srun(1) "IO Redirection", SchedMD/slurm src/common/fname.c: %t is the task id,
     # the rank, "%4t" zero-padded), as the job's script launches it: which file is which task's
     # (correlator/task_files.py); the rest of the line says whether srun starts the ranks or a launcher
+    # A hostfile's "host slots=N" line (Open MPI's and DeepSpeed's hostfile): the order ranks fill the hosts in
+    # (correlator/hostfile.py)
+    "hostfile_slots": r"^[ \t]*(?P<host>[A-Za-z0-9][\w.-]*)[ \t]+slots[ \t]*=[ \t]*(?P<slots>\d{1,4})"
+    r"(?:[ \t]+max_slots[ \t]*=[ \t]*\d+)?[ \t]*(?:#[^\n]*)?$",
     "srun_output": r"\bsrun\b[^\n]*?[ \t](?:--output[= \t]|-o[ \t]?)[\"']?(?P<pattern>[^\s\"']*%\d*t[^\s\"']*)[\"']?"
     r"(?P<rest>[^\n]*)",
 }
@@ -190,6 +194,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
     "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
+    "hostfile_slots": r"[ \t]slots[ \t]*=[ \t]*\d",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
 
@@ -291,6 +296,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
                         "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "hostfile_slots": ("trn-e-38 slots=2", "worker-1 slots=8 max_slots=8"),
     "srun_output": ("srun --kill-on-bad-exit=1 --output=logs/%x-%j-%t.out python train.py --config cfg.yaml",
                     "srun -o out/task-%4t.log python pretrain.py"),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),

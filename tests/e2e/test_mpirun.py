@@ -94,3 +94,9 @@ def test_a_node_fault_two_ranks_report_on_no_named_node_lists_suspects(tmp_path:
     assert rc["signature"] == "nccl.shm.dev_shm_full"
     assert (rc["rank"], rc["host"]) == (None, None)
     assert rc["confidence"] < 0.5, rc["explanation"]
+    # With the job's hostfile beside it (Open MPI's "host slots=N"; by slot, the default scheduling policy, fills
+    # each host's slots in the file's order: docs.open-mpi.org launching-apps/scheduling.rst), ranks 6 and 7 are
+    # the fourth host's two slots: the node is named.
+    (tmp_path / "hosts.txt").write_text("".join(f"trn-e-{38 + n} slots=2\n" for n in range(5)))
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("nccl.shm.dev_shm_full", None, "trn-e-41"), rc["explanation"]
