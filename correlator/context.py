@@ -167,6 +167,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # (correlator/hostfile.py)
     "hostfile_slots": r"^[ \t]*(?P<host>[A-Za-z0-9][\w.-]*)[ \t]+slots[ \t]*=[ \t]*(?P<slots>\d{1,4})"
     r"(?:[ \t]+max_slots[ \t]*=[ \t]*\d+)?[ \t]*(?:#[^\n]*)?$",
+    # The mpirun command line, where a launcher echoes it ("$ mpirun -np 64 --hostfile hostfile --map-by node ..."):
+    # how ranks are mapped onto the hostfile's hosts (correlator/hostfile.py)
+    "mpirun_command": r"\b(?:mpirun|mpiexec|orterun)[ \t]+(?P<args>-[^\n]*)",
     "srun_output": r"\bsrun\b[^\n]*?[ \t](?:--output[= \t]|-o[ \t]?)[\"']?(?P<pattern>[^\s\"']*%\d*t[^\s\"']*)[\"']?"
     r"(?P<rest>[^\n]*)",
 }
@@ -296,6 +299,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
                         "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "mpirun_command": ("$ mpirun -np 64 --hostfile hostfile --map-by node --tag-output python train_hvd.py",),
     "hostfile_slots": ("trn-e-38 slots=2", "worker-1 slots=8 max_slots=8"),
     "srun_output": ("srun --kill-on-bad-exit=1 --output=logs/%x-%j-%t.out python train.py --config cfg.yaml",
                     "srun -o out/task-%4t.log python pretrain.py"),

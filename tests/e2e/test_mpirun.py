@@ -100,3 +100,23 @@ def test_a_node_fault_two_ranks_report_on_no_named_node_lists_suspects(tmp_path:
     (tmp_path / "hosts.txt").write_text("".join(f"trn-e-{38 + n} slots=2\n" for n in range(5)))
     rc = cli_root_cause(tmp_path, capsys)
     assert (rc["signature"], rc["rank"], rc["host"]) == ("nccl.shm.dev_shm_full", None, "trn-e-41"), rc["explanation"]
+
+
+def test_mpiruns_map_by_node_deals_the_ranks_across_the_hostfiles_hosts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mpirun --hostfile hostfile --map-by node` deals ranks one a host in turn (mpirun(1), --map-by node), so of
+    four hosts with two slots each, rank 5 is the second host's: its kernel's OOM kill is rank 5's, as mpirun's own
+    report says ("mpirun noticed that process rank %d with PID %d on node %s exited on signal %d (%s).")."""
+    (tmp_path / "hostfile").write_text("".join(f"gpu-{n} slots=2\n" for n in range(4)))
+    lines = ["$ mpirun -np 8 --hostfile hostfile --map-by node --tag-output python train_hvd.py"]
+    for rank in range(8):
+        lines += _tagged(rank, [f"step 120 loss {2.1 + rank / 10:.2f}"], "stdout")
+    lines += ["-" * 74, "mpirun noticed that process rank 5 with PID 45487 on node gpu-1 exited on signal 9 (Killed).",
+              "-" * 74]
+    (tmp_path / "mpirun.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "dmesg").mkdir()
+    (tmp_path / "dmesg" / "gpu-1.txt").write_text(
+        "[3766135.399395] Out of memory: Killed process 45487 (python3) total-vm:324009984kB, anon-rss:158334976kB, "
+        "file-rss:1632319kB, shmem-rss:3861828kB, UID:1000 pgtables:316669kB oom_score_adj:0\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["rank"], rc["host"]) == (5, "gpu-1"), rc["explanation"]
