@@ -97,8 +97,14 @@ class Features:
     # node losses read as stragglers);
     absent_only: float = 0.0
     # a GPU's fault (an Xid, an ECC error) placed on its host only: the process on that GPU is the initiator, and a
-    # host of several ranks leaves it unnamed.
+    # host of several ranks leaves it unnamed;
     gpu_unplaced: float = 0.0
+    # a lead only because its peer cannot be found: its lines of its own are transport errors about a peer no log
+    # maps to a host (an InfiniBand work completion in error, NVIDIA/nccl src/transport/net_ib: the local HCA or
+    # link, or the peer, the peer's whole node gone silent), nothing else but how it ended, while other hosts
+    # printed failures too and none is the peer's (in a paste of the reporter's own output alone it stays the lead,
+    # as the real tuning halves' labels had it: 2 of 2). A coin between two.
+    peer_unmapped: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -173,9 +179,9 @@ def _local_only(cand: Candidate, rank: int | None) -> bool:
 
 
 def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
-             path: str = DEFAULT_PATH) -> Features:
+             path: str = DEFAULT_PATH, hosts_failing: int = 1) -> Features:
     """The features of a diagnosis naming ``ranked[0]`` (at ``rank``/``host``, as located) with ``sig`` (None: no
-    catalog entry), by ``path``."""
+    catalog entry), by ``path``; ``hosts_failing``: how many hosts printed a failure line."""
     top = ranked[0] if ranked else None
     top_score = top.score if top else 0.0
     second = ranked[1] if len(ranked) > 1 else None
@@ -201,6 +207,9 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         unplaced=float(rank is None and host is not None and sig is not None and sig.scope is Scope.RANK),
         absent_only=float(bool(top and _absent_only(top))),
         gpu_unplaced=float(rank is None and host is not None and sig is not None and GPU_TAG in sig.tags),
+        peer_unmapped=float(top is not None and not (cause or named or sequence or own_line)
+                            and any(ev.unmapped_peer is not None for ev in top.own_events)
+                            and hosts_failing > 1),
         assumed_rank=float(top is not None and top.target.rank is None and rank is not None),
         collateral_only=float(path == "collateral_only"), unknown_suspect=float(path == "unknown_suspect"),
         no_suspect=float(top is None),
@@ -212,8 +221,16 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         corroborated=float(named or sequence or (cause and (exit_code or bool(top and top.support_events)))),
         unlocated=float(rank is None and host is None and not sequence
                         and not (sig is not None and sig.scope is Scope.JOB)
-                        and not (top is not None and (top.target.rank is not None or top.target.host is not None))),
+                        and not (top is not None and (top.target.rank is not None or top.target.host is not None)
+                                 and not _node_unnamed(top, sig))),
     )
+
+
+def _node_unnamed(top: Candidate, sig: Signature | None) -> bool:
+    """A node's fault (its /dev/shm, its NIC) that several of its ranks report, which locate() lifts from the rank
+    to the node, where no line names the node: nobody is named, and not because the job shares the fault. Its ranks
+    with no host known may not even share one node, so which node it was is not known either."""
+    return sig is not None and sig.scope is Scope.NODE and top.target.host is None and top.target.rank is not None
 
 
 def fitted(values: Mapping[str, float], coefficients: Mapping[str, float] | None = None,
@@ -254,7 +271,7 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced:
+    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped:
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
@@ -271,10 +288,10 @@ def calibrated(f: Features) -> float:
 
 
 def judge(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
-          path: str = DEFAULT_PATH) -> tuple[float, Features]:
+          path: str = DEFAULT_PATH, hosts_failing: int = 1) -> tuple[float, Features]:
     """The calibrated confidence of naming ``ranked[0]`` at ``rank``/``host`` with ``sig``, and what it was computed
     from."""
-    f = features(ranked, sig, rank, host, path)
+    f = features(ranked, sig, rank, host, path, hosts_failing)
     return calibrated(f), f
 
 

@@ -179,6 +179,18 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # verl names its worker actors f"{name_prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/ray/
     # base.py), numbering ranks placement group by placement group: in the first, the local rank is the rank
     "ray_dead_name": r"^(?:\([^)\n]*\) )?[ \t]+name: \S*Worker\S*_(?P<group>\d+):(?P<local_rank>\d+)[ \t]*$",
+    # srun's per-task output files (srun(1) "IO Redirection", SchedMD/slurm src/common/fname.c: %t is the task id,
+    # the rank, "%4t" zero-padded), as the job's script launches it: which file is which task's
+    # (correlator/task_files.py); the rest of the line says whether srun starts the ranks or a launcher
+    # A hostfile's "host slots=N" line (Open MPI's and DeepSpeed's hostfile): the order ranks fill the hosts in
+    # (correlator/hostfile.py)
+    "hostfile_slots": r"^[ \t]*(?P<host>[A-Za-z0-9][\w.-]*)[ \t]+slots[ \t]*=[ \t]*(?P<slots>\d{1,4})"
+    r"(?:[ \t]+max_slots[ \t]*=[ \t]*\d+)?[ \t]*(?:#[^\n]*)?$",
+    # The mpirun command line, where a launcher echoes it ("$ mpirun -np 64 --hostfile hostfile --map-by node ..."):
+    # how ranks are mapped onto the hostfile's hosts (correlator/hostfile.py)
+    "mpirun_command": r"\b(?:mpirun|mpiexec|orterun)[ \t]+(?P<args>-[^\n]*)",
+    "srun_output": r"\bsrun\b[^\n]*?[ \t](?:--output[= \t]|-o[ \t]?)[\"']?(?P<pattern>[^\s\"']*%\d*t[^\s\"']*)[\"']?"
+    r"(?P<rest>[^\n]*)",
 }
 
 # What the scanning engine looks for instead, where the pattern itself is slow to scan for (see
@@ -205,6 +217,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
     "vllm_mp_device": r"GPU \d{1,2} has a total capac(?:i)?ty of",
+    "hostfile_slots": r"[ \t]slots[ \t]*=[ \t]*\d",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
 
@@ -315,5 +328,9 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "vllm_mp_device": ("(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] "
                        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.88 GiB. GPU 3 has a total "
                        "capacity of 21.96 GiB of which 1.29 GiB is free.",),
+    "mpirun_command": ("$ mpirun -np 64 --hostfile hostfile --map-by node --tag-output python train_hvd.py",),
+    "hostfile_slots": ("trn-e-38 slots=2", "worker-1 slots=8 max_slots=8"),
+    "srun_output": ("srun --kill-on-bad-exit=1 --output=logs/%x-%j-%t.out python train.py --config cfg.yaml",
+                    "srun -o out/task-%4t.log python pretrain.py"),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -282,7 +282,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     explanation += picked + notes + transport_notes
     explanation += _why_not_others(ranked, failures, root_events)
     explanation += _clock_note(offsets)
-    conf, feats = calibration.judge(ranked, sig, rank, host)
+    conf, feats = calibration.judge(ranked, sig, rank, host,
+                                    hosts_failing=len({ev.reporter.host for ev in failures} - {None}))
     if unknown is not None:  # the exit codes' rank is a suspect: said first, and held under calibration's line
         explanation.insert(0, unknown.note)
         conf = min(conf, unknown.cap)

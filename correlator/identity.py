@@ -18,6 +18,7 @@ from correlator.deepspeed_pids import deepspeed_ranks
 from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: the exits are built here
 from correlator.failure_tables import first_failure_rows, table_rows
 from correlator.host_index import HostMap, short_name
+from correlator.hostfile import slot_hosts
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord, members
 from correlator.pair_map import PairMap
@@ -227,6 +228,8 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _ring_ranks(ids, rings)
     _table_exits(ids, tables)
     _device_offsets(ids, comms)
+    for rank, host in slot_hosts(of_kind).items():  # where no line placed it, its hostfile slot's host
+        ids.host_of_rank.setdefault(rank, host)
     for rank, host in (rank_hosts or {}).items():
         ids.host_of_rank[int(rank)] = host
     _fill_exit_ranks(ids)

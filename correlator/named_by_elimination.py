@@ -43,13 +43,17 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
     naming = {s for s, whom in implicates.items() if whom is Implicates.NAMED} if present is not None else None
     named: set[int] = set()
     survivors: set[str] = set()
+    placed: dict[int, str] = {}  # ranks a report places itself ("srun: error: HOST: task N: Aborted")
     for f in findings if naming is None else [f for f in findings if f.signature in naming]:
         rank = f.fields.get("rank")
         if isinstance(rank, int) and _whom(implicates, catalog, f.signature) is Implicates.NAMED:
+            if isinstance(host := f.fields.get("host"), str):
+                placed.setdefault(rank, host)
+                continue
             named.add(rank)
             if f.speaker.host is not None:
                 survivors.add(f.speaker.host)
-    hostless = [rank for rank in named if rank not in ids.host_of_rank]
+    hostless = [rank for rank in named if rank not in ids.host_of_rank and rank not in placed]
     if len(named) != 1 or len(hostless) != 1 or not survivors:  # no need of every rank's host to say so
         return None
     causes: set[str] = set()
@@ -58,12 +62,13 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
         whom = _whom(implicates, catalog, f.signature)
         if whom is None or (whom is Implicates.NAMED and isinstance(f.fields.get("rank"), int)):
             continue
+        about = _subject_host(f)
         if (f.role is Role.INITIATING and whom is Implicates.SELF and f.speaker.rank is None
-                and f.speaker.host is not None and not f.generic):
-            causes.add(f.speaker.host)
+                and about is not None and not f.generic):
+            causes.add(about)
         elif f.role is Role.COLLATERAL and f.speaker.host is not None:
             witnesses.add(f.speaker.host)
-    ranked_hosts = set(ids.host_of_rank.values())
+    ranked_hosts = set(ids.host_of_rank.values()) | set(placed.values())
     left = causes - survivors - ranked_hosts
     by_absence = not left
     if by_absence:
@@ -76,6 +81,13 @@ def place_named_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identit
     why = (f"host {host}: the one log that printed neither the report naming rank {hostless[0]} nor a consequence "
            "of it (placed by elimination)")
     return Placement(host, by_absence, why)
+
+
+def _subject_host(f: Finding) -> str | None:
+    """The host a line of a fault of its own is about: the one it names (srun's "Node failure on HOST", printed on
+    the submitting node: slurm/src/srun), as events.py's targets read it, else the host that printed it."""
+    host = f.fields.get("host")
+    return host if isinstance(host, str) else f.speaker.host
 
 
 def _whom(memo: dict[str, Implicates | None], catalog: Catalog, signature: str) -> Implicates | None:

@@ -26,6 +26,7 @@ from correlator.ray_reports import dead_actors
 from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.srun_agents import agent_sources, as_agents
+from correlator.srun_output import starts_launchers, task_file_ranks
 from correlator.table_lines import table_speakers
 from correlator.teardown_pids import place_teardown_pids
 from schemas.findings import Finding, Speaker
@@ -80,7 +81,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     subjects = dead_actors(state.findings, state.of_kind)  # Ray's reports of a dead worker (correlator/ray_reports.py)
     if subjects is not None:  # the findings' speakers alone: the records, so of_kind and ids, stand
         state.findings = subjects  # (and pairs is not rebuilt)
-    state.step(file_ranks(state.pairs, state.findings, state.context, sources))
+    if not starts_launchers(state.of_kind):  # the script says a file is a node's: no content says otherwise
+        state.step(file_ranks(state.pairs, state.findings, state.context, sources))
+    state.step(task_file_ranks(state.pairs, state.findings, state.context, state.of_kind, sources))
     state.step(_lone_process(state.pairs, state.findings, state.context, state.ids), speakers=False)
     fill_exits(state.ids, local)
     fill_hosts(state.ids, local)

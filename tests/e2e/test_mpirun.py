@@ -65,3 +65,58 @@ def test_every_rank_failing_alike_on_one_host_names_the_host(tmp_path: Path,
     log.write_text("\n".join(lines) + "\n")
     rc = cli_root_cause(log, capsys)
     assert (rc["rank"], rc["host"]) == (None, "tomte401"), rc["explanation"]
+
+
+def test_a_node_fault_two_ranks_report_on_no_named_node_lists_suspects(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """NCCL's /dev/shm segment that cannot be created (src/misc/shmutils.cc: "Error while creating shared memory
+    segment %s (size %zu)") is the node's: two ranks print it, so the answer is a node, not a rank. Nothing here
+    (no hostname, no NCCL header, no hostfile) says which node ranks 6 and 7 ran on, so the answer can name
+    nobody, and says it is not sure rather than answering as if the whole job shared the fault."""
+    lines: list[str] = []
+    for rank in (7, 6):
+        lines += _tagged(rank, [
+            "Traceback (most recent call last):",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+            "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+            "Last error:",
+            f"Error while creating shared memory segment /dev/shm/nccl-p0pfgf{rank} (size 9637888)"])
+    for rank in (5, 8):
+        lines += _tagged(rank, [
+            f"[E1102 23:00:29.668529749 ProcessGroupNCCL.cpp:1521] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
+            "Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
+            "was a network error, NCCL version 2.20.5",
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely."])
+    log = tmp_path / "mpirun.out"
+    log.write_text("\n".join(lines) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "nccl.shm.dev_shm_full"
+    assert (rc["rank"], rc["host"]) == (None, None)
+    assert rc["confidence"] < 0.5, rc["explanation"]
+    # With the job's hostfile beside it (Open MPI's "host slots=N"; by slot, the default scheduling policy, fills
+    # each host's slots in the file's order: docs.open-mpi.org launching-apps/scheduling.rst), ranks 6 and 7 are
+    # the fourth host's two slots: the node is named.
+    (tmp_path / "hosts.txt").write_text("".join(f"trn-e-{38 + n} slots=2\n" for n in range(5)))
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("nccl.shm.dev_shm_full", None, "trn-e-41"), rc["explanation"]
+
+
+def test_mpiruns_map_by_node_deals_the_ranks_across_the_hostfiles_hosts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mpirun --hostfile hostfile --map-by node` deals ranks one a host in turn (mpirun(1), --map-by node), so of
+    four hosts with two slots each, rank 5 is the second host's: its kernel's OOM kill is rank 5's, as mpirun's own
+    report says ("mpirun noticed that process rank %d with PID %d on node %s exited on signal %d (%s).")."""
+    (tmp_path / "hostfile").write_text("".join(f"gpu-{n} slots=2\n" for n in range(4)))
+    lines = ["$ mpirun -np 8 --hostfile hostfile --map-by node --tag-output python train_hvd.py"]
+    for rank in range(8):
+        lines += _tagged(rank, [f"step 120 loss {2.1 + rank / 10:.2f}"], "stdout")
+    lines += ["-" * 74, "mpirun noticed that process rank 5 with PID 45487 on node gpu-1 exited on signal 9 (Killed).",
+              "-" * 74]
+    (tmp_path / "mpirun.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "dmesg").mkdir()
+    (tmp_path / "dmesg" / "gpu-1.txt").write_text(
+        "[3766135.399395] Out of memory: Killed process 45487 (python3) total-vm:324009984kB, anon-rss:158334976kB, "
+        "file-rss:1632319kB, shmem-rss:3861828kB, UID:1000 pgtables:316669kB oom_score_adj:0\n")
+    rc = cli_root_cause(tmp_path, capsys)
+    assert (rc["rank"], rc["host"]) == (5, "gpu-1"), rc["explanation"]

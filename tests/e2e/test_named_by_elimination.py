@@ -111,3 +111,26 @@ def test_a_neighbours_report_does_not_place_the_task_where_two_logs_are_silent(
     assert main(["diagnose", str(path), "--format", "json"]) == 0
     rc = json.loads(capsys.readouterr().out)["root_cause"]
     assert (rc["rank"], rc["host"]) == (2, None) and rc["confidence"] < 0.7
+
+
+def test_under_srun_the_lost_task_is_on_the_node_srun_says_failed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under Slurm, JAX's process index is the task's SLURM_PROCID (jax/_src/clusters/slurm_cluster.py,
+    get_process_id), the task srun numbers. srun names the failed node ("srun: error: Node failure on HOST") and
+    places each task it saw end ("srun: error: HOST: task N: Aborted", slurm src/srun), printed on the submitting
+    node, so no line's speaker is the lost node: the task no srun line places is the failed node's."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    hosts = ("r4n58", "r4n59", "r4n60")
+    for task, host in enumerate(hosts):
+        lines = [_START.format(pid=4100 + task)]
+        if task != 2:
+            lines += [_FATAL.format(pid=4100 + task), "/job:jax_worker/replica:0/task:2",
+                      "The tasks have crashed. Check the task logs for an earlier error to debug further."]
+        (logs / f"pretrain-9191196-{host}.out").write_text("\n".join(lines) + "\n")
+    (tmp_path / "slurm-9191196.out").write_text(
+        "srun: error: Node failure on r4n60\nsrun: error: r4n59: task 1: Aborted\nsrun: error: r4n58: task 0: Aborted\n"
+        "slurmstepd: error: *** JOB 9191196 ON r4n58 CANCELLED AT 2026-10-05T19:14:33 DUE TO NODE FAILURE, SEE "
+        "SLURMCTLD LOG FOR DETAILS ***\n")
+    _sig, rank, host = _root(tmp_path, capsys)
+    assert (rank, host) == (2, "r4n60")

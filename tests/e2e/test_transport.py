@@ -151,3 +151,39 @@ def test_a_host_named_only_by_the_host_that_every_other_host_lost_is_not_the_sus
     suspects = d.get("suspects") or []
     top = rc["host"] if isinstance(rc, dict) and rc.get("host") else suspects[0]["host"]  # type: ignore[index]
     assert top == "gpu-b02", (rc, suspects)
+
+
+def test_a_rank_singled_out_only_by_its_ib_error_about_an_unmapped_peer_is_not_a_confident_answer(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NCCL_DEBUG=WARN: no `Using` line maps an address to a host. Of two hosts' logs, rank 9 alone prints an IB
+    work completion in error (net_ib.cc, status 12: the peer's HCA stopped answering) about a peer no log names,
+    and aborts as every survivor does (torchrun's table: exitcode -6); the peer's node, a third, went silent and
+    left no log. The reporter's own HCA or link may be at fault, or the peer's node: a coin between two, so the
+    answer, if it names rank 9, stays under the 0.7 that reads as confident."""
+    files: dict[str, list[str]] = {}
+    t = F.T0 + timedelta(seconds=1)
+    for r in range(JOB.world):
+        lines = [*F.steps(r, F.T0)]
+        if r == 9:
+            lines.append(F.nccl(JOB, r, "WARN", "NET/IB : Got completion from peer 10.1.123.58<51633> with "
+                                                "status=12 opcode=0 len=0 vendor err 129 (Recv)"))
+        lines += [*F.remote_error(JOB, r, t), *F.teardown(r, t),
+                  "terminate called after throwing an instance of 'c10::DistBackendError'"]  # the watchdog's abort
+        files[f"{JOB.host(r)}/rank{r}.log"] = lines
+    files["gpu-a02/torchrun.log"] = F.agent_failure(JOB, "gpu-a02", 9, -6, t + timedelta(seconds=2))
+    files["gpu-a01/torchrun.log"] = F.agent_failure(JOB, "gpu-a01", 0, -6, t + timedelta(seconds=2))
+    rc = _diagnose(F.write(tmp_path, files), capsys)["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["rank"] != 9 or float(rc["confidence"]) < 0.7, rc["explanation"]
+
+
+def test_a_paste_of_the_reporters_own_ib_errors_keeps_it_the_lead(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the reporter's output is here (an issue's paste): its IB completions in error about a peer no log names
+    leave it the lead, as the real tuning halves' labels had it (2 of 2), not a coin held under 0.7."""
+    lines = [*F.steps(9, F.T0)] + [F.nccl(JOB, 9, "WARN", f"NET/IB : Got completion from peer 10.1.123.58<5163{i}> "
+                                                          "with status=12 opcode=0 len=0 vendor err 129 (Recv)")
+                                   for i in range(2)]
+    rc = _diagnose(F.write(tmp_path, {"rank9.log": lines}), capsys)["root_cause"]
+    assert isinstance(rc, dict)
+    assert rc["rank"] == 9 and float(rc["confidence"]) >= 0.7, rc["explanation"]
