@@ -97,7 +97,9 @@ class HyperscanEngine:
         self._mode = hyperscan.HS_MODE_BLOCK
         self._patterns = list(patterns)
         self._cache = cache
-        self._exprs = expressions([(prefilters or {}).get(i, p) for i, p in enumerate(patterns)], cache)
+        given = [(prefilters or {}).get(i, p) for i, p in enumerate(patterns)]
+        self._own = [expr == p for expr, p in zip(given, patterns, strict=True)]  # not a looser expression of it
+        self._exprs = expressions(given, cache)
         self.cache_key = cache_key(CACHE_FORMAT, hyperscan.__name__, str(getattr(hyperscan, "__version__", "?")),
                                    platform.machine(),
                                    str(self._base_flag()), *self._exprs)
@@ -121,7 +123,7 @@ class HyperscanEngine:
         Hyperscan's match in a line and `re`'s search of the line's text agree wherever the text is the line's
         bytes (ASCII, no trailing CR). Asked once a pattern, when its confirmation is first built."""
         pattern = self._patterns[index]
-        return (self._flags.get(index) == self._base_flag() and self._exprs[index] == hyperscan_expression(pattern)
+        return (self._flags.get(index) == self._base_flag() and self._own[index]
                 and all(scan.index != index for scan in self._leftover) and rewrite.line_confined(pattern))
 
     def _compile(self) -> None:

@@ -68,7 +68,9 @@ def fold_job_into_located(board: Board, named_first: Mapping[str, set[int]]) -> 
     # A cause printed without a prefix in a launcher's console that names one process the first to fail: the
     # console is that process's (mpirun without --tag-output, torchrun without --tee)
     firsts = named_first.get(said.best.source, set())
-    console = not located and not same and len(firsts) == 1 and said.role is Role.INITIATING
+    # (not a line a local rank prefixes: a node's worker, and the report may be another node's agent's)
+    console = (not located and not same and len(firsts) == 1 and said.role is Role.INITIATING
+               and all(f.speaker.local_rank is None for f in said.findings))
     if console:
         located = [c for c in board.by_key.values() if c is not job and c.target.rank in firsts]
     hosts = {c.target.host for c in located}

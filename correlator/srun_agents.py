@@ -33,12 +33,14 @@ def agent_sources(rows: Iterable[ExitRecord]) -> set[str]:
 
 
 def _label_only(text: str, rank: int) -> bool:
-    """``text`` starts with srun's label for ``rank`` and nothing after it names a rank."""
+    """``text`` starts with srun's label for ``rank`` and nothing after it names a rank or a local rank."""
     m = _SRUN_LABEL.match(text)
     if m is None or int(m["task"]) != rank:
         return False
     after, _ = read_prefixes(text[m.end():], Who())
-    return after.rank is None
+    # a worker's own prefix after the label ("0: [default3]:") is read by the local-rank rules, which know the
+    # label is a node's (naming._srun_multi_node_sources)
+    return after.rank is None and after.local_rank is None
 
 
 def _task_hosts(context: list[ContextRecord], sources: set[str]) -> dict[tuple[str, int], str]:

@@ -52,7 +52,7 @@ def test_a_masked_pid_in_mpiruns_signal_report_still_names_the_rank(
         "a non-zero exit code. Per user-direction, the job has been aborted.", _RULE,
         "mpirun noticed that process rank 5 with PID xxxxx on node node-b exited on signal 9 (Killed).", _RULE]) + "\n")
     rc = cli_root_cause(log, capsys)
-    assert (rc["signature"], rc["rank"]) == ("mpi.process_signaled", 5), rc["explanation"]
+    assert (rc["signature"], rc["rank"]) == ("torchrun.worker_sigkilled", 5), rc["explanation"]  # its signal's class
     assert rc["confidence"] < 0.9  # how it ended, not why
 
 
