@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from itertools import chain
 
 from correlator.kept import ContextRecord
 from correlator.speakers import Who, who_from_path
-from correlator.task_files import task_file_ranks
+from correlator.task_files import task_file_ranks, under_source_ranks
 from schemas.findings import Finding
 
 _POD_INDEX = re.compile(r"-(?P<role>master|worker)-(?P<index>\d{1,5})$", re.I)
@@ -72,14 +71,5 @@ def pod_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], context
         return None
     rank_of = {source: by_pod[pod] for source, (pod, _, _) in pods.items()}
 
-    def ranked(who: Who, source: str) -> Who:
-        rank = rank_of.get(source) if who.rank is None else None
-        return who if rank is None else who._replace(rank=rank)
-
-    out_f = []
-    for f in findings:
-        rank = rank_of.get(f.source) if f.speaker.rank is None else None
-        out_f.append(f if rank is None else replace(f, speaker=replace(f.speaker, rank=rank)))
-    out_c = [rec if (who := ranked(rec.who, rec.source)) is rec.who else rec._replace(who=who) for rec in context]
-    return out_f, out_c
+    return under_source_ranks(findings, context, rank_of)
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 
 from correlator.kept import ContextRecord
 from correlator.speakers import Who
+from correlator.task_files import under_source_ranks
 from schemas.findings import Finding
 
 # srun starting a launcher, not the ranks: each task is a node's agent
@@ -90,8 +90,4 @@ def task_file_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], c
         if task is not None and (who.local_rank is not None or who.rank not in (None, task)):
             return None  # its lines say who printed them, and it is not the task: the names are not ranks
 
-    out_f = [f if (rank := rank_of.get(f.source)) is None or f.speaker.rank is not None
-             else replace(f, speaker=replace(f.speaker, rank=rank)) for f in findings]
-    out_c = [rec if (rank := rank_of.get(rec.source)) is None or rec.who.rank is not None
-             else rec._replace(who=rec.who._replace(rank=rank)) for rec in context]
-    return out_f, out_c
+    return under_source_ranks(findings, context, rank_of)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 
@@ -71,13 +71,20 @@ def task_file_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], c
             f.source in index_of and f.signature.startswith(_LAUNCHER_SIGNATURES) for f in findings):
         return None
 
+    return under_source_ranks(findings, context, index_of)
+
+
+def under_source_ranks(findings: list[Finding], context: list[ContextRecord], rank_of: Mapping[str, int]
+                       ) -> tuple[list[Finding], list[ContextRecord]]:
+    """The findings and records of ``rank_of``'s sources that name no rank, under the rank their source's name
+    gives (a pod's replica index, a Slurm task file's index)."""
     def ranked(who: Who, source: str) -> Who:
-        rank = index_of.get(source) if who.rank is None else None
+        rank = rank_of.get(source) if who.rank is None else None
         return who if rank is None else who._replace(rank=rank)
 
     out_f = []
     for f in findings:
-        rank = index_of.get(f.source) if f.speaker.rank is None else None
+        rank = rank_of.get(f.source) if f.speaker.rank is None else None
         out_f.append(f if rank is None else replace(f, speaker=replace(f.speaker, rank=rank)))
     out_c = [rec if (who := ranked(rec.who, rec.source)) is rec.who else rec._replace(who=who) for rec in context]
     return out_f, out_c
