@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SETS = (("corpus", "tuning"), ("corpus", "checking"), ("field", "tuning"), ("field", "checking"),
         ("field2", "tuning"), ("field2", "checking"), ("field3", "tuning"), ("field3", "checking"),
         ("field4", "tuning"), ("field4", "checking"), ("field5", "tuning"), ("field5", "checking"),
-        ("field6", "tuning"), ("field6", "checking"), ("field7", "tuning"), ("field7", "checking"))
+        ("field6", "tuning"), ("field6", "checking"), ("field7", "tuning"), ("field7", "checking"),
+        ("field8", "tuning"), ("field8", "checking"))
 SEEDS = (2, 3)
 GENERATORS = ("bench.independent", "bench.independent4", "bench.independent5")  # blind generators: held-out rows
 _SUMMARY = re.compile(r"cases (?P<n>\d+), class (?P<cls>\d+)/\d+ = \d+%, initiating rank (?P<rank>\d+)/(?P<rank_n>\d+)"
