@@ -59,9 +59,9 @@ def _startup(job: Job) -> None:
         h = job.hosts[job.node_of(r)]
         t = job.t0 + 20 + job.rng.uniform(0, 3)
         if job.nccl_info:
+            comm = f"0x{job.rng.randint(0x55000000, 0x56ffffff):x}"
             for line in texts.nccl_init(h.name, job.pids[r], job.local(r), r, job.world,
-                                        job.buses[job.local(r)] + "000", f"0x{job.rng.randint(0x55000000, 0x56ffffff):x}",
-                                        job.ib, h.ip, r == 0, job.nccl_version):
+                                        job.buses[job.local(r)] + "000", comm, job.ib, h.ip, r == 0, job.nccl_version):
                 job.emit(r, t, "nccl", line)
                 t += 0.001
     for n in range(job.nodes):
@@ -106,17 +106,24 @@ def _xid74(job: Job) -> None:
 def _ecc(job: Job) -> None:
     c = job.culprit
     assert c is not None
-    job.kern(job.node_of(c), job.tf, kernel.xid48(job.buses[job.local(c)], job.pids[c]))
+    job.kern(job.node_of(c), job.tf, kernel.xid48(job.buses[job.local(c)], _host_pid(job, c)))
     _cuda_fail(job, "uncorrectable ECC error encountered", job.rng.random() < 0.4)
     job.root_cause = f"an uncorrectable ECC error (Xid 48) on rank {c}'s GPU"
+
+
+def _host_pid(job: Job, rank: int) -> int:
+    """The pid the kernel prints: the host's pid namespace. In a pod it is not the pid the process (and NCCL, and
+    Ray) prints inside its container, so no pid join is possible there."""
+    return job.pids[rank] + int(job.extra.get("host_pid_offset", 0))
 
 
 def _host_oom(job: Job) -> None:
     c = job.culprit
     assert c is not None
     cgroup = f"/kubepods/burstable/pod{job.rng.randint(10**7, 10**8)}" if job.layout == "kuberay" else None
-    job.kern(job.node_of(c), job.tf, kernel.oom(job.pids[c], job.rng.randint(180, 420) * 1048576, cgroup))
-    job.evidence = f"Killed process {job.pids[c]} (python3)"
+    kpid = _host_pid(job, c)
+    job.kern(job.node_of(c), job.tf, kernel.oom(kpid, job.rng.randint(180, 420) * 1048576, cgroup))
+    job.evidence = f"Killed process {kpid} (python3)"
     job.exit(c, job.tf + 0.05, -9)
     job.root_cause = f"the kernel OOM killer SIGKILLed rank {c} (pid {job.pids[c]})"
 
@@ -131,10 +138,10 @@ def _corrupt(job: Job) -> None:
     assert c is not None
     shard = f"/tmp/streaming/train/shard.{job.rng.randint(100, 9999):05d}.mds.zstd"
     t = job.tf + job.rng.uniform(0, 1)
-    tb = texts.traceback(texts.step_frames(job.script, job.layout)[:1] + [
-        (f"{texts.SITE}/torch/utils/data/dataloader.py", 1480, "_process_data", "data.reraise()"),
-        (f"{texts.SITE}/torch/_utils.py", 733, "reraise", "raise exception")],
-        texts.streaming_checksum(shard, job.rng.randrange(8)))
+    frames = [*texts.step_frames(job.script, job.layout)[:1],
+              (f"{texts.SITE}/torch/utils/data/dataloader.py", 1480, "_process_data", "data.reraise()"),
+              (f"{texts.SITE}/torch/_utils.py", 733, "reraise", "raise exception")]
+    tb = texts.traceback(frames, texts.streaming_checksum(shard, job.rng.randrange(8)))
     job.py(c, t, tb)
     job.evidence = f"ValueError: Checksum failure: {shard}"
     job.exit(c, t + 1.5, 1)
@@ -173,7 +180,7 @@ def _ib_link(job: Job) -> None:
         me = h * job.nproc + lr
         for nb in {(h - 1) % job.nodes, (h + 1) % job.nodes} - {h}:
             pairs.append((me, nb * job.nproc + lr))
-    for me, _ in pairs:
+    for me, _ in pairs if job.nccl_info else []:  # WARN lines print only with NCCL_DEBUG set
         job.emit(me, job.tf + rng.uniform(0, 0.5), "nccl",
                  texts.nccl_warn(host.name, job.pids[me], job.local(me), "transport/net_ib.cc:1193",
                                  f"NET/IB : mlx5_{hca}:1 Got async event : port error"))
@@ -217,7 +224,8 @@ def _ring_peers(job: Job, dead: int, t_dead: float) -> None:
             _remote_abort(job, peer, t_dead + rng.uniform(15, 38), texts.ib_completion(ip, rng.randint(30000, 60000),
                                                                                        rng.choice((129, 244))))
         else:
-            _remote_abort(job, peer, t_dead + rng.uniform(0.05, 0.8), texts.socket_closed(ip, rng.randint(30000, 60000)))
+            _remote_abort(job, peer, t_dead + rng.uniform(0.05, 0.8),
+                          texts.socket_closed(ip, rng.randint(30000, 60000)))
 
 
 def _timeouts(job: Job, gone: set[int], t_coll: float) -> None:

@@ -28,7 +28,9 @@ def setup(job: Job) -> None:
     job.extra["app"] = app = rng.choice(("llama3-8b-sft", "mistral-ft", "gpt-neox-pt", "qwen2-7b-dpo", "vit-h-pt"))
     cl = f"{app}-raycluster-{''.join(rng.choice('bcdfghjklmnpqrstvwxz2456789') for _ in range(5))}"
     job.extra["cluster"] = cl
-    ips = sorted({f"10.{rng.randint(8, 120)}.{rng.randint(0, 255)}.{rng.randint(2, 250)}" for _ in range(job.nodes * 2)})
+    job.extra["host_pid_offset"] = rng.randint(200000, 2000000)
+    ips = sorted({f"10.{rng.randint(8, 120)}.{rng.randint(0, 255)}.{rng.randint(2, 250)}"
+                  for _ in range(job.nodes * 2)})
     ips = sorted(ips[:job.nodes], key=lambda s: tuple(int(x) for x in s.split(".")))
     for i, h in enumerate(job.hosts):
         h.name = f"{cl}-gpu-group-worker-{''.join(rng.choice('bcdfghjklmnpqrstvwxz2456789') for _ in range(5))}"
@@ -55,7 +57,7 @@ def write_kuberay(job: Job) -> dict[str, str]:
     for r in range(job.world):
         if r != first:
             cut(job, r, t_det + 0.2, -15)
-    head_name, head_ip = job.extra["head"]
+    head_ip = job.extra["head"][1]
     sub = job.extra["submission"] = f"{job.extra['app']}-{rng.randint(10000, 99999)}"
     skew = rng.uniform(-1.5, 1.5)
     tp = rng.randint(300, 900)
@@ -68,7 +70,8 @@ def write_kuberay(job: Job) -> dict[str, str]:
     lines = [(t, f"{clocks.asctime(t + skew)} INFO cli.py:39 -- Job submission server address: "
               f"http://{job.extra['cluster']}-head-svc.default.svc.cluster.local:8265"),
              cli(t, "SUCC", 33, dash), cli(t, "SUCC", 34, f"Job '{sub}' submitted successfully"),
-             cli(t, "SUCC", 35, dash), cli(t, "INFO", 245, "Tailing logs until the job exits (disable with --no-wait):"),
+             cli(t, "SUCC", 35, dash),
+             cli(t, "INFO", 245, "Tailing logs until the job exits (disable with --no-wait):"),
              (t + 3, f"{clocks.asctime(t + 3 + skew)}\tINFO job_manager.py:531 -- Runtime env is setting up."),
              (t + 9, f"{clocks.asctime(t + 9 + skew)}\tINFO worker.py:1520 -- Using address {head_ip}:6379 set in the "
               "environment variable RAY_ADDRESS"),
@@ -77,7 +80,8 @@ def write_kuberay(job: Job) -> dict[str, str]:
              (t + 16, f"(TorchTrainer pid={tp}, ip={head_ip}) Started distributed worker processes: ")]
     for r in range(job.world):
         h = job.hosts[job.node_of(r)]
-        lines.append((t + 16, f"(TorchTrainer pid={tp}, ip={head_ip}) - (node_id={h.extra.setdefault('nid', _hex(rng))}, "
+        nid = h.extra.setdefault("nid", _hex(rng))
+        lines.append((t + 16, f"(TorchTrainer pid={tp}, ip={head_ip}) - (node_id={nid}, "
                       f"ip={h.ip}, pid={job.pids[r]}) world_rank={r}, local_rank={job.local(r)}, "
                       f"node_rank={job.node_of(r)}"))
     for r in range(job.world):
@@ -116,7 +120,7 @@ def _driver_error(job: Job, r: int, tp: int, head_ip: str) -> list[str]:
         name = exc.split(":", 1)[0].rsplit(".", 1)[-1]
         body = [f"ray.exceptions.RayTaskError({name}): ray::_RayTrainWorker__execute.get_next() (pid={job.pids[r]}, "
                 f"ip={ip}, actor_id={aid}, repr=<ray.train._internal.worker_group.RayTrainWorker object at "
-                f"0x7f{job.rng.randint(0x10000000, 0xffffffff):08x}>)"] + remote
+                f"0x7f{job.rng.randint(0x10000000, 0xffffffff):08x}>)", *remote]
     else:
         body = ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
                 "\tclass_name: RayTrainWorker", f"\tactor_id: {aid}", f"\tpid: {job.pids[r]}",
@@ -126,11 +130,10 @@ def _driver_error(job: Job, r: int, tp: int, head_ip: str) -> list[str]:
                 "some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory "
                 "usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other "
                 "unexpected errors."]
-    return (["Traceback (most recent call last):", f'  File "/home/ray/{job.script}", line 201, in <module>',
-             "    result = trainer.fit()"] + body + ["", "The above exception was the direct cause of the following "
-                                                   "exception:", "", "Traceback (most recent call last):",
-                                                   f'  File "/home/ray/{job.script}", line 201, in <module>',
-                                                   "    result = trainer.fit()",
+    fit = [f'  File "/home/ray/{job.script}", line 201, in <module>', "    result = trainer.fit()"]
+    return (["Traceback (most recent call last):", *fit, *body, "",
+             "The above exception was the direct cause of the following exception:", "",
+             "Traceback (most recent call last):", *fit,
              "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed. Please inspect the previous error "
              "messages for a cause. After fixing the issue (assuming that the error is not caused by your own "
              "application logic, but rather an error such as OOM), you can restart the run from scratch or continue "
@@ -141,10 +144,12 @@ def _driver_error(job: Job, r: int, tp: int, head_ip: str) -> list[str]:
 def _describe(job: Job, sub: str, t_end: float) -> str:
     cl = job.extra["cluster"]
     ev = [("Normal", "CreatedRayCluster", t_end - job.t0 + 120, f"Created RayCluster default/{cl}"),
-          ("Normal", "CreatedRayJobSubmitter", t_end - job.t0 + 20, f"Created Kubernetes Job default/{job.extra['app']}")]
+          ("Normal", "CreatedRayJobSubmitter", t_end - job.t0 + 20,
+           f"Created Kubernetes Job default/{job.extra['app']}")]
     out = [f"Name:         {job.extra['app']}", "Namespace:    default", "API Version:  ray.io/v1",
            "Kind:         RayJob", "Status:", "  Job Deployment Status:  Failed", "  Job Id:                 " + sub,
-           "  Job Status:             FAILED", "  Message:                Job entrypoint command failed with exit code 1",
+           "  Job Status:             FAILED",
+           "  Message:                Job entrypoint command failed with exit code 1",
            f"  Ray Cluster Name:       {cl}", "Events:", "  Type    Reason                  Age    From               "
            "Message", "  ----    ------                  ----   ----               -------"]
     for typ, reason, a, msg in ev:

@@ -46,7 +46,8 @@ def clues(job: Job, files: dict[str, str]) -> tuple[list[str], list[str]]:
     block = re.search(rf"Begin global rank {c} STDERR-+\n(.*?)\n-+End global rank {c} STDERR", allt, re.S)
     if block and marker and marker in block.group(1):
         rank_c.append("composer_stderr_block")
-    if job.layout == "composer" and job.local(c) == 0 and marker and marker in files.get(f"composer-node{node}.log", ""):
+    console = files.get(f"composer-node{node}.log", "")
+    if job.layout == "composer" and job.local(c) == 0 and marker and marker in console:
         rank_c.append("composer_console_is_local_rank0")
     if job.layout == "composer" and f"Rank {c} crashed with exit code -9." in allt:
         rank_c.append("composer_crash_report_sigkill")
@@ -57,10 +58,9 @@ def clues(job: Job, files: dict[str, str]) -> tuple[list[str], list[str]]:
         if all(f"[Rank {r}] Watchdog caught collective operation timeout" in allt for r in others) and \
                 f"[Rank {c}] Watchdog caught" not in allt:
             rank_c.append("only_rank_without_watchdog_timeout")
-    if job.kind in ("host_oom", "ecc") and f"Killed process {job.pids[c]} " in allt or (
-            job.kind == "ecc" and f"pid={job.pids[c]}, name=python3" in allt):
-        if f"{h.name}:{job.pids[c]}:" in allt and f" rank {c} nranks" in allt:
-            rank_c.append("kernel_pid_joined_to_nccl_init_rank")
+    pid_in_kernel = f"Killed process {job.pids[c]} " in allt or f"pid={job.pids[c]}, name=python3" in allt
+    if pid_in_kernel and any(f"{h.name}:{job.pids[c]}:" in ln and f" rank {c} nranks" in ln for ln in lines):
+        rank_c.append("kernel_pid_joined_to_nccl_init_rank")
     if any(h.name in p or (h.alias and h.alias in p) for p, t in files.items() if ev and ev in t):
         host_c.append("cause_in_host_kernel_log")
     if job.layout == "composer" and any(ev and ev in t for p, t in files.items() if p == f"composer-node{node}.log"):

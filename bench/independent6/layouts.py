@@ -14,7 +14,8 @@ def sky_prefix(job: Job, node: int, pid: int) -> str:
     """sky/skylet/executor/slurm.py (read): run prefix `(head, rank=0, pid=P) ` / `(worker1, rank=1, pid=P,
     ip=IP) ` — SkyPilot's `rank` is the NODE rank (SKYPILOT_NODE_RANK), not torch's rank; the pid is the task's
     bash. Colour codes (colorama CYAN / RESET) are kept in a third of the jobs, as a saved terminal log has them."""
-    inner = "head, rank=0, pid=%d" % pid if node == 0 else f"worker{node}, rank={node}, pid={pid}, ip={job.hosts[node].ip}"
+    ip = job.hosts[node].ip
+    inner = f"head, rank=0, pid={pid}" if node == 0 else f"worker{node}, rank={node}, pid={pid}, ip={ip}"
     if job.extra.get("ansi"):
         return f"\x1b[36m({inner})\x1b[0m "
     return f"({inner}) "
@@ -138,7 +139,8 @@ def write_composer(job: Job) -> dict[str, str]:
             for r in ranks:
                 if r not in job.exits or job.exits[r][0] > t_det:
                     if verbose:
-                        con.append((t_det + 0.01, f"INFO:{lg}:Killing global rank {r} (PID {job.pids[r]}) with SIGTERM"))
+                        con.append((t_det + 0.01, f"INFO:{lg}:Killing global rank {r} (PID {job.pids[r]}) with "
+                                    "SIGTERM"))
                     cut(job, r, t_det + 0.05, -15)
             t = t_det + 0.5
             con.append((t, "Waiting up to 30 seconds for all training processes to terminate. Press Ctrl-C to exit "

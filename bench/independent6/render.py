@@ -6,7 +6,7 @@ against public logs with `find_string`)."""
 from __future__ import annotations
 
 from . import clocks, kernel
-from .story import Entry, Job
+from .story import Job
 
 SITE = "/usr/local/lib/python3.11/dist-packages"
 
@@ -19,7 +19,10 @@ def cut(job: Job, rank: int, t_kill: float, code: int) -> None:
     job.exits[rank] = (t_kill, code)
 
 
-def rank_lines(job: Job, rank: int, channels: tuple[str, ...] = ("c10", "py", "out", "nccl")) -> list[tuple[float, str]]:
+ALL = ("c10", "py", "out", "nccl")
+
+
+def rank_lines(job: Job, rank: int, channels: tuple[str, ...] = ALL) -> list[tuple[float, str]]:
     """(true time, text) for every line the rank wrote on the given channels, stamped with its host's clock."""
     skew = job.hosts[job.node_of(rank)].skew
     out: list[tuple[float, str]] = []
@@ -32,10 +35,11 @@ def rank_lines(job: Job, rank: int, channels: tuple[str, ...] = ("c10", "py", "o
 
 def _render(job: Job, rank: int, stamp_t: float, ch: str, payload: object) -> list[str]:
     if ch == "c10":
-        sev, src, msg = payload  # type: ignore[misc]
-        first, *rest = str(msg).split("\n")
+        assert isinstance(payload, tuple)
+        sev, src, msg = (str(x) for x in payload)
+        first, *rest = msg.split("\n")
         pre = f"[rank{rank}]:" if job.torch_new else ""
-        return [pre + clocks.c10(stamp_t, sev, src, job.torch_new) + first] + rest
+        return [pre + clocks.c10(stamp_t, sev, src, job.torch_new) + first, *rest]
     if ch == "py" and job.torch_new and not str(payload).startswith("terminate called"):
         return [f"[rank{rank}]: {payload}"]
     return [str(payload)]
@@ -105,7 +109,7 @@ def child_failed(job: Job, node: int, t: float, failures: list[tuple[int, int, f
         out.append("  <NO_OTHER_FAILURES>")
     for i, f in enumerate(rest, 1):
         out += _entry(job, i, f, host, t)
-    out += ["-" * 60, "Root Cause (first observed failure):"] + _entry(job, 0, ordered[0], host, t) + [bar]
+    out += ["-" * 60, "Root Cause (first observed failure):", *_entry(job, 0, ordered[0], host, t), bar]
     return out
 
 
@@ -134,4 +138,5 @@ def progress(job: Job, rank: int, style: str) -> None:
             job.emit(rank, t, "out", f"[batch={s}/{step * 4}]:")
             job.emit(rank, t + 1e-6, "out", f"\t Train loss/train/total: {loss:.4f}")  # console_logger.py
         else:
-            job.emit(rank, t, "out", f"step {s} | loss {loss:.4f} | lr 2.9e-04 | tokens/s {job.rng.randint(9000, 9900)}")
+            tps = job.rng.randint(9000, 9900)
+            job.emit(rank, t, "out", f"step {s} | loss {loss:.4f} | lr 2.9e-04 | tokens/s {tps}")

@@ -111,7 +111,8 @@ def nccl_init(host: str, pid: int, dev: int, rank: int, world: int, bus: str, co
 def ib_completion(peer_ip: str, port: int, vendor: int) -> str:
     """nccl transport/net_ib.cc ncclIbTest on an IB link layer: `NET/IB : Got completion from peer %s with status=%d
     opcode=%d len=%d vendor err %d (%s)` (read in a copy of net_ib.cc; 12 = IBV_WC_RETRY_EXC_ERR)."""
-    return f"NET/IB : Got completion from peer {peer_ip}<{port}> with status=12 opcode=0 len=0 vendor err {vendor} (Send)"
+    return (f"NET/IB : Got completion from peer {peer_ip}<{port}> with status=12 opcode=0 len=0 vendor err {vendor} "
+            "(Send)")
 
 
 def socket_closed(peer_ip: str, port: int) -> str:
@@ -154,7 +155,7 @@ def cuda_error(what: str) -> list[str]:
     """c10/cuda/CUDAException.cpp c10_cuda_check_implementation: `CUDA error: <cudaGetErrorString>` + hint lines.
     Strings: cudaErrorLaunchFailure `unspecified launch failure`, cudaErrorECCUncorrectable `uncorrectable ECC error
     encountered`, cudaErrorNvlinkUncorrectable `uncorrectable NVLink error detected during the execution`."""
-    return [f"RuntimeError: CUDA error: {what}"] + CUDA_HINT
+    return [f"RuntimeError: CUDA error: {what}", *CUDA_HINT]
 
 
 def streaming_checksum(shard: str, worker: int) -> list[str]:
