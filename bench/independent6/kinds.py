@@ -64,6 +64,9 @@ def _startup(job: Job) -> None:
                                         job.buses[job.local(r)] + "000", comm, job.ib, h.ip, r == 0, job.nccl_version):
                 job.emit(r, t, "nccl", line)
                 t += 0.001
+    if job.rng.random() < 0.5:  # ranks that came up before the master's TCPStore retry (harmless, hours earlier)
+        for r in job.rng.sample(range(job.nproc, job.world), min(3, job.world - job.nproc)):
+            job.c10(r, job.t0 + job.rng.uniform(3, 9), [texts.store_retry(job.hosts[0].name)])
     for n in range(job.nodes):
         job.kern(n, job.t0 - job.hosts[n].boot + 12, kernel.boot_noise(job.rng, "550.90.07"))
 

@@ -86,7 +86,7 @@ def write_skypilot(job: Job) -> dict[str, str]:
         agent[n] = [x for x in agent[n] if x[0] <= t_cancel]
     streams = []
     for n in range(job.nodes):
-        pre = sky_prefix(job, n, apids[n])
+        pre = sky_prefix(job, n, apids[n] - job.rng.randint(2, 9))  # the task's bash, torchrun's parent
         lines = render.agent_banner(job, n, job.t0 + 2 + job.rng.uniform(0, 1), apids[n]) + agent[n]
         for r in range(n * job.nproc, (n + 1) * job.nproc):
             lines += rank_lines(job, r)

@@ -38,7 +38,7 @@ def _render(job: Job, rank: int, stamp_t: float, ch: str, payload: object) -> li
         assert isinstance(payload, tuple)
         sev, src, msg = (str(x) for x in payload)
         first, *rest = msg.split("\n")
-        pre = f"[rank{rank}]:" if job.torch_new else ""
+        pre = f"[rank{rank}]:" if job.torch_new and not src.startswith("socket.cpp") else ""
         return [pre + clocks.c10(stamp_t, sev, src, job.torch_new) + first, *rest]
     if ch == "py" and job.torch_new and not str(payload).startswith("terminate called"):
         return [f"[rank{rank}]: {payload}"]

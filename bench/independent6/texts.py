@@ -79,6 +79,13 @@ def watchdog_died(rank: int, what: str, new: bool) -> list[C10]:
              f"exception: {what}")]
 
 
+def store_retry(master: str) -> C10:
+    """c10d TCPStore client retrying before the master listens: torch/csrc/distributed/c10d/socket.cpp, printed
+    before the process group exists (so without `[rankN]:`), as public logs show."""
+    return ("W", "socket.cpp:697", f"[c10d] The client socket has failed to connect to [{master}]:29500 (errno: 111 "
+            "- Connection refused).")
+
+
 def nccl_remote(version: str, last: str) -> list[str]:
     """NCCLUtils getNcclErrorDetailStr for ncclRemoteError plus ncclGetLastError (as public logs print it)."""
     return [f"NCCL error: remote process exited or there was a network error, NCCL version {version}",
