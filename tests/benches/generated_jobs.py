@@ -45,6 +45,29 @@ def assert_label_in_corpus_schema(out: Path, lab: dict[str, Any], max_bytes: int
     assert size < max_bytes
 
 
+def assert_known_classes(rows: list[dict[str, Any]], additions: Path | None = None) -> None:
+    """Every label's class is in ../shared/corpus/class_map.json (when present) or in the generator's own
+    class_map_additions.json (classes the corpus map lacks; score.py falls back to its all-words rule on them)."""
+    class_map = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "class_map.json"
+    if not class_map.exists():
+        return
+    known = set(json.loads(class_map.read_text()))
+    if additions is not None and additions.exists():
+        known |= set(json.loads(additions.read_text()))
+    for lab in rows:
+        assert lab["failure_class"] in known, lab["failure_class"]
+
+
+def assert_evidence_in_the_named_files(out: Path, lab: dict[str, Any]) -> None:
+    """The label's evidence line is in exactly the files it names, and `cause_line_present` says whether any."""
+    root = out / lab["path"]
+    texts = {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
+    ev = lab["initiating"]["evidence"]
+    holders = sorted(k for k, t in texts.items() if ev in t)
+    assert holders == lab["initiating_files"], (lab["id"], ev)
+    assert bool(holders) == lab["cause_line_present"]
+
+
 def assert_imports_only_the_standard_library(package: Path) -> None:
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     for py in sorted(package.glob("*.py")):

@@ -12,6 +12,7 @@ import pytest
 from bench.independent5.generate import LAYOUTS, generate
 from bench.independent5.kinds import KINDS
 from tests.benches.generated_jobs import (
+    assert_evidence_in_the_named_files,
     assert_imports_only_the_standard_library,
     assert_label_in_corpus_schema,
     assert_same_seed_same_bytes,
@@ -69,12 +70,7 @@ def test_some_jobs_cannot_be_told(out: Path) -> None:
 
 def test_cause_line_present_when_labelled(out: Path) -> None:
     for lab in labels(out):
-        texts = {str(p.relative_to(out / lab["path"])): p.read_text() for p in (out / lab["path"]).rglob("*")
-                 if p.is_file()}
-        ev = lab["initiating"]["evidence"]
-        holders = sorted(k for k, t in texts.items() if ev in t)
-        assert holders == lab["initiating_files"], (lab["id"], ev)
-        assert bool(holders) == lab["cause_line_present"]
+        assert_evidence_in_the_named_files(out, lab)
 
 
 def test_imports_only_the_standard_library() -> None:
