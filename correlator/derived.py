@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from catalog.loader import Catalog
 from catalog.model import Implicates, Severity, Signature
 from correlator.events import Event, Target
+from correlator.exits import DEATH_CODES
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from correlator.stall_reports import stall_events
@@ -37,7 +38,7 @@ W_DUPLICATE = 4.0  # the rank announcements of every process contradict each oth
 W_MISSING = 1.0  # ranks never announced: they never started, or their logs are not here
 W_SAVE_HANG = 2.5  # above a traceback's frame in a save (where, not what), below a specific cause after the start
 W_SAVE_KILLED = 1.0  # a kill or crash ended it (SIGKILL, SIGSEGV, SIGBUS): that exit says more than where it was
-KILLS = frozenset({-9, 137, -11, 139, -7, 135})
+KILLS = DEATH_CODES
 MAX_CLAIM_LINES = 6
 _JOB = Target(None, None)
 _DERIVED_ORDER = 1 << 61  # after every line read, before collective lags: a stable tie-break

@@ -22,18 +22,21 @@ from schemas.findings import Role
 TEARDOWN_CODES = frozenset({-15, 143, 15, -2, 130})  # SIGTERM / SIGINT: stopped by the agent or from outside
 
 # Killed or crashed: the code itself says what happened to the process (a SIGKILL from the OOM killer or the
-# scheduler, a segfault, a bus error), which a code of 1 or a SIGABRT after an exception does not.
-DEATH_CODES = frozenset({-9, 137, -11, 139, -7, 135})
+# scheduler, a segfault, a bus error, an illegal instruction), which a code of 1 or a SIGABRT after an exception
+# does not.
+DEATH_CODES = frozenset({-9, 137, -11, 139, -7, 135, -4, 132})
 # strsignal(3) texts srun prints for a task killed by a signal, as the negative codes torchrun reports
 # A worker's exit code that names its signal (torchrun's table prints -N; a shell, 128 + N): the crash's class
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault",
                    -6: "torchrun.worker_sigabrt", 134: "torchrun.worker_sigabrt",
-                   -7: "torchrun.worker_sigbus", 135: "torchrun.worker_sigbus"}
+                   -7: "torchrun.worker_sigbus", 135: "torchrun.worker_sigbus",
+                   -4: "torchrun.worker_sigill", 132: "torchrun.worker_sigill"}
 # An entry tagged with a signal's name already says how the process ended; one without (mpirun's "exited on signal
 # 11", torchrun's "failed (exitcode: -11)") reports an ending whose class the signal gives
-SIGNAL_TAGS = frozenset({"sigkill", "sigsegv", "sigabrt", "sigbus", "sigterm"})
-SIGNAL_CODES = {"Killed": -9, "Terminated": -15, "Segmentation fault": -11, "Aborted": -6, "Bus error": -7}
+SIGNAL_TAGS = frozenset({"sigkill", "sigsegv", "sigabrt", "sigbus", "sigill", "sigterm"})
+SIGNAL_CODES = {"Killed": -9, "Terminated": -15, "Segmentation fault": -11, "Aborted": -6, "Bus error": -7,
+                "Illegal instruction": -4}
 
 
 def exit_report(ev: Event) -> bool:

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from catalog.model import Category
 from correlator.calibration import CAP_THIN
 from correlator.events import NO_ERROR_FILE, REPORTS_ONLY, Event
+from correlator.exits import DEATH_CODES
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from schemas.findings import Role
 
-TELLING_CODES = frozenset({-9, 137, -11, 139, -7, 135})  # their own entries: torchrun.worker_sigkilled, ...
+TELLING_CODES = DEATH_CODES  # their own entries: torchrun.worker_sigkilled, ...
 CAP = CAP_THIN  # under calibration.SUSPECTS_BELOW: the rank the exit codes point at is listed as a suspect
 MAX_CODES = 4
 

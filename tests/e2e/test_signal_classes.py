@@ -36,6 +36,18 @@ def test_mpiruns_abort_report_is_an_abort() -> None:
     assert rc is not None and "SIGABRT" in rc.title and rc.rank == 3
 
 
+def test_mpiruns_illegal_instruction_report_is_a_sigill_on_that_node() -> None:
+    # signal(7): SIGILL is 4, strsignal "Illegal instruction"; a CPU without the instruction the build uses
+    rc = _diagnose(_mpirun("4 (Illegal instruction)")).root_cause
+    assert rc is not None and rc.signature == "torchrun.worker_sigill"
+    assert (rc.rank, rc.host) == (3, "gpu-node-2")
+
+
+def test_torchruns_sigill_row_is_a_sigill() -> None:
+    rc = _diagnose(_table(-4, "SIGILL")).root_cause
+    assert rc is not None and rc.signature == "torchrun.worker_sigill" and rc.rank == 5
+
+
 def test_mpiruns_report_of_a_signal_without_an_entry_stays_mpiruns() -> None:
     rc = _diagnose(_mpirun("8 (Floating point exception)")).root_cause
     assert rc is not None and rc.signature == "mpi.process_signaled"
