@@ -25,6 +25,8 @@ class Backlog:
         self.max_bytes = max_bytes
         self._held = 0
         self._peak = 0  # the most ever held at once: what a test or an operator checks the bound against
+        self._waiting = 0  # submits waiting for room now
+        self.waits = 0  # submits that had to wait for room, ever: how often producers were held back
         self._changed = threading.Condition()
 
     @property
@@ -35,16 +37,26 @@ class Backlog:
     def peak(self) -> int:
         return self._peak
 
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
     def admit(self, size: int, timeout: float) -> bool:
         """Hold `size` more bytes once there is room, waiting at most `timeout` seconds; False when there was
         none in time (nothing is held then)."""
         deadline = time.monotonic() + timeout
         with self._changed:
+            if self._held and self._held + size > self.max_bytes:
+                self.waits += 1
             while self._held and self._held + size > self.max_bytes:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._changed.wait(left)
+                self._waiting += 1
+                try:
+                    self._changed.wait(left)
+                finally:
+                    self._waiting -= 1
             self._held += size
             self._peak = max(self._peak, self._held)
             return True
