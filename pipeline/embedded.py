@@ -9,8 +9,8 @@ With a ScanPool (pipeline/scanpool.py), the worker thread hands each batch of sh
 stores the scans that come back, oldest first, while the next batches are scanned: at most `2 * workers` batches
 are out at once. Any other task waits until every batch before it is stored, so the order is the one without a
 pool. A batch whose process died, or whose scan failed, is scanned here as it would be without a pool.
-The queue is bounded, and so are the bytes of every shard held from its submit until it is stored, queued or out
-for its scan or waiting to be stored (pipeline/backlog.py): when either is full, submit waits, then raises
+The messages held from their submit until they are done, and the bytes of their shards, are bounded, whether
+queued, out for their scan or waiting to be stored (pipeline/backlog.py): when either is full, submit waits, then raises
 RetryableError, so the HTTP ingest answers 503 and the shipper backs off instead of memory growing. A burst is
 thereby scanned as it is admitted, and the last shard of a job waits behind a bounded backlog, not the whole burst.
 """
@@ -57,6 +57,7 @@ class Item(NamedTuple):
     letter: Letter
     shard: tuple[LogShard | ShardPayload, Mapping[str, str]] | None = None  # a shard's first attempt (batched)
     size: int = 0  # the bytes the Backlog holds for it until it is done
+    admitted: bool = False  # submitted, so held by the Backlog (a retry the timer queues is not)
 
 TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
 # how long the worker thread waits on the oldest batch being scanned before looking at the queue again, while the
@@ -70,13 +71,13 @@ class EmbeddedRunner:
                  clock: Clock = system_clock, scan_pool: ScanPool | None = None,
                  max_bytes: int = QUEUE_BYTES) -> None:
         self._clock = clock
-        self.backlog = Backlog(max_bytes)
+        self.backlog = Backlog(max_bytes, queue_size)
         # time.time() when the newest batch's scan came back from the pool (for bench.pipeline's breakdown)
         self.scanned_at: float | None = None
         self._pool = scan_pool
         self._scanning: deque[tuple[list[Item], Future[bytes]]] = deque()  # batches out, oldest first
         self._ahead = 2 * scan_pool.workers if scan_pool is not None else 0
-        self._queue: queue.Queue[Item | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Item | None] = queue.Queue()  # bounded by the backlog, which holds it and more
         self._put_timeout = put_timeout
         self._timers: list[tuple[datetime, int, Task, int, Letter]] = []
         self._timer_seq = itertools.count()
@@ -146,18 +147,15 @@ class EmbeddedRunner:
 
     def _put(self, item: Item) -> None:
         if not self.backlog.admit(item.size, self._put_timeout):
-            raise RetryableError("ingest backlog is full; retry shortly", retry_after=1.0)
-        try:
-            self._queue.put(item, timeout=self._put_timeout)
-        except queue.Full as exc:
-            self.backlog.release(item.size)
-            raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0) from exc
+            raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0)
+        self._queue.put(item._replace(admitted=True))
 
     def _done(self, batch: list[Item]) -> None:
         """The batch's items are finished (stored, dead-lettered, or set to retry by the timer, which holds the
         retry's task from then): the queue and the backlog let them go."""
         for item in batch:
-            self.backlog.release(item.size)
+            if item.admitted:
+                self.backlog.release(item.size)
             self._queue.task_done()
 
     def _later(self, delay: float, task: Task, attempt: int, letter: Letter) -> None:
@@ -322,7 +320,4 @@ class EmbeddedRunner:
                     self._wake.wait(timeout=min(wait, TICK_S))
                     continue
                 heapq.heappop(self._timers)
-            try:
-                self._queue.put(Item(task, attempt, letter), timeout=60)
-            except queue.Full:
-                self._later(1.0, task, attempt, letter)
+            self._queue.put(Item(task, attempt, letter))  # not admitted: its first attempt was
