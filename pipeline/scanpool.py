@@ -15,8 +15,9 @@ guard its own start-up (`if __name__ == "__main__":`); `firstfault serve` and `p
 A batch's scans come back as one pickled bytes object, unpickled by the runner's thread (`received`) with the
 cyclic collector held off (pipeline/collector.py), not by the executor's own thread as it reads the pipe: a
 collection there, started by the 20,000 objects a batch of 64 shards rebuilds into, walks every scan the service
-keeps for its correlations, and took five sixths of reading the scans back (4,096 ranks, 5,120 shards: 1.38
-CPU-s with the collector, 0.19 without, by the process clock).
+keeps for its correlations, and took more than half of reading the scans back (4,096 ranks, 5,120 shards, only
+the job's own scans kept: 0.54 CPU-s with the collector, 0.24 without, `python -m bench.receive_cpu`; the more
+scans of earlier jobs the service keeps, the more a full collection walks).
 
 A process that dies (the OOM killer, a signal) breaks the pool: every batch it held comes back as an error, which
 the runner scans in its own thread, and the next batch starts a new pool. No shard is lost; the one that killed a
