@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from api.limits import INGEST_KINDS
 from ingest.dispatch import Dispatcher
@@ -54,9 +55,11 @@ async def _body(request: Request, kind: str) -> object:
 def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["ingest"], dependencies=[Depends(bearer_guard(token))])
 
-    def hand_on(kind: str, submit: Callable[[], None], data_bytes: int = 0) -> JSONResponse:
+    async def hand_on(kind: str, submit: Callable[[], None], data_bytes: int = 0) -> JSONResponse:
         try:
-            submit()
+            # in a thread: a dispatcher pushing back waits (the embedded backlog, up to its put timeout), and the
+            # event loop serves every other request meanwhile
+            await run_in_threadpool(submit)
         except RetryableError as exc:
             metrics.rejected(kind, "http", "backpressure")
             retry = str(int(exc.retry_after or 1))
@@ -72,7 +75,8 @@ def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
             metrics.rejected("job", "http", "invalid")
             raise HTTPException(status_code=400, detail=_reason(exc)) from exc
         with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=event.job_id):
-            return hand_on("job", lambda: dispatcher.submit_job(event, tracing.headers()))
+            headers = tracing.headers()  # this request's span, read here: the submit runs in another thread
+            return await hand_on("job", lambda: dispatcher.submit_job(event, headers))
 
     @router.post("/shards", status_code=202)
     async def post_shard(request: Request) -> JSONResponse:
@@ -88,6 +92,7 @@ def ingest_router(dispatcher: Dispatcher, token: str | None) -> APIRouter:
             metrics.rejected("shard", "http", "invalid")
             raise HTTPException(status_code=400, detail=exc.reason) from exc
         with tracing.span("firstfault.ingest_http", dict(request.headers), job_id=shard.job_id, seq=shard.seq):
-            return hand_on("shard", lambda: dispatcher.submit_shard(shard, tracing.headers(), data), len(shard.data))
+            headers = tracing.headers()
+            return await hand_on("shard", lambda: dispatcher.submit_shard(shard, headers, data), len(shard.data))
 
     return router

@@ -58,6 +58,9 @@ class Settings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     otlp_endpoint: str | None = None
     queue_size: int = Field(default=1024, ge=1)  # embedded mode: messages buffered before ingest pushes back
+    # embedded mode: bytes of packed shard data held from ingest until stored (queued, scanning, waiting to be stored)
+    # before ingest pushes back (pipeline/backlog.py); what a job's last shard can find ahead of it
+    queue_bytes: int = Field(default=64 << 20, ge=1)
     # embedded mode: processes scanning shards beside the thread that stores them (pipeline/scanpool.py); None:
     # one per usable core when there are two or more; 0: scanned in the runner's own thread
     scan_workers: int | None = Field(default=None, ge=0)

@@ -40,7 +40,7 @@ def build_embedded(settings: Settings, on_saved: OnSaved | None = None) -> Embed
 
     store = Store.open(settings.database_url)
     runner = EmbeddedRunner(queue_size=settings.queue_size, clock=system_clock,  # the pipeline's clock too
-                            scan_pool=scan_pool_for(settings))
+                            scan_pool=scan_pool_for(settings), max_bytes=settings.queue_bytes)
     pipeline = pipeline_for(settings, store, runner, on_saved, clock=system_clock)
     runner.bind(pipeline)
     resume_pending(store, runner)  # correlations the previous process had pending, timers and all, are re-armed

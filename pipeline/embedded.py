@@ -9,8 +9,10 @@ With a ScanPool (pipeline/scanpool.py), the worker thread hands each batch of sh
 stores the scans that come back, oldest first, while the next batches are scanned: at most `2 * workers` batches
 are out at once. Any other task waits until every batch before it is stored, so the order is the one without a
 pool. A batch whose process died, or whose scan failed, is scanned here as it would be without a pool.
-The queue is bounded: when it is full, submit waits, then raises RetryableError, so the HTTP ingest answers 503
-and the shipper backs off instead of memory growing.
+The messages held from their submit until they are done, and the bytes of their shards, are bounded, whether
+queued, out for their scan or waiting to be stored (pipeline/backlog.py): when either is full, submit waits, then raises
+RetryableError, so the HTTP ingest answers 503 and the shipper backs off instead of memory growing. A burst is
+thereby scanned as it is admitted, and the last shard of a job waits behind a bounded backlog, not the whole burst.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, wait
@@ -28,8 +31,9 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from pipeline import metrics
+from pipeline.backlog import Backlog
 from pipeline.scanning import Outcome, arrival
-from pipeline.scanpool import ScanPool, Sent, received
+from pipeline.scanpool import ScanPool, received
 from pipeline.service import Pipeline
 from schemas.clock import Clock, system_clock
 from schemas.errors import FirstfaultError, RetryableError
@@ -42,6 +46,7 @@ log = logging.getLogger("firstfault.embedded")
 Task = Callable[[], object]
 # what a dead letter keeps of a task: kind, where, payload (built when it is kept, for a shard held packed)
 Letter = tuple[str, str, dict[str, Any] | Callable[[], dict[str, Any]]]
+QUEUE_BYTES = 64 << 20  # packed shard data held at most (Settings.queue_bytes): 64 full shards, or a few thousand small
 BATCH = 64  # shards taken off the queue at once: enough to amortize a commit, little to redo when one fails
 STORE_BATCH = 256  # shards scanned by the pool stored in one transaction at most (batches that came back together)
 
@@ -51,6 +56,8 @@ class Item(NamedTuple):
     attempt: int
     letter: Letter
     shard: tuple[LogShard | ShardPayload, Mapping[str, str]] | None = None  # a shard's first attempt (batched)
+    size: int = 0  # the bytes the Backlog holds for it until it is done
+    admitted: bool = False  # submitted, so held by the Backlog (a retry the timer queues is not)
 
 TICK_S = 0.5  # the timer looks at the clock at least this often: an injected clock may jump ahead
 # how long the worker thread waits on the oldest batch being scanned before looking at the queue again, while the
@@ -61,12 +68,16 @@ SCANNED_WAIT_S = 0.01
 
 class EmbeddedRunner:
     def __init__(self, queue_size: int = 1024, put_timeout: float = 5.0,
-                 clock: Clock = system_clock, scan_pool: ScanPool | None = None) -> None:
+                 clock: Clock = system_clock, scan_pool: ScanPool | None = None,
+                 max_bytes: int = QUEUE_BYTES) -> None:
         self._clock = clock
+        self.backlog = Backlog(max_bytes, queue_size)
+        # time.time() when the newest batch's scan came back from the pool (for bench.pipeline's breakdown)
+        self.scanned_at: float | None = None
         self._pool = scan_pool
-        self._scanning: deque[tuple[list[Item], Future[list[Sent]]]] = deque()  # batches out, oldest first
+        self._scanning: deque[tuple[list[Item], Future[bytes]]] = deque()  # batches out, oldest first
         self._ahead = 2 * scan_pool.workers if scan_pool is not None else 0
-        self._queue: queue.Queue[Item | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[Item | None] = queue.Queue()  # bounded by the backlog, which holds it and more
         self._put_timeout = put_timeout
         self._timers: list[tuple[datetime, int, Task, int, Letter]] = []
         self._timer_seq = itertools.count()
@@ -92,12 +103,13 @@ class EmbeddedRunner:
         # held as it is and decoded by the worker thread.
         if data is None:
             self._put(Item(lambda: self._bound().accept_shard(shard, headers), 0,
-                           ("shard", "match_shard", shard.model_dump(mode="json")), (shard, headers)))
+                           ("shard", "match_shard", shard.model_dump(mode="json")), (shard, headers),
+                           len(shard.data)))
             return
         payload = ShardPayload.of(shard, data)
         self._put(Item(lambda: self._bound().accept_shard(payload, headers), 0,
                        ("shard", "match_shard", lambda: payload.as_shard().model_dump(mode="json")),
-                       (payload, headers)))
+                       (payload, headers), len(data)))
 
     # -- Scheduler ----------------------------------------------------------------------------------------------
     def correlate_at(self, job_id: str, at: datetime, headers: Mapping[str, str]) -> None:
@@ -134,10 +146,17 @@ class EmbeddedRunner:
         return self.pipeline
 
     def _put(self, item: Item) -> None:
-        try:
-            self._queue.put(item, timeout=self._put_timeout)
-        except queue.Full as exc:
-            raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0) from exc
+        if not self.backlog.admit(item.size, self._put_timeout):
+            raise RetryableError("ingest queue is full; retry shortly", retry_after=1.0)
+        self._queue.put(item._replace(admitted=True))
+
+    def _done(self, batch: list[Item]) -> None:
+        """The batch's items are finished (stored, dead-lettered, or set to retry by the timer, which holds the
+        retry's task from then): the queue and the backlog let them go."""
+        for item in batch:
+            if item.admitted:
+                self.backlog.release(item.size)
+            self._queue.task_done()
 
     def _later(self, delay: float, task: Task, attempt: int, letter: Letter) -> None:
         self._at(self._clock() + timedelta(seconds=delay), task, attempt, letter)
@@ -164,8 +183,7 @@ class EmbeddedRunner:
             try:
                 self._run_batch(batch)
             finally:
-                for _ in batch:
-                    self._queue.task_done()
+                self._done(batch)
 
     def _take(self) -> Item | None:
         """The next queued item; meanwhile the batches scanned are stored as they come back, oldest first."""
@@ -202,15 +220,19 @@ class EmbeddedRunner:
         assert self._pool is not None
         shards = [arrival(item.shard[0]) for item in batch if item.shard is not None]
         try:
-            self._scanning.append((batch, self._pool.submit(shards, self._clock().year)))
+            future = self._pool.submit(shards, self._clock().year)
+            future.add_done_callback(self._scan_back)
+            self._scanning.append((batch, future))
         except Exception:  # no process could start: scanned here, after the batches before it
             log.warning("the scan pool takes no batch; scanning in the runner's thread", exc_info=True)
             self._store_scans(until_empty=True)
             try:
                 self._run_batch(batch)
             finally:
-                for _ in batch:
-                    self._queue.task_done()
+                self._done(batch)
+
+    def _scan_back(self, _future: Future[bytes]) -> None:
+        self.scanned_at = time.time()  # in the pool's thread: one assignment
 
     def _store_scans(self, until_empty: bool) -> None:
         """Store the scanned batches at the head, oldest first: every one (waiting for each), or those done. The
@@ -228,10 +250,9 @@ class EmbeddedRunner:
             try:
                 self._run_batch(batch, outcomes)
             finally:
-                for _ in batch:
-                    self._queue.task_done()
+                self._done(batch)
 
-    def _received(self, future: Future[list[Sent]]) -> list[Outcome] | None:
+    def _received(self, future: Future[bytes]) -> list[Outcome] | None:
         """A batch's scans, or None when its process died holding it or its scan raised (scanned here then)."""
         try:
             return received(future.result())
@@ -299,7 +320,4 @@ class EmbeddedRunner:
                     self._wake.wait(timeout=min(wait, TICK_S))
                     continue
                 heapq.heappop(self._timers)
-            try:
-                self._queue.put(Item(task, attempt, letter), timeout=60)
-            except queue.Full:
-                self._later(1.0, task, attempt, letter)
+            self._queue.put(Item(task, attempt, letter))  # not admitted: its first attempt was

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -17,6 +15,7 @@ from correlator.jobs import changes, readiness
 from correlator.reading import SourceResult
 from correlator.shards import SourceKey, merge, result_to_json
 from pipeline import metrics, tracing
+from pipeline.collector import collector_held_off
 from pipeline.recent import RecentScans
 from pipeline.scanning import Arrival, Outcome, Scanned, Unreadable, arrival, scan, scan_arrival
 from schemas.clock import Clock
@@ -212,7 +211,7 @@ class Pipeline:
                     if ready.due is not None:
                         self._schedule(job_id, ready.due, now)
                     return None
-            with _no_collections():
+            with collector_held_off():
                 diagnosis = diagnose(merge(view.shards), self.matcher.catalog, event.rank_hosts,
                                      exit_codes=event.exit_codes, ended_at=event.ended_at)
             with tracing.span("firstfault.store_incident", None, job_id=job_id):
@@ -305,25 +304,6 @@ def _told(new: Incident, earlier: Incident, now: datetime) -> Incident | None:
             f"the fix did not hold; the new incident is {new.severity}")
     return earlier.model_copy(update={"regressed_by": new.id, "revision": earlier.revision + 1, "updated_at": now,
                                       "changes": [line]})
-
-
-@contextmanager
-def _no_collections() -> Iterator[None]:
-    """The cyclic collector held off while a job's scans are merged and diagnosed (pure work, no store call).
-
-    A worker keeps the scans of its latest jobs (RecentScans: 400,000 objects with two 4,096-rank jobs), and a
-    correlation allocates enough to start a full collection, which walks them all: 0.79 CPU-s for a 4,096-rank
-    correlation with one, 0.54 without (bench.correlate_cpu; docs/performance.md, "The service"). Merging and
-    diagnosing make no reference cycles (tests/unit/test_no_cycles.py, tests/pipeline/test_service.py), so
-    reference counting frees all they drop; the collector is on again for the store's work. Nested or
-    concurrent holders: only the one that turned it off turns it on."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _observe(saved: Incident, failed_at: datetime | None) -> None:

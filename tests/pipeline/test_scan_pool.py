@@ -160,3 +160,29 @@ def test_a_shard_that_does_not_decode_is_a_dead_letter_with_scan_processes(sqlit
         assert len(service.store.job("bad").shards) == len(shards) - 1  # the others of its batch are stored
     finally:
         service.close()
+
+
+def test_a_batch_read_back_makes_no_reference_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's thread rebuilds a batch's scans with the cyclic collector held off (pipeline/scanpool.py:
+    a collection there walked every scan the service keeps); that is safe only while rebuilding makes no
+    cycles, so that reference counting frees whatever it drops. A batch as a scan process sends it: pickled."""
+    import gc
+
+    import pipeline.scanpool as scanpool
+    from pipeline.scanning import Scanned, arrival
+
+    monkeypatch.setattr(scanpool, "_matcher", default_matcher())
+    message = scanpool._scan([arrival(shard) for shard in _small_shards("cycles")[:64]], 2026)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        gc.collect()
+        outcomes = scanpool.received(message)
+        assert gc.isenabled()  # on again after
+        gc.disable()
+        assert all(isinstance(out, Scanned) for out in outcomes)
+        assert sum(len(out.result.findings) for out in outcomes if isinstance(out, Scanned)) > 0
+        del outcomes
+        assert gc.collect() == 0
+    finally:
+        (gc.enable if was else gc.disable)()
