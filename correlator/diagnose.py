@@ -42,6 +42,7 @@ from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_mode
 from correlator.release import gathered, let_go
 from correlator.reporters import spare_messengers
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
+from correlator.subgroups import rests_on_group_rank
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
 from correlator.worker_kills import worker_kills
@@ -137,8 +138,6 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
     made = held_by_absence(made, placed)
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
-
-
 
 
 def _root_cause(sig: Signature, rank: int | None, host: str | None, conf: float, time: datetime | None,
@@ -283,7 +282,8 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     explanation += _why_not_others(ranked, failures, root_events)
     explanation += _clock_note(offsets)
     conf, feats = calibration.judge(ranked, sig, rank, host,
-                                    hosts_failing=len({ev.reporter.host for ev in failures} - {None}))
+                                    hosts_failing=len({ev.reporter.host for ev in failures} - {None}),
+                                    group_rank_only=rests_on_group_rank(cand, rank, ids.group_ranks))
     if unknown is not None:  # the exit codes' rank is a suspect: said first, and held under calibration's line
         explanation.insert(0, unknown.note)
         conf = min(conf, unknown.cap)
