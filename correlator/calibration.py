@@ -107,7 +107,7 @@ class Features:
     peer_unmapped: float = 0.0
     # the rank named was read from a ProcessGroupNCCL subgroup's prefix alone ("[PG ID 2 PG GUID 3 Rank 0]": the
     # rank in that group) and no line gives the global rank it stands for (correlator/subgroups.py): it is the
-    # global rank only if the group spans the world.
+    # global rank only if the group spans the world, which nothing says: the answer lists suspects.
     group_rank_only: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -277,14 +277,14 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped or f.group_rank_only:
+    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped:
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
     if f.thin and not f.job_wide:
         limit = min(limit, CAP_THIN)
-    if f.unlocated or _tied_with_a_rank(f):
-        limit = min(limit, CAP_THIN)
+    if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only:  # a subgroup's rank: a coin, if the group
+        limit = min(limit, CAP_THIN)  # spans the world or not (a tensor-parallel group of ranks 4-7 prints 0-3)
     return limit
 
 

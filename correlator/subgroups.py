@@ -15,8 +15,8 @@ no launcher prefix or file name gives one. This module settles it afterwards:
   ProcessGroupNCCL initialization options: size: N, global rank: G"; globalRank() is a function-level static set
   by the default group, made first), its group rank r is global rank G: its lines are renamed to G (global_ranks);
 - where nothing does, the rank is left as read (dropping it cost a held-out answer: world-spanning groups print
-  the global rank there), but an answer resting on it alone is not confident (rests_on_group_rank, a cap in
-  correlator/calibration.py).
+  the global rank there), but an answer resting on it alone lists suspects (rests_on_group_rank, a cap under
+  the suspects line in correlator/calibration.py).
 """
 
 from __future__ import annotations
@@ -115,3 +115,12 @@ def rests_on_group_rank(cand: Candidate, rank: int | None, known: frozenset[Grou
         if found is None or (f.source, *found) in known:
             return False
     return True
+
+
+def group_rank_note(group_only: bool) -> list[str]:
+    """What the explanation says of an answer resting on a subgroup's rank alone."""
+    if not group_only:
+        return []
+    return ["the rank is read from a ProcessGroupNCCL subgroup's prefix ([PG ID k ... Rank r]: the rank in that "
+            "group) and no line gives its global rank (the group's 'initialization options: size: N, global rank: "
+            "G' line): it is the global rank only if the group spans every rank"]

@@ -41,9 +41,12 @@ def test_a_subgroups_rank_is_named_by_the_global_rank_its_construction_line_give
     assert _root_cause(log).rank == 5
 
 
-def test_a_subgroups_rank_with_no_line_giving_its_global_rank_is_not_confident() -> None:
-    rc = _root_cause(_CRASH.format(prefix="[PG ID 2 PG GUID 3 Rank 0]"))
-    assert rc.confidence < 0.7
+def test_a_subgroups_rank_with_no_line_giving_its_global_rank_is_a_suspect_not_an_answer() -> None:
+    m = default_matcher()
+    d = diagnose([scan_source(m, "train.log", [_CRASH.format(prefix="[PG ID 2 PG GUID 3 Rank 0]").encode()], 2026,
+                              0)], m.catalog)
+    assert d.verdict == "suspects" and d.root_cause is not None and d.root_cause.confidence < 0.5
+    assert [s.rank for s in d.suspects][:1] == [0]
 
 
 def test_a_world_spanning_groups_construction_line_confirms_its_rank() -> None:
@@ -60,7 +63,7 @@ def test_a_world_spanning_groups_construction_line_confirms_its_rank() -> None:
 def test_another_processs_construction_line_in_the_same_group_says_nothing_of_this_one() -> None:
     log = _INIT.format(prefix="[PG ID 2 PG GUID 3 Rank 0]", size=4, rank=4) + _CRASH.format(prefix=_TP)
     rc = _root_cause(log)
-    assert rc.rank == 1 and rc.confidence < 0.7
+    assert rc.rank == 1 and rc.confidence < 0.5
 
 
 def test_the_launchers_global_rank_still_names_a_subgroups_member() -> None:
