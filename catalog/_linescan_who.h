@@ -73,12 +73,20 @@ typedef struct {
     Py_ssize_t host, host_end, pid, pid_end, dev, dev_end, end;
 } NcclHeader;
 
-/* (?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]  with the host at h, before n. No step
- * backtracks: each run is followed by a character its class excludes. */
+/* (?P<host>[A-Za-z0-9][\w.-]*|\.\.\.(?=[\w.-]*[A-Za-z0-9])[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]  with the
+ * host at h, before n (the second form: a name whose head a paste elided, "...-48"). No step backtracks: each run
+ * is followed by a character its class excludes. */
 static int nccl_at(const char *s, Py_ssize_t h, Py_ssize_t n, NcclHeader *out) {
     Py_ssize_t i = h;
-    if (i >= n || !(is_dig(s[i]) || is_alpha(s[i]))) return 0;
-    for (i++; i < n && (is_word(s[i]) || s[i] == '.' || s[i] == '-'); i++) {}
+    int alnum = 1;
+    if (n - i >= 3 && s[i] == '.' && s[i + 1] == '.' && s[i + 2] == '.') {
+        alnum = 0, i += 3;
+        for (; i < n && (is_word(s[i]) || s[i] == '.' || s[i] == '-'); i++) alnum |= is_dig(s[i]) || is_alpha(s[i]);
+    } else {
+        if (i >= n || !(is_dig(s[i]) || is_alpha(s[i]))) return 0;
+        for (i++; i < n && (is_word(s[i]) || s[i] == '.' || s[i] == '-'); i++) {}
+    }
+    if (!alnum) return 0;
     if (i >= n || s[i] != ':') return 0;
     out->host = h, out->host_end = i, out->pid = ++i;
     if ((i = digits_from(s, i, n)) == out->pid || i >= n || s[i] != ':') return 0;

@@ -42,7 +42,7 @@ THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all mat
 CAP_THIN = SUSPECTS_BELOW - 0.01  # such an answer naming a rank or host lists suspects, it names no initiator
 FLOOR, CEILING = 0.05, 0.97  # a fitted logit is never certain either way
 # Features the caps read and the fit never weighs (bench/calibrate.py leaves them out of the model).
-CAP_ONLY = ("absent_only", "gpu_unplaced")
+CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only")
 DEFAULT_PATH = "assembled"
 PATHS = ("assembled", "collateral_only", "unknown_suspect")
 
@@ -105,6 +105,10 @@ class Features:
     # printed failures too and none is the peer's (in a paste of the reporter's own output alone it stays the lead,
     # as the real tuning halves' labels had it: 2 of 2). A coin between two.
     peer_unmapped: float = 0.0
+    # the rank named was read from a ProcessGroupNCCL subgroup's prefix alone ("[PG ID 2 PG GUID 3 Rank 0]": the
+    # rank in that group) and no line gives the global rank it stands for (correlator/subgroups.py): it is the
+    # global rank only if the group spans the world, which nothing says: the answer lists suspects.
+    group_rank_only: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -179,9 +183,10 @@ def _local_only(cand: Candidate, rank: int | None) -> bool:
 
 
 def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
-             path: str = DEFAULT_PATH, hosts_failing: int = 1) -> Features:
+             path: str = DEFAULT_PATH, hosts_failing: int = 1, group_rank_only: bool = False) -> Features:
     """The features of a diagnosis naming ``ranked[0]`` (at ``rank``/``host``, as located) with ``sig`` (None: no
-    catalog entry), by ``path``; ``hosts_failing``: how many hosts printed a failure line."""
+    catalog entry), by ``path``; ``hosts_failing``: how many hosts printed a failure line; ``group_rank_only``:
+    the rank is a subgroup's, not known to be global (correlator/subgroups.py)."""
     top = ranked[0] if ranked else None
     top_score = top.score if top else 0.0
     second = ranked[1] if len(ranked) > 1 else None
@@ -223,6 +228,7 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
                         and not (sig is not None and sig.scope is Scope.JOB)
                         and not (top is not None and (top.target.rank is not None or top.target.host is not None)
                                  and not _node_unnamed(top, sig))),
+        group_rank_only=float(group_rank_only and rank is not None),
     )
 
 
@@ -277,8 +283,8 @@ def cap(f: Features) -> float:
         limit = min(limit, CAP_NO_CATALOG)
     if f.thin and not f.job_wide:
         limit = min(limit, CAP_THIN)
-    if f.unlocated or _tied_with_a_rank(f):
-        limit = min(limit, CAP_THIN)
+    if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only:  # a subgroup's rank: a coin, if the group
+        limit = min(limit, CAP_THIN)  # spans the world or not (a tensor-parallel group of ranks 4-7 prints 0-3)
     return limit
 
 
@@ -288,10 +294,10 @@ def calibrated(f: Features) -> float:
 
 
 def judge(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
-          path: str = DEFAULT_PATH, hosts_failing: int = 1) -> tuple[float, Features]:
+          path: str = DEFAULT_PATH, hosts_failing: int = 1, group_rank_only: bool = False) -> tuple[float, Features]:
     """The calibrated confidence of naming ``ranked[0]`` at ``rank``/``host`` with ``sig``, and what it was computed
     from."""
-    f = features(ranked, sig, rank, host, path, hosts_failing)
+    f = features(ranked, sig, rank, host, path, hosts_failing, group_rank_only)
     return calibrated(f), f
 
 

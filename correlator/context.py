@@ -35,6 +35,14 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # collectives than the others never joined the one they wait in.
     "pg_status": r"(?:work sequence id: (?P<seq>\d+) PG status: )?[Ll]ast enqueued (?:NCCL )?work: (?P<enqueued>\d+), "
     r"last completed (?:NCCL )?work: (?P<completed>\d+)",
+    # ProcessGroupNCCL's constructor, one line a group a process (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp,
+    # 2.3 and later: LOG(INFO) << logPrefix() << "ProcessGroupNCCL initialization options: " << "size: " << size
+    # << ", global rank: " << globalRank() << ...). logPrefix() is createLogPrefix()'s "[PG ID <local_id_> PG GUID
+    # <pg_uid_>(<pg_desc_>) Rank <rank_>] ", rank_ the rank IN THAT GROUP; globalRank() is a function-level static
+    # set on its first call, by the default group made first: the process's global rank. The one line that ties a
+    # subgroup's rank to the global one (correlator/subgroups.py)
+    "pg_init": r"\[PG ID (?P<pg>\d+) PG GUID \S+ Rank (?P<group_rank>\d+)\] ProcessGroupNCCL initialization options: "
+    r"size: (?P<size>\d+), global rank: (?P<global_rank>\d+)",
     # TCPStore clients name the store's host when it goes away: remote=[node000]:29500
     "store_remote": r"remote=\[?(?P<host>[^\]\s()]+?)\]?:(?P<port>\d+)\): (?:[Ff]ailed to (?:recv|send)|"
     r"Connection reset by peer|Broken pipe)",
@@ -252,6 +260,11 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "pg_status": ("[rank2]:[E1203 10:21:07.118 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
                   "Exception (either an error or timeout) detected by watchdog at work: 41, last enqueued NCCL work: "
                   "41, last completed NCCL work: 40.",),
+    "pg_init": ("[I1203 10:02:03.123456789 ProcessGroupNCCL.cpp:946] [PG ID 2 PG GUID 3(TENSOR_MODEL_PARALLEL_GROUP) "
+                "Rank 1] ProcessGroupNCCL initialization options: size: 4, global rank: 5, TIMEOUT(ms): 600000, "
+                "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 3",
+                "[rank5]:[I1203 10:02:03.123456789 ProcessGroupNCCL.cpp:946] [PG ID 0 PG GUID 0(default_pg) Rank 5] "
+                "ProcessGroupNCCL initialization options: size: 8, global rank: 5, TIMEOUT(ms): 600000"),
     "store_remote": ("[W1203 10:21:07.118 socket.cpp:464] [c10d] recvValue failed on SocketImpl(fd=3, addr=[node01]"
                      ":41230, remote=[node000]:29500): Failed to recv, got 0 bytes. Connection was likely closed.",
                      "[rank7]:[W908 21:53:58.148746967 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=102, "

@@ -42,6 +42,7 @@ from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_mode
 from correlator.release import gathered, let_go
 from correlator.reporters import spare_messengers
 from correlator.scoring import SKEW_TOLERANCE, W_EXIT_TEARDOWN, W_LAG, Candidate, score
+from correlator.subgroups import group_rank_note, rests_on_group_rank
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
 from correlator.worker_kills import worker_kills
@@ -137,8 +138,6 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
         cause_unknown(failures, of_kind, ids, events))  # only exit codes speak (unexplained.py)
     made = held_by_absence(made, placed)
     return with_impact(with_gpu(made, of_kind), of_kind, failures, offsets, world or len(logged) or None, ended_at)
-
-
 
 
 def _root_cause(sig: Signature, rank: int | None, host: str | None, conf: float, time: datetime | None,
@@ -281,9 +280,10 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
     explanation = [f"{cand.target.label}: " + "; ".join(cand.reasons[:6])]
     explanation += picked + notes + transport_notes
     explanation += _why_not_others(ranked, failures, root_events)
-    explanation += _clock_note(offsets)
-    conf, feats = calibration.judge(ranked, sig, rank, host,
-                                    hosts_failing=len({ev.reporter.host for ev in failures} - {None}))
+    group_only = rests_on_group_rank(cand, rank, ids.group_ranks)  # a subgroup's rank, its global one not logged
+    explanation += _clock_note(offsets) + group_rank_note(group_only)
+    failing_hosts = len({ev.reporter.host for ev in failures} - {None})
+    conf, feats = calibration.judge(ranked, sig, rank, host, hosts_failing=failing_hosts, group_rank_only=group_only)
     if unknown is not None:  # the exit codes' rank is a suspect: said first, and held under calibration's line
         explanation.insert(0, unknown.note)
         conf = min(conf, unknown.cap)

@@ -15,8 +15,8 @@ K = TypeVar("K")
 
 
 def short_name(host: str) -> str:
-    """A host's first label: node004 for node004.cluster.local."""
-    return host.split(".")[0]
+    """A host's first label: node004 for node004.cluster.local; -48 for a name a paste elided, "...-48"."""
+    return host.lstrip(".").split(".")[0]
 
 
 class HostMap(dict[K, str]):

@@ -73,7 +73,7 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
         if is_address(name):
             groups.find(name)
             continue
-        label = name.split(".")[0].lower()
+        label = name.lstrip(".").split(".")[0].lower()  # an elided name ("...-48") by what is left of it
         groups.join(name, by_label.setdefault(label, name))
         if address := address_in_name(name):
             order.setdefault(address, len(order))

@@ -70,6 +70,9 @@ class IdentityMap:
     sole_rank: dict[str, int] = field(default_factory=dict)  # host -> rank, where the host runs that rank alone
     local_ranks: LocalRanks | None = None  # (node, local rank) -> rank, once naming has read them
     pod_on: dict[str, str] = field(default_factory=dict)  # a node -> the one pod of the job it ran (pod_nodes.py)
+    # (source, group id, group rank) of the ProcessGroupNCCL subgroup ranks whose global rank a line gives
+    # (correlator/subgroups.py), once naming has read them
+    group_ranks: frozenset[tuple[str, int, int]] = frozenset()
 
     def __post_init__(self) -> None:
         # a caller may pass plain dicts: the maps are kept with their inverses whatever was given

@@ -27,6 +27,8 @@ from correlator.role_prefixes import as_local, role_rank_prefixes
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.srun_agents import agent_sources, as_agents
 from correlator.srun_output import starts_launchers, task_file_ranks
+from correlator.subgroups import confirmed as confirmed_group_ranks
+from correlator.subgroups import global_ranks as subgroup_ranks
 from correlator.table_lines import table_speakers
 from correlator.teardown_pids import place_teardown_pids
 from schemas.findings import Finding, Speaker
@@ -68,6 +70,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     if renamed:
         state.step(_rename_hosts(state.findings, state.context, renamed))
     state.step(as_agents(state.findings, state.context, agent_sources(state.ids.exits)))
+    state.step(subgroup_ranks(state.findings, state.context, state.of_kind))  # a subgroup's rank, where logged
     role_named = role_rank_prefixes(state.pairs, state.ids)
     if role_named:
         state.step(as_local(state.findings, state.context, role_named))
@@ -94,6 +97,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     fill_one_rank_exits(state.ids, single)
     place_teardown_pids(state.ids, local, state.of_kind)  # the agent's SIGTERMed pids, by local-rank order
     state.ids.sole_rank = {host: rank for rank, host in single.values()}
+    state.ids.group_ranks = confirmed_group_ranks(state.of_kind)
     return Named(state.findings, state.context, state.of_kind, state.ids, local)
 
 

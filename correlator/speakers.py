@@ -55,8 +55,11 @@ _MAY_HAVE_PREFIX = re.compile(rf"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\["
 _OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6], _PREFIXES[8]]}
 _DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-# NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank)
-_NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+# NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank; NVIDIA/nccl src/debug.cc prints
+# "%s:%d:%d [%d] " with the host name, pid, tid and cudaDev). A paste that elides the head of a host's name
+# ("...-48:34050:34121 [0] ") still names one host by it, consistently: read it as that host's name.
+_NCCL = re.compile(r"(?:^|\s|\])(?P<host>[A-Za-z0-9][\w.-]*|\.\.\.(?=[\w.-]*[A-Za-z0-9])[\w.-]*):(?P<pid>\d+):"
+                   r"(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # What every _NCCL match holds, found fast (a literal first): on a line without an NCCL header, _NCCL tries every
 # position (4.7 us on a watchdog line, 0.2 with this test first).
 _NCCL_HINT = re.compile(r":\d+:\d+ \[\d+\] ")

@@ -80,6 +80,23 @@ def test_nccl_header_gives_host_pid_and_device_but_not_rank() -> None:
     assert (who.host, who.pid, who.device, who.rank) == ("gpu12", 889, 5, None)
 
 
+def test_an_nccl_header_whose_host_a_paste_elided_still_names_that_host() -> None:
+    """NCCL's header is "%s:%d:%d [%d] " (NVIDIA/nccl src/debug.cc: host name, pid, tid, cudaDev); a paste that cuts
+    the head of the host's name ("...-48") names each host by what is left, consistently: one host, not none.
+    Dots alone name nothing."""
+    who = read_speaker("...-48:34050:34121 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port "
+                       "error", Who())
+    assert (who.host, who.pid, who.device) == ("...-48", 34050, 0)
+    assert read_speaker("...:34050:34121 [0] NCCL WARN x", Who()).host is None
+
+
+def test_two_elided_hosts_are_two_hosts() -> None:
+    from correlator.hostnames import aliases
+
+    names = aliases(["...-48", "...-51", "node48"], [], [], [], [], [])
+    assert len({names["...-48"], names["...-51"]}) == 2
+
+
 def test_words_before_a_colon_are_not_hosts() -> None:
     assert read_speaker("RuntimeError: NCCL error", Who()).host is None
     assert read_speaker("ERROR: something", Who()).host is None
