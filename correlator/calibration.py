@@ -269,6 +269,15 @@ def _tied_with_a_rank(f: Features) -> bool:
     return bool(f.job_wide and f.sequence and f.contenders)
 
 
+def _blamed_like_a_rival(f: Features) -> bool:
+    """Nothing of its own (no cause, report, sequence numbers, line, unique error or exit code): only what the
+    survivors printed about it, and another suspect has 0.7 of its score or more from the same kind of lines. Which
+    peer the survivors lost first is then a coin: each survivor names the peer its own connection ran to (NCCL's
+    `Connection closed by remote peer` in src/misc/socket.cc, `Got completion from peer` in
+    src/transport/net_ib.cc), and a teardown closes the dead peer's connections and the healthy ones' alike."""
+    return bool(f.others_only and f.contenders)
+
+
 def cap(f: Features) -> float:
     """The highest confidence the evidence allows, whatever the fit says."""
     limit = CEILING
@@ -277,7 +286,8 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped:
+    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped \
+            or _blamed_like_a_rival(f):
         limit = min(limit, CAP_ASSUMED)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)

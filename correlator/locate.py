@@ -16,6 +16,7 @@ from catalog.model import Implicates, Scope
 from correlator.events import Event, Target
 from correlator.exits import cause_like, exit_report, task_exits
 from correlator.identity import IdentityMap
+from correlator.lone_reporter import lone_rank
 from correlator.prepare import when
 from correlator.scoring import Candidate
 from correlator.templates import template
@@ -143,6 +144,9 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
     if scope is Scope.JOB and len(odd := odd_version_hosts(failures, ids)) == 1:
         notes.append(f"{next(iter(odd))} runs an NCCL release no other host runs: its image differs")
         return None, next(iter(odd)), notes
+    if scope is Scope.JOB and rank is not None and lone_rank(root, failures, rank):
+        notes.append(f"only rank {rank} printed it, the other ranks failed otherwise: it showed where rank {rank} runs")
+        return rank, host if host is not None else ids.host_of_rank.get(rank), notes
     if scope is Scope.JOB:
         # a line that names no host (srun's step report, a launcher's summary) is no host without the fault
         if (len(hosts) >= 2 and hosts >= all_hosts - {None}) or len(sources) == 1 or hosts == all_hosts:

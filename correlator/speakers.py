@@ -164,7 +164,11 @@ def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     return who, rest
 
 
-_FILE_RANK = re.compile(r"(?:^|[^a-z])(?P<word>rank|proc|worker|process|gpu)[-_.]?(?P<rank>\d{1,5})(?:\D|$)",
+# The number ends at a separator or the name's end: one running on into letters (gpu-0f9b-node1, worker-6c9f7d8b5)
+# is a generated suffix, not an index. Kubernetes names a ReplicaSet's pods <name>-<pod-template-hash>-<5 chars> from
+# the alphabet "bcdfghjklmnpqrstvwxz2456789" (k8s.io/apimachinery pkg/util/rand String, SafeEncodeString), and
+# cloud node pools name hosts with a hex hash (GKE gke-<cluster>-<pool>-<8 hex>-<4 chars>): digits then letters.
+_FILE_RANK = re.compile(r"(?:^|[^a-z])(?P<word>rank|proc|worker|process|gpu)[-_.]?(?P<rank>\d{1,5})(?![0-9a-z])",
                         re.I)
 MAX_DEVICES = 16  # GPUs one node addresses by index: gpu3.log is a device's (its rank), gpu288 a host's name
 

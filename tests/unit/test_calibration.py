@@ -111,6 +111,15 @@ def test_a_rank_known_only_as_the_one_the_others_name_without_its_host_stays_und
     assert calibrated(dataclasses.replace(f, named_hostless=0.0)) >= 0.9
 
 
+def test_a_peer_the_survivors_blame_no_more_than_another_stays_under_70_percent() -> None:
+    """Nothing of its own, only survivors' transport errors about it (NCCL src/misc/socket.cc `Connection closed by
+    remote peer`, src/transport/net_ib.cc `Got completion from peer`), and a rival blamed nearly as much the same
+    way: each survivor names the peer of its own connection, so which one died first is not settled."""
+    blamed = dataclasses.replace(ZERO, others_only=1.0, strength=0.35, margin=0.05, crowd=0.25)
+    assert calibrated(blamed) >= 0.7  # alone, the fit would read it as confident
+    assert calibrated(dataclasses.replace(blamed, contenders=1 / 3)) <= calibration.CAP_ASSUMED < 0.7
+
+
 def test_a_candidate_with_only_an_exit_code_or_only_its_place_in_time_is_never_90_percent() -> None:
     only_exit = Candidate(Target(5, "node001"))
     only_exit.add(25.0, "exit code -9 while the others were torn down (node001/torchrun.log:40)")

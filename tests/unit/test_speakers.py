@@ -120,6 +120,13 @@ def test_words_before_a_colon_are_not_hosts() -> None:
         ("dmesg/10.113.175.164.log", None, "10.113.175.164"),  # a node's kernel log named by its address
         ("syslog/10.0.0.1", None, "10.0.0.1"),
         ("logs/10.1.2.3.log", None, None),  # not a system log: an address alone says no more than a number
+        # a number running on into letters is a generated suffix, not an index: a node pool's hex hash (GKE's
+        # gke-<cluster>-<pool>-<8 hex>-<4>), a ReplicaSet pod's template hash and suffix from Kubernetes'
+        # alphabet "bcdfghjklmnpqrstvwxz2456789" (k8s.io/apimachinery pkg/util/rand SafeEncodeString)
+        ("health/gpu-0f9b-node1.csv", None, "gpu-0f9b-node1"),
+        ("gpu-6c9f7d8b5-x2kq9.log", None, "gpu-6c9f7d8b5-x2kq9"),
+        ("gpu3.log", 3, None),
+        ("rank_3_of_8.log", 3, None),
     ],
 )
 def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | None) -> None:
