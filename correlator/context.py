@@ -131,6 +131,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # kubectl describe pod: a terminated container's exit status, under "State:" or "Last State:  Terminated"
     # (kubectl pkg/describe/describe.go, describeContainerState: "Exit Code:\t%d"); the file names the pod
     "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
+    # kubectl get pods -o wide (kubernetes pkg/printers/internalversion/printers.go, podColumnDefinitions: NAME,
+    # READY, STATUS, RESTARTS ("2 (5m ago)" since 1.24), AGE, then -o wide's priority-1 IP, NODE, NOMINATED NODE,
+    # READINESS GATES): a pod, its address and the node it ran on (correlator/pod_nodes.py)
+    "k8s_pod_row": r"^(?P<pod>[a-z0-9][a-z0-9.-]{0,252})[ \t]+\d+/\d+[ \t]+[\w:/-]+[ \t]+\d+(?: \([^)\n]{1,24}\))?"
+    r"[ \t]+\w+[ \t]+(?P<ip>\d{1,3}(?:\.\d{1,3}){3})[ \t]+(?P<host>[a-z0-9][\w.-]*)(?:[ \t]+\S+){0,2}[ \t]*$",
     # and its first line, the pod's name (describe.go describePod: "Name:\t%s"), which the exit is the pod's
     "k8s_pod": r"^Name:[ \t]+(?P<host>[a-z0-9][a-z0-9.-]{0,252})[ \t]*$",
     # Open MPI's launcher when a process exits non-zero (open-mpi/ompi v4.1.x orte/runtime/orte_quit.c
@@ -320,6 +325,9 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                          "[1,3]<stderr>:2: [allreduce.model.layer1.weight, allreduce.model.layer1.bias]"),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
+    "k8s_pod_row": ("trainer-raycluster-x2jxw-gpu-group-worker-vpqmv   1/1     Running   0          3h11m   "
+                    "10.12.87.139     gke-train-a3-pool-7b7522b8-b5x0   <none>           <none>",
+                    "pt-job-worker-1   0/1     OOMKilled   2 (5m ago)   20m   10.8.0.21   node-7"),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),
     "mpi_exit_code": ("  Exit code:    1",),
     "hvd_exit_name": ("Process name: 1",),
