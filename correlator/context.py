@@ -67,6 +67,13 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # the table's closing border (ChildFailedError.format_msg: boarder_delim * width, width at most 60; "=" since
     # torch 1.10, "*" before): a row's re-printed traceback ends there (correlator/table_lines.py)
     "table_rule": _ROW_LEAD + r"(?:={30,60}|\*{30,60})[ \t]*$",
+    # MosaicML Composer's launcher (composer/cli/launcher.py; correlator/composer_launcher.py): a rank's output
+    # re-printed between "----------Begin global rank R STDOUT|STDERR|logs----------" and its End line, and the
+    # ranks it saw end: "Rank R crashed with exit code C." (the first), "Global rank R (PID P) exited with code C"
+    "composer_block": r"^-{10}(?P<edge>Begin|End) global rank (?P<rank>\d+) (?:STDOUT|STDERR|logs)-{10}[ \t]*$",
+    "composer_crash": r"(?:^|:)Rank (?P<rank>\d+) crashed with exit code (?P<exit_code>-?\d+)\.[ \t]*$",
+    "composer_exit": r"(?:^|:)Global rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) exited with code (?P<exit_code>-?\d+)"
+    r"[ \t]*$",
     # torchrun agent: one worker failed, the others were told to stop
     "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
     "worker_sigterm": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
@@ -275,6 +282,11 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "srun_task_host": ("1: [rank9]:ip-10-0-0-2:48696:48753 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
                        "3: gpu-b07:51234:51234 [3] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.7<0>"),
     # the last two behind SkyPilot's node prefixes (sky/skylet/executor/slurm.py), plain and in colorama's cyan
+    "composer_block": ("----------Begin global rank 3 STDERR----------", "----------End global rank 3 STDOUT----------",
+                       "----------Begin global rank 11 logs----------"),
+    "composer_crash": ("ERROR:composer.cli.launcher:Rank 3 crashed with exit code 1.",),
+    "composer_exit": ("Global rank 3 (PID 63659) exited with code 1",
+                      "ERROR:composer.cli.launcher:Global rank 0 (PID 63656) exited with code -15"),
     "table_rank": ("  rank      : 3 (local_rank: 3)", "(head, rank=0, pid=4840)   rank      : 2 (local_rank: 2)",
                    "\x1b[36m(worker1, rank=1, pid=4296, ip=172.0.211.97)\x1b[0m   rank      : 9 (local_rank: 1)"),
     "table_host": ("  host      : node01", "(worker2, rank=2, pid=51, ip=10.3.7.130)   host      : ip-10-3-7-130"),

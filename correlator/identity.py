@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from correlator.composer_launcher import composer_exits
 from correlator.deepspeed_pids import deepspeed_ranks
 from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: the exits are built here
 from correlator.failure_tables import first_failure_rows, table_rows
@@ -205,6 +206,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
     _pod_exits(ids, of_kind)
+    ids.exits.extend(composer_exits(of_kind))
     _mpi_exits(ids, of_kind)
     deepspeed_ranks(ids, of_kind)
     for rec in of_kind.get("ray_worker_rank", ()):  # Ray Train's worker table: a pid's rank, on its node's address

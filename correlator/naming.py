@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from itertools import groupby
 from operator import attrgetter
 
+from correlator.composer_launcher import block_speakers
 from correlator.events import task_ids
 from correlator.few import FewSets
 from correlator.hostnames import aliases
@@ -54,6 +55,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
     changes; ``sources``: every source read, matched or not."""
     findings = table_speakers(findings, ids.exits, of_kind) or findings
+    findings = block_speakers(findings, of_kind) or findings
     state = _Naming(findings, context, of_kind, ids, rank_hosts, exit_codes, _speakers(findings, context))
     names = _host_names(state.pairs, findings, of_kind)
     folders, files, same = _folder_hosts(state.pairs)
