@@ -175,6 +175,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "ray_worker_rank": r"- \((?:node_id=[0-9a-f]+, )?ip=(?P<ip>[\d.]+|[0-9a-fA-F:]+), pid=(?P<pid>\d+)\) "
     r"world_rank=(?P<rank>\d+), local_rank=(?P<local_rank>\d+), node_rank=\d+",
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
+    # and the dead actor's process ("\tpid: {cause.pid}", printed before name, namespace and ip when known): with
+    # the address, the worker table's pid (correlator/ray_reports.py)
+    "ray_dead_pid": r"^(?:\([^)\n]*\) )?[ \t]+pid: (?P<pid>\d+)[ \t]*$",
     # The raylet's report of a worker process that exited (src/ray/raylet/node_manager.cc: "A worker died or was
     # killed while executing a task by an unexpected system error. ... Worker IP address: A Worker port: P Worker PID:
     # N Worker exit type: ..."), and Ray Train's trainer saying which of its workers that was (ray/train/_internal/
@@ -234,6 +237,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
     "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
+    "ray_dead_pid": r"[ \t]pid: \d+[ \t]*$",
     "vllm_mp_device": r"GPU \d{1,2} has a total capac(?:i)?ty of",
     "hostfile_slots": r"[ \t]slots[ \t]*=[ \t]*\d",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
@@ -348,6 +352,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
                         "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "ray_dead_pid": ("\tpid: 88804", "(TaskRunner pid=2301) \tpid: 5231"),
     "ray_died_pid": ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
                      "troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff3fe8 "
                      "Worker ID: fead2dfe78ee Node ID: 201f2cc4bc59 Worker IP address: 10.0.7.57 Worker port: 10046 "
