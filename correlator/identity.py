@@ -23,7 +23,7 @@ from correlator.hostfile import slot_hosts
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord, members
 from correlator.pair_map import PairMap
-from correlator.pod_nodes import lone_pods
+from correlator.pod_nodes import listed_pod_addresses, lone_pods
 
 if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
     from correlator.local_ranks import LocalRanks
@@ -71,6 +71,7 @@ class IdentityMap:
     sole_rank: dict[str, int] = field(default_factory=dict)  # host -> rank, where the host runs that rank alone
     local_ranks: LocalRanks | None = None  # (node, local rank) -> rank, once naming has read them
     pod_on: dict[str, str] = field(default_factory=dict)  # a node -> the one pod of the job it ran (pod_nodes.py)
+    pod_address: dict[str, str] = field(default_factory=dict)  # a pod's IP -> the pod (kubectl get pods -o wide)
 
     def __post_init__(self) -> None:
         # a caller may pass plain dicts: the maps are kept with their inverses whatever was given
@@ -219,6 +220,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
             ids.by_pid.setdefault(int(rec.fields["pid"]), int(rec.fields["device"]))
     _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
+    ids.pod_address = dict(listed_pod_addresses(of_kind))
     _hosts(ids, records, init_hosts)
     for rec in of_kind.get("ray_worker_rank", ()):  # where no line names a worker's host, its node's address does
         ids.host_of_rank.setdefault(int(rec.fields["rank"]), str(rec.fields["ip"]))

@@ -11,6 +11,9 @@ Formats, each from its upstream source:
   Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure", c10's
   "[rankR]:" prefix; the node's Xid 79 (NVIDIA/open-gpu-kernel-modules kernel_rc.c: "NVRM: Xid (PCI:%04x:%02x:%02x):
   %d, pid=%s, name=%s, %s"), as journalctl -k prints it.
+- Ray's ActorDiedError (python/ray/exceptions.py: "\tpid: {cause.pid}" ... "\tip: {cause.node_ip_address}") and a
+  cgroup's OOM kill on the node (linux mm/oom_kill.c: "Memory cgroup out of memory: Killed process %d (%s)"), whose
+  pid is the node's pid namespace's, printed by no line of the pod.
 """
 
 from __future__ import annotations
@@ -81,3 +84,38 @@ def test_without_the_listing_the_node_and_the_worker_stay_apart(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = _diagnose(_job(tmp_path, 5, listing=False), capsys)
     assert not (rc["signature"] == "xid.79" and rc["rank"] == 5)
+
+
+def _oom_job(root: Path, dead: int, listing: bool) -> Path:
+    ip = IP_A if dead < 4 else IP_B
+    # the worker table, and each worker's own first line (ray python/ray/train/torch/config.py,
+    # _setup_torch_process_group: "Setting up process group for: {init_method} [rank={rank}, world_size={ws}]")
+    lines = _driver(dead)[:9] + [f"(RayTrainWorker pid={30920 + r}, ip={IP_A if r < 4 else IP_B}) Setting up process "
+                                 f"group for: env:// [rank={r}, world_size=8]" for r in range(8)]
+    lines += ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+              "\tclass_name: RayTrainWorker", "\tactor_id: 6c6b69d76fc234bae9e90df56cac10b0", f"\tpid: {30920 + dead}",
+              "\tnamespace: 5e884a8-0000-4000-8000-9c9a42d247", f"\tip: {ip}",
+              "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+              "detail: Worker unexpectedly exits with a connection error code 2. End of file."]
+    (root / "nodes").mkdir(parents=True)
+    (root / "submitter.log").write_text("\n".join(lines) + "\n")
+    node = NODE_A if dead < 4 else NODE_B
+    (root / "nodes" / f"{node}.log").write_text(
+        f"Dec 09 04:22:25 {node} kernel: Memory cgroup out of memory: Killed process 1873672 (python3) "
+        "total-vm:418659392kB, anon-rss:378535936kB, file-rss:81232kB, shmem-rss:1048576kB, UID:1000 pgtables:1kB "
+        "oom_score_adj:-997\n")
+    if listing:
+        (root / "pods.txt").write_text("\n".join(_pods_wide()) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("dead", [1, 6])
+def test_a_cgroup_kill_on_the_node_of_the_dead_actors_pod_is_that_ranks_death(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], dead: int) -> None:
+    rc = _diagnose(_oom_job(tmp_path, dead, listing=True), capsys)
+    assert (rc["signature"], rc["rank"]) == ("host.cgroup_oom", dead)
+
+
+def test_without_the_listing_the_kill_is_no_ranks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = _diagnose(_oom_job(tmp_path, 6, listing=False), capsys)
+    assert (rc["signature"], rc["rank"]) != ("host.cgroup_oom", 6)
