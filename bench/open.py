@@ -8,7 +8,7 @@ Rows, each scored by ../shared/corpus/score.py on both diagnosers in the same ru
   people who read none of firstfault; their checking halves were never read while tuning);
 - bench/independent's, bench/independent4's, bench/independent5's and bench/independent6's simulated jobs, seeds 2
   and 3 (generators written apart from firstfault.simulate, from the formats' upstream sources; these seeds are never
-  tuned on);
+  tuned on), scored with a generator's class_map_additions.json beside the corpus's map where it has one;
 - firstfault.simulate's seeded sweep (bench.accuracy), plain and with issue 22's hostile knobs: a simulator of
   ours checks our assumptions, not the world's, and is listed last for that reason.
 
@@ -86,6 +86,21 @@ def _independent_rows(seed: int, exe: str, scorer: Path, tmp: Path,
     subprocess.run([sys.executable, "-m", f"{module}.generate", str(out), "--seed", str(seed), "--jobs", "60"],
                    capture_output=True, cwd=ROOT, check=True)
     return _score(out / "labels.jsonl", "firstfault", exe, scorer), directory_baseline(out / "labels.jsonl")
+
+
+def generator_scorer(module: str, corpus: Path, tmp: Path) -> Path:
+    """score.py beside a class map that knows a generator's own classes (its class_map_additions.json, as
+    bench.corpus merges a field set's), else the corpus's score.py as it is: without them a class the corpus map
+    lacks is scored by score.py's all-words fallback, which names no catalog entry."""
+    additions = ROOT.joinpath(*module.split(".")) / "class_map_additions.json"
+    if not additions.is_file():
+        return corpus / "score.py"
+    merged = {**json.loads((corpus / "class_map.json").read_text()), **json.loads(additions.read_text())}
+    where = tmp / f"scorer-{module.rsplit('.', 1)[-1]}"
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "class_map.json").write_text(json.dumps(merged))
+    shutil.copy(corpus / "score.py", where / "score.py")
+    return where / "score.py"
 
 
 def directory_baseline(labels: Path) -> dict[str, int]:
@@ -172,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for module in GENERATORS:
             for seed in SEEDS:
-                ours, base = _independent_rows(seed, a.exe, corpus / "score.py", Path(tmp), module)
+                scorer = generator_scorer(module, corpus, Path(tmp))
+                ours, base = _independent_rows(seed, a.exe, scorer, Path(tmp), module)
                 rows.append({"set": f"{module.replace('.', '/')} seed {seed}", "ours": ours, "baseline": base})
     sim = [{"set": "plain", **_simulator_row(a.per_kind, False)},
            {"set": "hostile knobs (issue 22's patterns 1-5)", **_simulator_row(a.per_kind, True)}]

@@ -2,7 +2,7 @@
  * shapes most distinct lines have: ASCII, an NCCL header or the launcher prefixes torchrun, srun and pdsh print,
  * and an ISO or glog time stamp or none. It reads what correlator.speakers and correlator.timestamps read, by
  * their regexes' own steps (each written out below next to the regex it follows), and returns (who, stamp).
- * For any other shape (non-ASCII text, a Ray or vLLM prefix, a syslog head, a dmesg boot stamp, a zoned ISO
+ * For any other shape (non-ASCII text, a Ray, vLLM or SkyPilot prefix, a syslog head, a dmesg boot stamp, a zoned ISO
  * stamp, a ctime or MM-DD stamp) it returns None and the Python functions read the line: they stay the
  * reference, and tests/unit/test_native_who.py checks the two agree on generated and real lines.
  * configure_who(who_type=, stamp_type=, utc=, not_hosts=, glog_memo=, memo_max=) hands it the Python types and
@@ -218,7 +218,7 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     out->rank = out->host = out->local = -1;
     if (i >= n) return 0;
     char c = s[i];
-    if (c == '(') return -1;
+    if (c == '(' || c == '\x1b') return -1; /* Ray's, vLLM's and SkyPilot's (in its colour) prefixes */
     if (c == '[') {
         /* kubectl logs --prefix's [pod/<pod>/<container>] and [node/<node>], mpirun --tag-output
            ^\[\d+,(?P<rank>\d+)\]<stdxxx>: and horovodrun's ^\[(?P<rank>\d+)\]<stdxxx>: are read by speakers.py */

@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from catalog.siblings import Volatile
 
+# What may stand before a launcher's "key : value" line: indentation and one word (srun's "0:", torchrun's "[0]:"),
+# behind a parenthesised node prefix that holds spaces itself: SkyPilot's "(head, rank=0, pid=P) " / "(worker1,
+# rank=1, pid=P, ip=A) " in colorama's cyan (skypilot-org/skypilot sky/skylet/executor/slurm.py), Ray's
+# "(RayTrainWorker pid=P, ip=A) " (correlator/speakers.py).
+_ROW_LEAD = r"^(?:(?:\x1b\[[\d;]*m)?\([^()\n]{1,120}\)(?:\x1b\[[\d;]*m)?[ \t]*)?[ \t]*(?:\S+[ \t]+)?"
+
 CONTEXT_PATTERNS: dict[str, str] = {
     # NCCL INFO comm 0x... rank 3 nranks 8 cudaDev 3 ... (Init START / COMPLETE, ncclCommInitRank), and where NCCL
     # prints it (every format since nvmlDev: NVIDIA/nccl src/init.cc, "%s comm %p rank %d nranks %d cudaDev %d nvmlDev
@@ -23,14 +29,14 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # torchrun's agent after each rendezvous (torch/distributed/elastic/agent/server/api.py, _rendezvous:
     # "[default] Rendezvous complete for workers. Result:" then one "  key=value" line each): its node's group
     # rank, how many nodes, and its workers' local and global ranks, in the same order
-    "rdzv_group_rank": r"^[ \t]*(?:\S+[ \t]+)?group_rank=(?P<group_rank>\d+)[ \t]*$",
-    "rdzv_nodes": r"^[ \t]*(?:\S+[ \t]+)?group_world_size=(?P<nodes>\d+)[ \t]*$",
-    "rdzv_local_ranks": r"^[ \t]*(?:\S+[ \t]+)?local_ranks=\[(?P<ranks>[\d, ]*)\][ \t]*$",
-    "rdzv_global_ranks": r"^[ \t]*(?:\S+[ \t]+)?global_ranks=\[(?P<ranks>[\d, ]*)\][ \t]*$",
+    "rdzv_group_rank": _ROW_LEAD + r"group_rank=(?P<group_rank>\d+)[ \t]*$",
+    "rdzv_nodes": _ROW_LEAD + r"group_world_size=(?P<nodes>\d+)[ \t]*$",
+    "rdzv_local_ranks": _ROW_LEAD + r"local_ranks=\[(?P<ranks>[\d, ]*)\][ \t]*$",
+    "rdzv_global_ranks": _ROW_LEAD + r"global_ranks=\[(?P<ranks>[\d, ]*)\][ \t]*$",
     # torchrun's launch configs (torch/distributed/launcher/api.py, "Starting elastic_operator with launch
     # configs:", one "  key : value" line each)
-    "launch_nodes": r"^[ \t]*(?:\S+[ \t]+)?max_nodes[ \t]*: (?P<nodes>\d+)[ \t]*$",
-    "launch_nproc": r"^[ \t]*(?:\S+[ \t]+)?nproc_per_node[ \t]*: (?P<nproc>\d+)[ \t]*$",
+    "launch_nodes": _ROW_LEAD + r"max_nodes[ \t]*: (?P<nodes>\d+)[ \t]*$",
+    "launch_nproc": _ROW_LEAD + r"nproc_per_node[ \t]*: (?P<nproc>\d+)[ \t]*$",
     # ProcessGroupNCCL's progress: on a watchdog failure and on a dump signal. A rank that enqueued fewer
     # collectives than the others never joined the one they wait in.
     "pg_status": r"(?:work sequence id: (?P<seq>\d+) PG status: )?[Ll]ast enqueued (?:NCCL )?work: (?P<enqueued>\d+), "
@@ -56,19 +62,26 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "srun_task_host": r"^(?P<task>\d{1,5}): (?:\[\w{1,40}\]:[ \t]?){0,3}(?P<host>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] "
     r"NCCL INFO (?:Bootstrap|NET/Socket|NET/IB|NET/OFI) ?: Using ",
     # torchrun's failure table rows
-    "table_rank": r"^[ \t]*(?:\S+[ \t]+)?rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
-    "table_host": r"^[ \t]*(?:\S+[ \t]+)?host[ \t]*: (?P<host>[\w.-]+)[ \t]*$",
-    "table_exit": r"^[ \t]*(?:\S+[ \t]+)?exitcode[ \t]*: (?P<exit_code>-?\d+) \(pid: (?P<pid>\d+)\)",
+    "table_rank": _ROW_LEAD + r"rank[ \t]*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
+    "table_host": _ROW_LEAD + r"host[ \t]*: (?P<host>[\w.-]+)[ \t]*$",
+    "table_exit": _ROW_LEAD + r"exitcode[ \t]*: (?P<exit_code>-?\d+) \(pid: (?P<pid>\d+)\)",
     # the header of the table's row for its first failure (errors/__init__.py _MSG_FORMAT_TEMPLATE: "Root Cause (first
     # observed failure):" then the row of ChildFailedError.get_first_failure, the earliest timestamp)
-    "table_root": r"^[ \t]*(?:\S+[ \t]+)?Root Cause \(first observed failure\):[ \t]*$",
+    "table_root": _ROW_LEAD + r"Root Cause \(first observed failure\):[ \t]*$",
     # the row of a worker that wrote no error file (errors/__init__.py: _NOT_AVAILABLE): its table has no
     # traceback, so the cause is not in it (correlator/unexplained.py)
     "table_no_error_file": r"error_file:[ \t]*<N/A>",
-    "table_time": r"^[ \t]*(?:\S+[ \t]+)?time[ \t]*: (?P<detail>20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d)",
+    "table_time": _ROW_LEAD + r"time[ \t]*: (?P<detail>20\d\d-\d\d-\d\d[_T ]\d\d:\d\d:\d\d)",
     # the table's closing border (ChildFailedError.format_msg: boarder_delim * width, width at most 60; "=" since
     # torch 1.10, "*" before): a row's re-printed traceback ends there (correlator/table_lines.py)
-    "table_rule": r"^[ \t]*(?:\S+[ \t]+)?(?:={30,60}|\*{30,60})[ \t]*$",
+    "table_rule": _ROW_LEAD + r"(?:={30,60}|\*{30,60})[ \t]*$",
+    # MosaicML Composer's launcher (composer/cli/launcher.py; correlator/composer_launcher.py): a rank's output
+    # re-printed between "----------Begin global rank R STDOUT|STDERR|logs----------" and its End line, and the
+    # ranks it saw end: "Rank R crashed with exit code C." (the first), "Global rank R (PID P) exited with code C"
+    "composer_block": r"^-{10}(?P<edge>Begin|End) global rank (?P<rank>\d+) (?:STDOUT|STDERR|logs)-{10}[ \t]*$",
+    "composer_crash": r"(?:^|:)Rank (?P<rank>\d+) crashed with exit code (?P<exit_code>-?\d+)\.[ \t]*$",
+    "composer_exit": r"(?:^|:)Global rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) exited with code (?P<exit_code>-?\d+)"
+    r"[ \t]*$",
     # torchrun agent: one worker failed, the others were told to stop
     "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
     "worker_sigterm": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
@@ -133,6 +146,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # kubectl describe pod: a terminated container's exit status, under "State:" or "Last State:  Terminated"
     # (kubectl pkg/describe/describe.go, describeContainerState: "Exit Code:\t%d"); the file names the pod
     "k8s_exit": r"^[ \t]+Exit Code:[ \t]+(?P<exit_code>\d{1,3})[ \t]*$",
+    # kubectl get pods -o wide (kubernetes pkg/printers/internalversion/printers.go, podColumnDefinitions: NAME,
+    # READY, STATUS, RESTARTS ("2 (5m ago)" since 1.24), AGE, then -o wide's priority-1 IP, NODE, NOMINATED NODE,
+    # READINESS GATES): a pod, its address and the node it ran on (correlator/pod_nodes.py)
+    "k8s_pod_row": r"^(?P<pod>[a-z0-9][a-z0-9.-]{0,252})[ \t]+\d+/\d+[ \t]+[\w:/-]+[ \t]+\d+(?: \([^)\n]{1,24}\))?"
+    r"[ \t]+\w+[ \t]+(?P<ip>\d{1,3}(?:\.\d{1,3}){3})[ \t]+(?P<host>[a-z0-9][\w.-]*)(?:[ \t]+\S+){0,2}[ \t]*$",
     # and its first line, the pod's name (describe.go describePod: "Name:\t%s"), which the exit is the pod's
     "k8s_pod": r"^Name:[ \t]+(?P<host>[a-z0-9][a-z0-9.-]{0,252})[ \t]*$",
     # Open MPI's launcher when a process exits non-zero (open-mpi/ompi v4.1.x orte/runtime/orte_quit.c
@@ -165,6 +183,9 @@ CONTEXT_PATTERNS: dict[str, str] = {
     "ray_worker_rank": r"- \((?:node_id=[0-9a-f]+, )?ip=(?P<ip>[\d.]+|[0-9a-fA-F:]+), pid=(?P<pid>\d+)\) "
     r"world_rank=(?P<rank>\d+), local_rank=(?P<local_rank>\d+), node_rank=\d+",
     "ray_dead_ip": r"^(?:\([^)\n]*\) )?[ \t]+ip: (?P<host>[\d.]+)[ \t]*$",
+    # and the dead actor's process ("\tpid: {cause.pid}", printed before name, namespace and ip when known): with
+    # the address, the worker table's pid (correlator/ray_reports.py)
+    "ray_dead_pid": r"^(?:\([^)\n]*\) )?[ \t]+pid: (?P<pid>\d+)[ \t]*$",
     # The raylet's report of a worker process that exited (src/ray/raylet/node_manager.cc: "A worker died or was
     # killed while executing a task by an unexpected system error. ... Worker IP address: A Worker port: P Worker PID:
     # N Worker exit type: ..."), and Ray Train's trainer saying which of its workers that was (ray/train/_internal/
@@ -224,6 +245,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "k8s_event_pod": r"(?:Normal|Warning)[ \t]+\w+[ \t]+pod/[a-z0-9]",
     "hvd_missing_rank": r"\d: \[[^\]\n]*\][ \t]*$",
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
+    "ray_dead_pid": r"[ \t]pid: \d+[ \t]*$",
     "vllm_mp_device": r"GPU \d{1,2} has a total capac(?:i)?ty of",
     "hostfile_slots": r"[ \t]slots[ \t]*=[ \t]*\d",
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
@@ -276,12 +298,20 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "nccl_version": ("node01:2301:2301 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",),
     "srun_task_host": ("1: [rank9]:ip-10-0-0-2:48696:48753 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
                        "3: gpu-b07:51234:51234 [3] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.7<0>"),
-    "table_rank": ("  rank      : 3 (local_rank: 3)",),
-    "table_host": ("  host      : node01",),
+    # the last two behind SkyPilot's node prefixes (sky/skylet/executor/slurm.py), plain and in colorama's cyan
+    "composer_block": ("----------Begin global rank 3 STDERR----------", "----------End global rank 3 STDOUT----------",
+                       "----------Begin global rank 11 logs----------"),
+    "composer_crash": ("ERROR:composer.cli.launcher:Rank 3 crashed with exit code 1.",),
+    "composer_exit": ("Global rank 3 (PID 63659) exited with code 1",
+                      "ERROR:composer.cli.launcher:Global rank 0 (PID 63656) exited with code -15"),
+    "table_rank": ("  rank      : 3 (local_rank: 3)", "(head, rank=0, pid=4840)   rank      : 2 (local_rank: 2)",
+                   "\x1b[36m(worker1, rank=1, pid=4296, ip=172.0.211.97)\x1b[0m   rank      : 9 (local_rank: 1)"),
+    "table_host": ("  host      : node01", "(worker2, rank=2, pid=51, ip=10.3.7.130)   host      : ip-10-3-7-130"),
     "table_exit": ("  exitcode  : -9 (pid: 2304)",),
     "table_no_error_file": ("  error_file: <N/A>",),
     "table_time": ("  time      : 2026-12-03_10:21:07",),
-    "table_root": ("Root Cause (first observed failure):", "01: Root Cause (first observed failure):"),
+    "table_root": ("Root Cause (first observed failure):", "01: Root Cause (first observed failure):",
+                   "(head, rank=0, pid=4840) Root Cause (first observed failure):"),
     "table_rule": ("=" * 60, "01: " + "=" * 60),
     "worker_failed": ("E1203 10:21:08.412000 2290 torch/distributed/elastic/multiprocessing/api.py:869] failed "
                       "(exitcode: -9) local_rank: 3 (pid: 2304) of binary: /usr/bin/python3",),
@@ -324,6 +354,9 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                          "[1,3]<stderr>:2: [allreduce.model.layer1.weight, allreduce.model.layer1.bias]"),
     "k8s_exit": ("      Exit Code:    139",),
     "k8s_pod": ("Name:             llm-pretrain-worker-3",),
+    "k8s_pod_row": ("trainer-raycluster-x2jxw-gpu-group-worker-vpqmv   1/1     Running   0          3h11m   "
+                    "10.12.87.139     gke-train-a3-pool-7b7522b8-b5x0   <none>           <none>",
+                    "pt-job-worker-1   0/1     OOMKilled   2 (5m ago)   20m   10.8.0.21   node-7"),
     "mpi_exit_name": ("  Process name: [[2886,1],3]",),
     "mpi_exit_code": ("  Exit code:    1",),
     "hvd_exit_name": ("Process name: 1",),
@@ -332,6 +365,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
                         "node_rank=0"),
     "ray_dead_ip": ("\tip: 10.16.99.48", "(TaskRunner pid=2301) \tip: 10.16.99.48"),
+    "ray_dead_pid": ("\tpid: 88804", "(TaskRunner pid=2301) \tpid: 5231"),
     "ray_died_pid": ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
                      "troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff3fe8 "
                      "Worker ID: fead2dfe78ee Node ID: 201f2cc4bc59 Worker IP address: 10.0.7.57 Worker port: 10046 "

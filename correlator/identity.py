@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from correlator.composer_launcher import composer_exits
 from correlator.deepspeed_pids import deepspeed_ranks
 from correlator.failure_tables import ExitRecord as ExitRecord  # re-exported: the exits are built here
 from correlator.failure_tables import first_failure_rows, table_rows
@@ -22,7 +23,7 @@ from correlator.hostfile import slot_hosts
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord, members
 from correlator.pair_map import PairMap
-from correlator.pod_nodes import lone_pods
+from correlator.pod_nodes import listed_pod_addresses, lone_pods
 
 if TYPE_CHECKING:  # local_ranks reads this module's maps to build itself
     from correlator.local_ranks import LocalRanks
@@ -73,6 +74,7 @@ class IdentityMap:
     # (source, group id, group rank) of the ProcessGroupNCCL subgroup ranks whose global rank a line gives
     # (correlator/subgroups.py), once naming has read them
     group_ranks: frozenset[tuple[str, int, int]] = frozenset()
+    pod_address: dict[str, str] = field(default_factory=dict)  # a pod's IP -> the pod (kubectl get pods -o wide)
 
     def __post_init__(self) -> None:
         # a caller may pass plain dicts: the maps are kept with their inverses whatever was given
@@ -208,6 +210,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
                                 int(rec.fields["exit_code"]), rec.source, rec.line_no)
                      for rec in of_kind.get("worker_failed", ()))
     _pod_exits(ids, of_kind)
+    ids.exits.extend(composer_exits(of_kind))
     _mpi_exits(ids, of_kind)
     deepspeed_ranks(ids, of_kind)
     for rec in of_kind.get("ray_worker_rank", ()):  # Ray Train's worker table: a pid's rank, on its node's address
@@ -220,6 +223,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
             ids.by_pid.setdefault(int(rec.fields["pid"]), int(rec.fields["device"]))
     _source_hosts(ids, of_kind)
     ids.pod_on = {node: pod for pod, node in lone_pods(of_kind).items()}
+    ids.pod_address = dict(listed_pod_addresses(of_kind))
     _hosts(ids, records, init_hosts)
     for rec in of_kind.get("ray_worker_rank", ()):  # where no line names a worker's host, its node's address does
         ids.host_of_rank.setdefault(int(rec.fields["rank"]), str(rec.fields["ip"]))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from catalog.loader import Catalog
+from correlator.dead_actor_kills import tie_killed_actor
 from correlator.identity import IdentityMap
 from correlator.named_by_elimination import Placement
 from schemas.findings import Finding, Role
@@ -24,6 +25,7 @@ SIGKILL_CODES = frozenset({-9, 137})  # a negative signal (torchrun, horovodrun)
 def place_killed_rank(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap) -> Placement | None:
     """Put the SIGKILLed rank on the host whose kernel killed an unowned process (ids.host_of_rank, by_host_pid);
     where, or None."""
+    tie_killed_actor(findings, catalog, ids)  # Ray's dead actor and its pod's node's kill: no placement to return
     killed = {e.rank for e in ids.exits if e.exit_code in SIGKILL_CODES and e.rank is not None}
     unplaced = [rank for rank in killed if rank not in ids.host_of_rank]
     if len(killed) != 1 or len(unplaced) != 1:  # answered without reading a finding (most jobs: no SIGKILL)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from itertools import groupby
 from operator import attrgetter
 
+from correlator.composer_launcher import block_speakers
 from correlator.events import task_ids
 from correlator.few import FewSets
 from correlator.hostnames import aliases
@@ -20,6 +21,7 @@ from correlator.identity import IdentityMap, addresses_in, build_identity, recor
 from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
+from correlator.pod_nodes import listed_pod_addresses
 from correlator.pods import file_ranks
 from correlator.ray_nodes import ray_node_ips, ray_same_nodes
 from correlator.ray_reports import dead_actors
@@ -55,6 +57,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
     changes; ``sources``: every source read, matched or not."""
     findings = table_speakers(findings, ids.exits, of_kind) or findings
+    findings = block_speakers(findings, of_kind) or findings
     state = _Naming(findings, context, of_kind, ids, rank_hosts, exit_codes, _speakers(findings, context))
     names = _host_names(state.pairs, findings, of_kind)
     folders, files, same = _folder_hosts(state.pairs)
@@ -62,7 +65,9 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     srun_named = _srun_task_hosts(findings, of_kind)
     same += srun_named
     same += ray_same_nodes(findings)
-    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named),
+    listed = listed_pod_addresses(of_kind)  # a pod listing's pod is Kubernetes' name for the Ray node at its IP
+    same += listed
+    scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named), *(pod for _, pod in listed),
                  *ray_node_ips(findings, context, of_kind)]
     renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,
                                                   files).items()

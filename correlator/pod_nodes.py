@@ -25,6 +25,9 @@ def lone_pods(of_kind: Mapping[str, list[ContextRecord]]) -> dict[str, str]:
         if (pod := pod_of.get(rec.source)) is not None:
             pods_on.setdefault(str(rec.fields["host"]), set()).add(pod)
     pods = set(pod_of.values())
+    for rec in of_kind.get("k8s_pod_row", ()):  # kubectl get pods -o wide: a row a pod, its node last but two
+        pods_on.setdefault(str(rec.fields["host"]), set()).add(str(rec.fields["pod"]))
+        pods.add(str(rec.fields["pod"]))
     # the scheduler's Scheduled event, "Successfully assigned <namespace>/<pod> to <node>" (kubernetes
     # pkg/scheduler/schedule_one.go), as `kubectl get events` lists it for the whole job
     for rec in of_kind.get("k8s_assigned", ()):
@@ -33,3 +36,13 @@ def lone_pods(of_kind: Mapping[str, list[ContextRecord]]) -> dict[str, str]:
         pods.add(pod)
     return {next(iter(on)): node for node, on in pods_on.items()
             if len(on) == 1 and node not in pods and node != next(iter(on))}
+
+
+def listed_pod_addresses(of_kind: Mapping[str, list[ContextRecord]]) -> list[tuple[str, str]]:
+    """(address, pod) for each pod `kubectl get pods -o wide` lists with its IP: the address a pod's processes
+    advertise (Ray's "(... pid=P, ip=A)" prefix under KubeRay, whose Ray node is the pod) is that pod's, and
+    Kubernetes' name for it is the pod's. An address listed for two pods (host networking) names neither."""
+    pods: dict[str, set[str]] = {}
+    for rec in of_kind.get("k8s_pod_row", ()):
+        pods.setdefault(str(rec.fields["ip"]), set()).add(str(rec.fields["pod"]))
+    return [(ip, next(iter(named))) for ip, named in pods.items() if len(named) == 1]

@@ -1,6 +1,7 @@
 """Ray's reports of a dead worker, read for whom they are about. Pure.
 
-ActorDiedError's tab-indented fields (python/ray/exceptions.py) name the dead actor's node, whoever printed them.
+ActorDiedError's tab-indented fields (python/ray/exceptions.py) name the dead actor's node and process, whoever
+printed them.
 The raylet's report of a dead worker may come cut across lines: its address and pid on a later line.
 
 The raylet prints a worker's death as one line (src/ray/raylet/node_manager.cc: "A worker died or was killed
@@ -65,11 +66,15 @@ def dead_actors(findings: list[Finding], of_kind: Mapping[str, list[ContextRecor
     if not ips:
         return cut
     names = of_kind.get("ray_dead_name", [])
+    pids = of_kind.get("ray_dead_pid", [])
     subject: dict[tuple[str, int], Speaker] = {}  # (source, line) -> the dead actor
     for rec in ips:
         name = next((n for n in names if n.source == rec.source and 0 < rec.line_no - n.line_no <= 5), None)
         group, local = (int(name.fields["group"]), int(name.fields["local_rank"])) if name else (None, None)
-        actor = Speaker(rank=local if group == 0 else None, local_rank=local, host=str(rec.fields["host"]))
+        # "\tpid: " comes before the name, namespace and ip when Ray knows it (exceptions.py ActorDiedError)
+        pid = next((int(p.fields["pid"]) for p in pids if p.source == rec.source and 0 < rec.line_no - p.line_no <= 5),
+                   None)
+        actor = Speaker(rank=local if group == 0 else None, local_rank=local, host=str(rec.fields["host"]), pid=pid)
         for line in range(rec.line_no - 6, rec.line_no + 2):
             subject[(rec.source, line)] = actor
     changed = False

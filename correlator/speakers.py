@@ -33,6 +33,10 @@ from typing import NamedTuple
 #   --timestamps` and `docker logs -t` (RFC 3339 with nanoseconds, then a space), the kubelet's CRI log files under
 #   /var/log/pods ("2016-10-06T00:17:09.669794202Z stdout F ...": time, stream, P or F; kubernetes
 #   pkg/kubelet/kuberuntime/logs/logs.go; CRI-O writes the offset as +00:00), and collectors that end it with ": ".
+# - SkyPilot (`sky logs` of a multi-node task; skypilot-org/skypilot sky/skylet/executor/slurm.py, "Build log prefix"):
+#   "(head, rank=0, pid={pid}) " on the head, "(worker1, rank=1, pid={pid}, ip=1.2.3.4) " on the others, inside
+#   colorama's cyan ("\x1b[36m" ... "\x1b[0m"). Its rank is the NODE's (SKYPILOT_NODE_RANK, one task per node) and
+#   its pid the node's run script's: neither is a worker's, so only the address is kept.
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # asctime(3): "Fri Aug 11 12:31:45 2023"
 # A collector's stamp before a line (kubectl logs --timestamps, CRI files, a CI or web viewer's, Python logging's
@@ -47,12 +51,15 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("pdsh", re.compile(rf"^(?P<host>{_IPV4}): (?=\S)")),
     ("mpirun", re.compile(rf"^(?:{_CTIME})?\[(?:\d+,)?(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     ("stamp", re.compile(rf"^{_RFC3339}:? (?:(?:stdout|stderr) [FP] )?")),
+    ("skypilot", re.compile(rf"^(?:\x1b\[[\d;]*m)?\((?:head|worker\d+), rank=\d+, pid=\d+(?:, ip=(?P<host>{_IPV4}))?\)"
+                            r"(?:\x1b\[[\d;]*m)?\s?")),
     ("kubectl", re.compile(r"^\[(?:pod/(?P<host>[a-z0-9][a-z0-9.-]*)/[\w.-]*|node/(?P<node>[\w.-]+))\] ")),
 ]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
-_MAY_HAVE_PREFIX = re.compile(rf"[(\[\d]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[")
+_MAY_HAVE_PREFIX = re.compile(rf"[(\[\d\x1b]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[")
 # Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
-_OPENING = {"(": _PREFIXES[0:2], "[": [*_PREFIXES[2:4], _PREFIXES[6], _PREFIXES[8]]}
+_OPENING = {"(": [*_PREFIXES[0:2], _PREFIXES[8]], "[": [*_PREFIXES[2:4], _PREFIXES[6], _PREFIXES[9]],
+            "\x1b": [_PREFIXES[8]]}
 _DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank; NVIDIA/nccl src/debug.cc prints

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.open import _score, markdown, parse_score
+from bench.open import _score, generator_scorer, markdown, parse_score
 from tests.corpus import corpus_dir
 
 # A rank's CUDA OOM among watchdog timeouts (PyTorch's formats), and a node's OOM kill (the kernel's format).
@@ -58,3 +58,16 @@ def test_both_diagnosers_scores_are_read_and_tabled(labels: Path) -> None:
 def test_a_summary_that_is_not_there_is_an_error_not_a_zero() -> None:
     with pytest.raises(RuntimeError, match="no summary"):
         parse_score("Traceback (most recent call last):\n  ...\n")
+
+
+def test_a_generators_own_classes_are_scored_with_its_additions(tmp_path: Path) -> None:
+    """bench/independent6 labels disk-full checkpoints `checkpoint_write_failed_disk_full`, a class the corpus map
+    lacks: its class_map_additions.json says which catalog words name it, as a field set's does in bench.corpus."""
+    corpus = corpus_dir()
+    if corpus is None:
+        pytest.skip("../shared/corpus is not on this machine")
+    scorer = generator_scorer("bench.independent6", corpus, tmp_path)
+    merged = json.loads((scorer.parent / "class_map.json").read_text())
+    assert "enospc" in merged["checkpoint_write_failed_disk_full"]
+    assert merged.items() >= json.loads((corpus / "class_map.json").read_text()).items()
+    assert generator_scorer("bench.independent", corpus, tmp_path) == corpus / "score.py"  # no additions: as is

@@ -124,6 +124,7 @@ def test_c_reads_job_logs_and_examples_as_python_does(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("line", "why"), [
     ("(RayWorker pid=42, ip=10.0.0.1) hello 10:02:03", "a Ray prefix"),
+    ("\x1b[36m(worker1, rank=1, pid=7, ip=10.0.0.2)\x1b[0m hello 10:02:03", "a SkyPilot prefix in its colour"),
     ("[12345.678901] NVRM: Xid", "a boot stamp"),
     ("2026-11-29 10:02:03+02:00 oom", "a zoned stamp"),
     ("[Sun Aug 23 17:58:44 2026] oom", "a ctime stamp"),

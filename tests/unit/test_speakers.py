@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from correlator.speakers import Who, read_prefixes, read_speaker, who_from_path
+from correlator.speakers import Who, read_prefixes, read_speaker, speaker_and_body, who_from_path
 
 
 @pytest.mark.parametrize(
@@ -73,6 +73,18 @@ def test_kubectl_prefix_names_the_pod_as_the_host() -> None:
     assert (who.host, who.local_rank, who.rank) == ("gemma-dpo-zj8x-worker-2", 0, None)
     assert read_speaker("[node/gke-a3u-gpu-pool-7a0a41a7-irhy] kernel: x", Who()).host == \
         "gke-a3u-gpu-pool-7a0a41a7-irhy"
+
+
+def test_skypilot_node_prefix_names_the_node_address_but_no_rank() -> None:
+    """skypilot-org/skypilot sky/skylet/executor/slurm.py builds "(head, rank={rank}, pid={pid}) " and "(worker1,
+    rank={rank}, pid={pid}, ip=1.2.3.4) " in colorama's cyan, rank being SLURM_PROCID of one task a node (exported
+    as SKYPILOT_NODE_RANK): a node's number, not a worker's. What follows it (torchrun's "[rankN]:") is still read."""
+    who, rest = speaker_and_body("(head, rank=0, pid=4840)   rank      : 2 (local_rank: 2)", Who())
+    assert (who.rank, who.host, who.pid, rest) == (None, None, None, "  rank      : 2 (local_rank: 2)")
+    line = "\x1b[36m(worker2, rank=2, pid=4296, ip=172.0.211.97)\x1b[0m [rank21]:[E1209 06:05:00.3 x.cpp:1] boom"
+    who, rest = speaker_and_body(line, Who())
+    assert (who.rank, who.host, who.pid, rest) == (21, "172.0.211.97", None, "[E1209 06:05:00.3 x.cpp:1] boom")
+    assert read_speaker("(worker1, rank=1, pid=7, ip=10.0.0.2) hello", Who()).rank is None
 
 
 def test_nccl_header_gives_host_pid_and_device_but_not_rank() -> None:
@@ -201,9 +213,10 @@ def test_prefixes_read_by_first_character_as_when_every_one_was_tried() -> None:
     import random
 
     rng = random.Random(7)
-    parts = ["(RayWorkerWrapper pid=12, ip=10.0.0.2) ", "(pid=3) ", "(VllmWorker rank=3 pid=9) ", "[rank7]: ",
-             "[default3]:", "[12]: ", "12: ", "٣: ", "[٣]: ", "node-3: ", "gpu12.cluster: ", "Error: ", "x: ",
-             "[W1129 10:00:00] ", "(", "[", "", " ", "node017:2201:2201 [3] NCCL INFO x", "ERROR 04-15 x"]
+    parts = ["(RayWorkerWrapper pid=12, ip=10.0.0.2) ", "(head, rank=0, pid=5) ",
+             "\x1b[36m(worker1, rank=1, pid=7, ip=10.0.0.2)\x1b[0m ", "(pid=3) ", "(VllmWorker rank=3 pid=9) ",
+             "[rank7]: ", "[default3]:", "[12]: ", "12: ", "٣: ", "[٣]: ", "node-3: ", "gpu12.cluster: ", "Error: ",
+             "x: ", "[W1129 10:00:00] ", "(", "[", "", " ", "node017:2201:2201 [3] NCCL INFO x", "ERROR 04-15 x"]
     base = Who(None, "fromfile", None, None)
     for _ in range(3000):
         line = "".join(rng.choice(parts) for _ in range(rng.randint(0, 4))) + rng.choice(["", "boom", ": tail"])
