@@ -29,6 +29,17 @@ static int micros(const char *s, Py_ssize_t from, Py_ssize_t to) {
     return us;
 }
 
+/* timestamps._tz of the offset at s[j] (_ISO's [+-]\d\d:?\d\d, before n), in seconds: 0 where none stands there. */
+static Py_ssize_t offset_seconds(const char *s, Py_ssize_t j, Py_ssize_t n) {
+    if (!(j + 2 < n && (s[j] == '+' || s[j] == '-') && is_dig(s[j + 1]) && is_dig(s[j + 2]))) return 0;
+    Py_ssize_t m;
+    if (j + 5 < n && s[j + 3] == ':' && is_dig(s[j + 4]) && is_dig(s[j + 5])) m = j + 4;
+    else if (j + 4 < n && is_dig(s[j + 3]) && is_dig(s[j + 4])) m = j + 3;
+    else return 0;
+    Py_ssize_t seconds = two(s, j + 1) * 3600 + two(s, m) * 60;
+    return s[j] == '-' ? -seconds : seconds;
+}
+
 static PyObject *NOT_HERE = NULL; /* a sentinel: this shape is the Python functions' to read */
 
 /* parse_timestamp(s[from:len], year): a new reference to a Stamp or None, NOT_HERE (borrowed), or NULL. */
@@ -63,14 +74,18 @@ static PyObject *stamp_of(const char *s, Py_ssize_t from, Py_ssize_t len, long y
             while (fe < n && fe - f < 9 && is_dig(s[fe])) fe++;
             j = fe;
         }
-        /* (Z|[+-]\d\d:?\d\d)?: "Z" takes nothing off (t - timedelta(0) is t); an offset is Python's */
-        if (j + 2 < n && (s[j] == '+' || s[j] == '-') && is_dig(s[j + 1]) && is_dig(s[j + 2]) &&
-            ((j + 5 < n && s[j + 3] == ':' && is_dig(s[j + 4]) && is_dig(s[j + 5])) ||
-             (j + 4 < n && is_dig(s[j + 3]) && is_dig(s[j + 4]))))
-            return NOT_HERE;
         long y = (p[0] - '0') * 1000 + (p[1] - '0') * 100 + two(p, 2);
         PyObject *t = safe_time(y, two(p, 5), two(p, 8), two(p, 11), two(p, 14), two(p, 17), micros(s, f, fe));
         if (!t || t == Py_None) return t;
+        /* (Z|[+-]\d\d:?\d\d)?: "Z" takes nothing off (t - timedelta(0) is t); an offset (RFC 3339 5.6's
+           time-numoffset, or ISO 8601's basic +hhmm) is taken off as timestamps._tz takes it */
+        Py_ssize_t zone = offset_seconds(s, j, n);
+        if (zone != 0) {
+            PyObject *delta = PyDelta_FromDSU(0, (int)zone, 0);
+            Py_SETREF(t, delta ? PyNumber_Subtract(t, delta) : NULL);
+            Py_XDECREF(delta);
+            if (!t) return NULL;
+        }
         return new_stamp(t);
     }
     /* _GLOG: (?:^|[\[\s:])[IWEF](?P<mo>[01]\d)(?P<d>[0-3]\d) (\d\d):(\d\d):(\d\d)\.(?P<f>\d{1,9}) */
