@@ -16,8 +16,8 @@ from catalog.native import switched
 from correlator.held import FINDING_SLOTS, SPEAKER_SLOTS
 from correlator.reading import SourceScanner
 from correlator.speakers import Who
-from schemas.findings import Finding, Role, Speaker
 from scan.engine import default_matcher
+from schemas.findings import Finding, Role, Speaker
 from simulate.training_logs import generate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def _whole(finding: Finding) -> list[Any]:
 def test_the_slot_names_are_every_field_of_the_classes() -> None:
     assert sorted(FINDING_SLOTS) == sorted(f.name for f in fields(Finding))
     assert sorted(SPEAKER_SLOTS) == sorted(f.name for f in fields(Speaker))
-    assert SPEAKER_SLOTS == Who._fields  # _speaker hands a Who's items over in their order
+    assert Who._fields == SPEAKER_SLOTS  # _speaker hands a Who's items over in their order
 
 
 def test_c_made_findings_equal_python_made_ones(tmp_path: Path) -> None:
