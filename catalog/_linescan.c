@@ -202,6 +202,7 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 #include "_linescan_who.h"
 #include "_linescan_plan.h"
 #include "_linescan_kept.h"
+#include "_linescan_slotted.h"
 
 /* count_newlines(data, start=0, end=len(data)): data.count(b"\n", start, end), at memory speed. The scanner
  * numbers every line of its input; CPython's count compares one byte at a time, this loop is vectorised (-O3). */
@@ -242,6 +243,7 @@ static PyMethodDef module_methods[] = {
      "_read_who_and_stamp for common ASCII lines, else None"},
     {"planner", planner, METH_O, "plan_for(line_match, raw) bound to a catalog.native_state.PlanState"},
     {"configure_kept", (PyCFunction)(void (*)(void))configure_kept, METH_VARARGS | METH_KEYWORDS, "the record type, first-only kinds and error rows keep_line uses"},
+    {"slotted", slotted, METH_VARARGS, "make(*values) for a slotted class, its slots named in order"},
     {"keeper", keeper, METH_O, "keep_line(contexts, ...) bound to a catalog.native_state.KeptState"},
     {NULL}};
 

@@ -69,6 +69,8 @@ static PyObject *int_of(const char *s, Py_ssize_t from, Py_ssize_t to) {
     return out;
 }
 
+#include "_linescan_stamp.h"
+
 typedef struct {
     Py_ssize_t host, host_end, pid, pid_end, dev, dev_end, end;
 } NcclHeader;
@@ -241,9 +243,13 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
             break; /* the words share no prefix: no other can match */
         }
     }
-    if (is_dig(c) && n - i >= 20 && s[i + 4] == '-' && s[i + 7] == '-' && (s[i + 10] == 'T' || s[i + 10] == ' '))
-        return -1; /* a collector's RFC 3339 stamp (kubectl logs --timestamps, CRI log files, Python's asctime), "T"
-                      or " " between date and time: read by speakers.py */
+    if (is_dig(c)) { /* speakers' "stamp" prefix first, as _DIGIT_FIRST orders them */
+        Py_ssize_t e = stamp_prefix_at(s, i, n);
+        if (e >= 0) {
+            out->end = e;
+            return 1; /* names no one */
+        }
+    }
     if (c == '[' || is_dig(c)) {
         /* srun: ^\[?(?P<rank>\d{1,5})\]?:  (a run of more than five digits never matches) */
         Py_ssize_t d = i + (c == '['), e = digits_from(s, d, n);
@@ -301,8 +307,6 @@ done:
     for (int k = 0; k < WHO_ITEMS; k++) Py_XDECREF(items[k]);
     return who;
 }
-
-#include "_linescan_stamp.h"
 
 static PyObject *who_and_stamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "who_and_stamp takes 3 arguments"); return NULL; }

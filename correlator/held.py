@@ -5,6 +5,8 @@ in pieces of one file, in the file's order, so that the findings are the ones on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from catalog.model import Signature
@@ -18,6 +20,24 @@ SAID_MEMO = 4096  # rows and speakers remembered per source
 # A signature line as the fold takes it: (signature, its matched text, its captures, its text as records keep it,
 # line number, time stamp, speaker).
 SignatureLine = tuple[Signature, str, dict[str, Any], str, int, Stamp | None, Who]
+# The slots of a Finding and of a Speaker in the order _finding and _speaker give them to the C makers
+# (catalog/_linescan_slotted.h), which refuse to bind unless these are every slot the class has.
+FINDING_SLOTS = ("signature", "generic", "role", "source", "line_no", "text", "speaker", "time", "clock", "fields",
+                 "order", "event", "repeats")
+SPEAKER_SLOTS = ("rank", "host", "pid", "device", "local_rank")
+_makers: dict[ModuleType, tuple[Callable[..., Finding], Callable[..., Speaker]]] = {}
+
+
+def native_makers(module: ModuleType | None) -> tuple[Callable[..., Finding] | None, Callable[..., Speaker] | None]:
+    """The C makers of Findings and Speakers, bound once per module (a Finding's generated __init__, a Python
+    frame with keyword arguments, cost 1.5-5 us, for each of a rank file's ~3.7 findings); (None, None) on the
+    Python path."""
+    if module is None:
+        return None, None
+    made = _makers.get(module)
+    if made is None:
+        made = _makers[module] = (module.slotted(Finding, FINDING_SLOTS), module.slotted(Speaker, SPEAKER_SLOTS))
+    return made
 
 
 class HeldFindings:
@@ -29,7 +49,7 @@ class HeldFindings:
     the next finding joins its event; the flood bound of floods.py applies to the others."""
 
     def __init__(self, source: str, order_base: int = 0, fold_context: bool = False,
-                 findings: list[Finding] | None = None) -> None:
+                 findings: list[Finding] | None = None, native: ModuleType | None = None) -> None:
         self.source = source
         self.findings = [] if findings is None else findings  # appended to: `firstfault match` empties it as it goes
         self.last_event: tuple[int, Who] | None = None  # (line_no, who) of the last signature line
@@ -41,6 +61,7 @@ class HeldFindings:
         # A repeated context-role finding's facts (line, order): kept if the next finding joins its event.
         self._pending: tuple[SignatureLine, int] | None = None
         self._speakers: dict[Who, Speaker] = {}  # frozen: shared by the findings of one speaker
+        self._new_finding, self._new_speaker = native_makers(native)  # the C loop's (catalog.native), else None
 
     def add(self, line: SignatureLine, continues: bool) -> None:
         sig, _, fields, said, line_no, _, who = line
@@ -84,6 +105,10 @@ class HeldFindings:
 
     def _finding(self, line: SignatureLine, order: int, event: int | None = None) -> Finding:
         sig, text, fields, _, line_no, stamp, who = line
+        if (new := self._new_finding) is not None:  # the keywords below, in FINDING_SLOTS' order
+            return new(sig.id, sig.generic, sig.role, self.source, line_no, text.strip(), self._speaker(who),
+                       stamp.time if stamp else None, stamp.clock if stamp else None, dict(fields), order,
+                       line_no if event is None else event, 0)
         return Finding(  # not validated: a test checks that the scanner's findings validate back to themselves
             signature=sig.id,
             generic=sig.generic,
@@ -105,6 +130,7 @@ class HeldFindings:
         if speaker is None:
             if len(self._speakers) >= SAID_MEMO:
                 self._speakers.clear()
-            speaker = self._speakers[who] = Speaker(rank=who.rank, host=who.host, pid=who.pid, device=who.device,
-                                                    local_rank=who.local_rank)
+            new = self._new_speaker  # a Who's items are SPEAKER_SLOTS' values, in their order
+            speaker = self._speakers[who] = new(*who) if new is not None else Speaker(
+                rank=who.rank, host=who.host, pid=who.pid, device=who.device, local_rank=who.local_rank)
         return speaker

@@ -117,7 +117,9 @@ class SourceScanner:
         self.result = SourceResult(source)
         self._context = KeptContext()
         self._structured = Sniffer(source, base.rank)
-        self._held = HeldFindings(source, order_base, fold_context, self.result.findings)
+        # The C loop or the Python path (catalog/native.py), chosen once, when the source's scan starts.
+        module = linescan()
+        self._held = HeldFindings(source, order_base, fold_context, self.result.findings, native=module)
         self._lines: Memo = {}  # the matcher's memo of this source's repeated lines
         # id of a memo's LineMatch -> [it, its plan, repeats in this buffer not yet counted, the latest one's start
         # and end]: filled in by the matcher's C loop, which leaves those lines out (see Matcher.spans), else here.
@@ -132,12 +134,10 @@ class SourceScanner:
                                      max_line_chars=MAX_LINE_CHARS, said_memo=SAID_MEMO,
                                      folded_kinds=kept_module.FOLDED_KINDS, python_who_and_stamp=_python_who_and_stamp,
                                      line_text=line_text)
-        # The C loop or the Python path (catalog/native.py), chosen once, when the source's scan starts.
         # who_and_stamp: _python_who_and_stamp for the common shapes of line (ASCII, an NCCL header or a torchrun,
         # srun or pdsh prefix, an ISO or glog stamp or none: 2.5-5 us a distinct line in Python at 4,096 ranks),
         # None for any other shape, which Python reads (tests/unit/test_native_who.py). plan_for: _plan_for for a
         # line with no owner line (catalog/_linescan_plan.h, tests/unit/test_native_plan.py).
-        module = linescan()
         self._native_who_and_stamp = None if module is None else module.who_and_stamp
         self._native_plan_for = None if module is None else module.planner(self._plan_state)
         self._keep_line = line_keeper(self._context, module)

@@ -59,7 +59,14 @@ PREFIXES = ["[rank3]:", "[default12]: ", "[trainer0]:\t", "[worker7]:", "[rank]:
             "Fri Aug 11 12:31:45 2023 [1,0]<stdout>:", "Mon Jan  5 01:02:03 2026[2,7]<stderr>:", "[3]<stderr>:",
             "[12]<stdout>:", "[3]<stdin>:", "[]<stderr>:", "Fri Aug 11 12:31:45 2023[3]<stdout>:",
             "2016-10-06T00:17:09.669794202Z stdout F ", "2024-01-02T03:04:05.123Z ", "2019-06-02T16:13:44.884Z: ",
-            "2024-01-02T03:04:05Z", "2024-01-02 03:04:05 "]
+            "2024-01-02T03:04:05Z", "2024-01-02 03:04:05 ",
+            # a collector's or Python logging's stamp (RFC 3339 5.6 date-time, "T" or " "; asctime's ",mmm") and
+            # near misses of each of its steps
+            "2026-11-29 10:02:03,963 ", "2026-11-29 10:02:03,963 - ", "2026-11-29 10:02:03.123456789+05:30 ",
+            "2026-11-29T10:02:03-0800: ", "2026-11-29T10:02:03+00:00 stdout P ", "2026-11-29 10:02:03 stderr X ",
+            "2026-11-29 10:02:03.1234567890 ", "2026-11-29 10:02:03+05:3 ", "2026-11-29 10:02:03. ",
+            "2026-11-29 10:02:03:x", "2026-11-29 10:02:03Z: ", "1999-01-02 03:04:05 ", "2026-11-29 10:02 ",
+            "2026-11-29\t10:02:03 ", "2026-13-45 25:61:61,1 ", "2026-11-29 10:02:03-23:59 "]
 HEADERS = ["node001:4242:4300 [3] ", "n:1:2 [0] ", "node001:4242:4300 [3]", "node001:4242 [3] ", "-x:1:2 [0] ",
            "gpu_3.a-b:77:78 [12] ", "node1:42:x [3] ", "h:1:2 [] ", "...-48:34050:34121 [0] ", "...:1:2 [0] ",
            "..-48:1:2 [0] ", "....node7.x:1:2 [1] ", "...-_.:1:2 [0] "]
@@ -126,14 +133,29 @@ def test_c_reads_job_logs_and_examples_as_python_does(tmp_path: Path) -> None:
     ("(RayWorker pid=42, ip=10.0.0.1) hello 10:02:03", "a Ray prefix"),
     ("\x1b[36m(worker1, rank=1, pid=7, ip=10.0.0.2)\x1b[0m hello 10:02:03", "a SkyPilot prefix in its colour"),
     ("[12345.678901] NVRM: Xid", "a boot stamp"),
-    ("2026-11-29 10:02:03+02:00 oom", "a zoned stamp"),
     ("[Sun Aug 23 17:58:44 2026] oom", "a ctime stamp"),
     ("naïve 10:02:03", "text beyond ASCII"),
     ("[1,3]<stderr>:Traceback (most recent call last):", "an Open MPI --tag-output prefix"),
-    ("2016-10-06T00:17:09.669794202Z stderr F [rank3]:boom", "a collector's RFC 3339 stamp"),
 ])
 def test_c_leaves_the_rare_shapes_to_python(line: str, why: str) -> None:
     assert _native()(line, Who(), 2026) is None, why
+
+
+# A line that starts with a collector's stamp (kubectl logs --timestamps, the kubelet's CRI files: kubernetes
+# pkg/kubelet/kuberuntime/logs/logs.go) or Python logging's default asctime (Lib/logging/__init__.py,
+# Formatter.default_time_format "%Y-%m-%d %H:%M:%S" and default_msec_format "%s,%03d"), zoned or not, is read in C.
+@pytest.mark.parametrize("line", [
+    "2016-10-06T00:17:09.669794202Z stderr F [rank3]:boom",
+    "2026-11-29 10:02:03,963 - torch.distributed.elastic - ERROR - failed (exitcode: -9)",
+    "2026-11-29 10:02:03,963 node017: [default3]: CUDA error: an illegal memory access was encountered",
+    "2026-11-29T10:02:03.5+02:00 node017:4242:4300 [3] NCCL WARN NET/IB : Got completion with error 12",
+    "2026-11-29 10:02:03-0530 12: [rank12]:[E1129 10:02:03.123 ProcessGroupNCCL.cpp:632] Watchdog caught",
+    "2026-11-29 10:02:03+02:00 oom",
+])
+def test_c_reads_a_leading_stamp_as_python_does(line: str) -> None:
+    native = _native()
+    for base in BASES:
+        assert _agree(native, line, base, 2026), line
 
 
 def test_glog_stamps_are_remembered_and_shared_as_in_python() -> None:
