@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=None)
     a = p.parse_args(argv)
     from correlator.diagnose import diagnose
-    from firstfault.memtune import keep_freed_blocks, no_collections
+    from firstfault.memtune import hand_back_freed_blocks, keep_freed_blocks, no_collections
     from scan.engine import default_matcher, scan_sources
     from sources.files import expand
 
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     scan = scan_sources(matcher, expand([a.logs]), 2026, jobs=a.jobs)
     t_scanned = time.perf_counter()
     found = sum(len(r.findings) for r in scan.results)
+    hand_back_freed_blocks()  # as the CLI
     diagnosis = diagnose(scan.results, matcher.catalog, release=True)  # as the CLI: its lists freed once read
     t_correlated = time.perf_counter()
     sizes = _renders(diagnosis)

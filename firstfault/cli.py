@@ -104,7 +104,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from firstfault.memtune import keep_freed_blocks, no_collections
+    from firstfault.memtune import hand_back_freed_blocks, keep_freed_blocks, no_collections
 
     keep_freed_blocks()  # before the first block is read; pool workers inherit it
     sources = expand(args.paths)
@@ -126,6 +126,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     else:
         scan = scan_sources(matcher, sources, _year(args.year), jobs=args.jobs)
     del sources  # the listing (a Source and its size a file) is not read again: not held while correlating
+    hand_back_freed_blocks()  # the scan's allocator settings do not suit correlation's tables (memtune)
     diagnosis = diagnose(scan.results, matcher.catalog, release=True)  # read by nothing else: freed as read
     if _exit_at_once:
         _left_for_exit.append(scan)
