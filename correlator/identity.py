@@ -59,6 +59,9 @@ class IdentityMap:
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
     host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
+    # (host, device index a worker's own CUDA error names) -> rank, where its launcher makes that device the
+    # worker's local rank (correlator/deepspeed_pids.py)
+    rank_of_local_device: dict[tuple[str, int], int] = field(default_factory=dict)
     rank_of_bus: PairMap[int] = field(default_factory=PairMap)  # (host, PCI bus) -> rank
     # host -> NCCL's NICs: a set a host while read, then one frozenset of each distinct set (_shared_sets)
     interfaces: dict[str, AbstractSet[str]] = field(default_factory=dict)
