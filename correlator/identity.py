@@ -218,6 +218,11 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         ids.by_pid.setdefault(pid, rank)
         ids.by_host_pid.setdefault((ip, pid), rank)
     _ray_train_death(ids, of_kind)
+    for rec in of_kind.get("vllm_rank", ()):  # a vLLM worker's own rank line, under its process's prefix
+        if (worker_pid := rec.who.pid) is not None:
+            ids.by_pid.setdefault(worker_pid, int(rec.fields["rank"]))
+            if rec.who.host is not None:
+                ids.by_host_pid.setdefault((rec.who.host, worker_pid), int(rec.fields["rank"]))
     for rec in of_kind.get("vllm_mp_device", ()):  # a vLLM worker process's device is its rank, never 0 (context.py)
         if int(rec.fields["device"]) > 0:
             ids.by_pid.setdefault(int(rec.fields["pid"]), int(rec.fields["device"]))

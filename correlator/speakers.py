@@ -40,7 +40,8 @@ _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # asctime(
 _RFC3339 = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("ray", re.compile(r"^\((?:(?:(?P<role>[^\s()=,]+) )?pid=(?P<pid>\d+)|raylet)(?:, ip=(?P<host>[\w.:-]+))?\)\s?")),
-    ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)[^)]*\)\s?")),
+    ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)"
+                        r"(?: pid=(?P<pid>\d+))?[^)]*\)\s?")),
     ("torchrun", re.compile(r"^\[(?:rank(?P<rank>\d+)|(?:default|trainer|worker)(?P<local_rank>\d+))\]:\s?")),
     ("srun", re.compile(r"^\[?(?P<rank>\d{1,5})\]?: ")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
