@@ -244,6 +244,12 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
     if (is_dig(c) && n - i >= 20 && s[i + 4] == '-' && s[i + 7] == '-' && (s[i + 10] == 'T' || s[i + 10] == ' '))
         return -1; /* a collector's RFC 3339 stamp (kubectl logs --timestamps, CRI log files, Python's asctime), "T"
                       or " " between date and time: read by speakers.py */
+    if (is_alpha(c)) { /* torchx's ^[A-Za-z][\w-]*\/\d+ (?=\S) (its role/replica): read by speakers.py */
+        Py_ssize_t j = i + 1;
+        while (j < n && (is_word(s[j]) || s[j] == '-')) j++;
+        Py_ssize_t e = j < n && s[j] == '/' ? digits_from(s, j + 1, n) : j;
+        if (e > j + 1 && n - e >= 2 && s[e] == ' ' && !is_space(s[e + 1])) return -1;
+    }
     if (c == '[' || is_dig(c)) {
         /* srun: ^\[?(?P<rank>\d{1,5})\]?:  (a run of more than five digits never matches) */
         Py_ssize_t d = i + (c == '['), e = digits_from(s, d, n);
