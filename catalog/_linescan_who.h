@@ -250,6 +250,12 @@ static int prefix_at(const char *s, Py_ssize_t i, Py_ssize_t n, Prefix *out) {
             return 1; /* names no one */
         }
     }
+    if (is_alpha(c)) { /* torchx's ^[A-Za-z][\w-]*\/\d+ (?=\S) (its role/replica): read by speakers.py */
+        Py_ssize_t j = i + 1;
+        while (j < n && (is_word(s[j]) || s[j] == '-')) j++;
+        Py_ssize_t e = j < n && s[j] == '/' ? digits_from(s, j + 1, n) : j;
+        if (e > j + 1 && n - e >= 2 && s[e] == ' ' && !is_space(s[e + 1])) return -1;
+    }
     if (c == '[' || is_dig(c)) {
         /* srun: ^\[?(?P<rank>\d{1,5})\]?:  (a run of more than five digits never matches) */
         Py_ssize_t d = i + (c == '['), e = digits_from(s, d, n);

@@ -205,6 +205,11 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # total capacity of", c10/cuda/CUDACachingAllocator.cpp): the worker's rank, by its pid
     "vllm_mp_device": r"\(VllmWorkerProcess pid=(?P<pid>\d+)\) [^\n]*?\bGPU (?P<device>\d{1,2}) has a total "
     r"capac(?:i)?ty of",
+    # vLLM's model-parallel setup logs, in each worker process, "rank %s in world size %s is assigned as DP rank %s,
+    # PP rank %s, TP rank %s, ..." (vllm/distributed/parallel_state.py, initialize_model_parallel) under the process's
+    # prefix "({name} pid={pid}) " (vllm/utils _add_prefix: V1's "VllmWorker rank=R", later "Worker", Ray's
+    # "RayWorkerWrapper pid=N, ip=A"): that pid's rank (correlator/identity.py)
+    "vllm_rank": r"\brank (?P<rank>\d+) in world size (?P<world>\d+) is assigned as DP rank \d+",
     # verl names its worker actors f"{name_prefix}{class}_{pg_idx}:{local_rank}" (verl/single_controller/ray/
     # base.py), numbering ranks placement group by placement group: in the first, the local rank is the rank
     "ray_dead_name": r"^(?:\([^)\n]*\) )?[ \t]+name: \S*Worker\S*_(?P<group>\d+):(?P<local_rank>\d+)[ \t]*$",
@@ -379,5 +384,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "hostfile_slots": ("trn-e-38 slots=2", "worker-1 slots=8 max_slots=8"),
     "srun_output": ("srun --kill-on-bad-exit=1 --output=logs/%x-%j-%t.out python train.py --config cfg.yaml",
                     "srun -o out/task-%4t.log python pretrain.py"),
+    "vllm_rank": ("(VllmWorker rank=2 pid=1750693) INFO 12-10 23:46:29 [parallel_state.py:959] rank 2 in world size 8 "
+                  "is assigned as DP rank 0, PP rank 0, TP rank 2",),
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -10,6 +10,12 @@ num_local_procs={p}, node_rank={r}` and `dist_world_size={w}`: global_rank_mappi
 node after another (world_info's order, node_rank's), so where every node runs p workers (w = n * p, or each of
 the n nodes says p) local rank k of node r is rank r * p + k. The kernel's OOM kill names the pid; this names its
 rank. Under pdsh each line carries its node's name (pdsh's `host: ` prefix); a launcher run alone names none.
+
+The launcher also sets the node's CUDA_VISIBLE_DEVICES to its world_info slots (set_visible_devices_envs:
+",".join(local_accelerator_ids)) and passes each worker --local_rank / LOCAL_RANK; the engine then takes device
+`local_rank` of those (runtime/engine.py, _set_distributed_vars: set_device(device_rank), device_rank defaulting
+to local_rank). So the device a worker's own CUDA error names (c10's OOM: "GPU %d has a total capacity of", the
+process's device index, counted within CUDA_VISIBLE_DEVICES) is its local rank: (node, device) is rank r * p + k.
 """
 
 from __future__ import annotations
@@ -26,22 +32,16 @@ _PID_KINDS = ("ds_spawned", "ds_killing")  # context.py: the launcher naming its
 
 
 def deepspeed_ranks(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
-    """Map each worker pid a DeepSpeed launcher named to its rank (ids.by_host_pid, ids.by_pid)."""
-    nodes = of_kind.get("ds_node", ())
-    if not nodes:
+    """Map each worker pid a DeepSpeed launcher named to its rank (ids.by_host_pid, ids.by_pid), and each node's
+    device indexes to its workers' ranks (ids.rank_of_local_device)."""
+    layout = _layout(of_kind)
+    if layout is None:
         return
-    node_rank: dict[str | None, int] = {}
-    sizes, counts = set(), set()
-    for rec in nodes:
-        node_rank.setdefault(rec.who.host, int(rec.fields["node_rank"]))
-        sizes.add(int(rec.fields["nproc"]))
-        counts.add(int(rec.fields["nodes"]))
-    worlds = {int(rec.fields["world"]) for rec in of_kind.get("ds_world", ())}
-    if len(sizes) != 1 or len(counts) != 1:
-        return
-    nproc, nnodes = next(iter(sizes)), next(iter(counts))
-    if worlds != {nnodes * nproc} and not (not worlds and len(node_rank) == nnodes):
-        return  # nodes of different sizes (or one not heard from): r * p is not the mapping's numbering
+    node_rank, nproc = layout
+    for host, node in node_rank.items():
+        if host is not None:
+            for local in range(nproc):
+                ids.rank_of_local_device.setdefault((host, local), node * nproc + local)
     for host, pids in _pids_in_order(of_kind).items():
         if host not in node_rank or len(pids) != nproc:
             continue  # a launcher that named more (a restart) or fewer workers than it ran: no order to trust
@@ -51,6 +51,26 @@ def deepspeed_ranks(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]
                 ids.by_host_pid.setdefault((host, pid), rank)
                 ids.host_of_rank.setdefault(rank, host)
             ids.by_pid.setdefault(pid, rank)
+
+
+def _layout(of_kind: Mapping[str, list[ContextRecord]]) -> tuple[dict[str | None, int], int] | None:
+    """(host -> node_rank, workers a node) where every node runs as many workers, else None."""
+    nodes = of_kind.get("ds_node", ())
+    if not nodes:
+        return None
+    node_rank: dict[str | None, int] = {}
+    sizes, counts = set(), set()
+    for rec in nodes:
+        node_rank.setdefault(rec.who.host, int(rec.fields["node_rank"]))
+        sizes.add(int(rec.fields["nproc"]))
+        counts.add(int(rec.fields["nodes"]))
+    worlds = {int(rec.fields["world"]) for rec in of_kind.get("ds_world", ())}
+    if len(sizes) != 1 or len(counts) != 1:
+        return None
+    nproc, nnodes = next(iter(sizes)), next(iter(counts))
+    if worlds != {nnodes * nproc} and not (not worlds and len(node_rank) == nnodes):
+        return None  # nodes of different sizes (or one not heard from): r * p is not the mapping's numbering
+    return node_rank, nproc
 
 
 def _pids_in_order(of_kind: Mapping[str, list[ContextRecord]]) -> dict[str | None, list[int]]:

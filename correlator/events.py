@@ -38,6 +38,9 @@ REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_he
                           # paddle.distributed.launch's "Container rank N status failed ... code C log F", and
                           # the older launcher's "ABORT!!! ... the trainer process with rank=[N] was aborted"
                           "paddle.launch.container_failed", "paddle.launch.trainers_aborted"})
+# Signatures whose `device` is the speaking process's own CUDA device index, counted within its
+# CUDA_VISIBLE_DEVICES: c10's CUDACachingAllocator OOM ("CUDA out of memory. ... GPU %d has a total capacity of")
+OWN_DEVICE = frozenset({"cuda.oom"})
 _ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
@@ -90,6 +93,8 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
             rank = local_rank  # a launcher's report by local rank (mp.spawn's process index) on a one-node job
     if rank is None and pid is None and local_rank is None and not isinstance(fields.get("host"), str):
         rank = _rank_of(f, ids)
+    if rank is None and host is not None and sig.id in OWN_DEVICE and isinstance(fields.get("device"), int):
+        rank = ids.rank_of_local_device.get((host, int(fields["device"])))  # the launcher made it the local rank
     if rank is None and host is not None and host in ids.sole_rank:
         rank = ids.sole_rank[host]  # every process of the job on that host is its one rank's
     if rank is None and isinstance(fields.get("pci"), str):

@@ -60,6 +60,9 @@ class IdentityMap:
     host_of_source: dict[str, str] = field(default_factory=dict)  # a pod description names its node once
     host_of_line: dict[tuple[str, int], str] = field(default_factory=dict)  # (source, line) -> the pod a row is about
     device_offset: dict[str, int] = field(default_factory=dict)  # host -> rank - cudaDev, when constant
+    # (host, device index a worker's own CUDA error names) -> rank, where its launcher makes that device the
+    # worker's local rank (correlator/deepspeed_pids.py)
+    rank_of_local_device: dict[tuple[str, int], int] = field(default_factory=dict)
     rank_of_bus: PairMap[int] = field(default_factory=PairMap)  # (host, PCI bus) -> rank
     # host -> NCCL's NICs: a set a host while read, then one frozenset of each distinct set (_shared_sets)
     interfaces: dict[str, AbstractSet[str]] = field(default_factory=dict)
@@ -218,6 +221,11 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
         ids.by_pid.setdefault(pid, rank)
         ids.by_host_pid.setdefault((ip, pid), rank)
     _ray_train_death(ids, of_kind)
+    for rec in of_kind.get("vllm_rank", ()):  # a vLLM worker's own rank line, under its process's prefix
+        if (worker_pid := rec.who.pid) is not None:
+            ids.by_pid.setdefault(worker_pid, int(rec.fields["rank"]))
+            if rec.who.host is not None:
+                ids.by_host_pid.setdefault((rec.who.host, worker_pid), int(rec.fields["rank"]))
     for rec in of_kind.get("vllm_mp_device", ()):  # a vLLM worker process's device is its rank, never 0 (context.py)
         if int(rec.fields["device"]) > 0:
             ids.by_pid.setdefault(int(rec.fields["pid"]), int(rec.fields["device"]))

@@ -44,7 +44,8 @@ _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # asctime(
 _RFC3339 = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
 _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("ray", re.compile(r"^\((?:(?:(?P<role>[^\s()=,]+) )?pid=(?P<pid>\d+)|raylet)(?:, ip=(?P<host>[\w.:-]+))?\)\s?")),
-    ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)[^)]*\)\s?")),
+    ("vllm", re.compile(r"^\((?:VllmWorker|RayWorkerWrapper|EngineCore)[^)]*?\brank=(?P<rank>\d+)"
+                        r"(?: pid=(?P<pid>\d+))?[^)]*\)\s?")),
     ("torchrun", re.compile(r"^\[(?:rank(?P<rank>\d+)|(?:default|trainer|worker)(?P<local_rank>\d+))\]:\s?")),
     ("srun", re.compile(r"^\[?(?P<rank>\d{1,5})\]?: ")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z][\w.-]*[\w]): (?=\S)")),
@@ -54,13 +55,19 @@ _PREFIXES: list[tuple[str, re.Pattern[str]]] = [
     ("skypilot", re.compile(rf"^(?:\x1b\[[\d;]*m)?\((?:head|worker\d+), rank=\d+, pid=\d+(?:, ip=(?P<host>{_IPV4}))?\)"
                             r"(?:\x1b\[[\d;]*m)?\s?")),
     ("kubectl", re.compile(r"^\[(?:pod/(?P<host>[a-z0-9][a-z0-9.-]*)/[\w.-]*|node/(?P<node>[\w.-]+))\] ")),
+    # torchx log (torchx/cli/cmd_log.py, print_log_lines: f"{role_name}/{replica_id} " before each line): names a
+    # replica, not its host, and no rank (dist.ddp's default c10d rendezvous numbers the nodes in the order they
+    # join, node_rank = replica_id only with rdzv_backend=static); peeled so the torchrun prefix and NCCL header
+    # behind it are read
+    ("torchx", re.compile(r"^(?P<role>[A-Za-z][\w-]*)/(?P<replica>\d+) (?=\S)")),
 ]
+_TORCHX = _PREFIXES[10][1]
 # Where any of _PREFIXES could match: most lines carry none, and one test beats five failed ones.
-_MAY_HAVE_PREFIX = re.compile(rf"[(\[\d\x1b]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[")
+_MAY_HAVE_PREFIX = re.compile(rf"[(\[\d\x1b]|[A-Za-z][\w.-]*[\w]: (?=\S)|{_CTIME}\[|[A-Za-z][\w-]*/\d+ (?=\S)")
 # Which of them can match, by a line's first character (each needs its own), in _PREFIXES' order.
 _OPENING = {"(": [*_PREFIXES[0:2], _PREFIXES[8]], "[": [*_PREFIXES[2:4], _PREFIXES[6], _PREFIXES[9]],
             "\x1b": [_PREFIXES[8]]}
-_DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6]]
+_DIGIT_FIRST, _LETTER_FIRST = [_PREFIXES[7], _PREFIXES[3], _PREFIXES[5]], [_PREFIXES[4], _PREFIXES[6], _PREFIXES[10]]
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # NCCL: host:pid:tid [dev]  (dev is the local CUDA device, not the rank; NVIDIA/nccl src/debug.cc prints
 # "%s:%d:%d [%d] " with the host name, pid, tid and cudaDev). A paste that elides the head of a host's name
@@ -164,6 +171,10 @@ def speaker_and_body(line: str, base: Who) -> tuple[Who, str]:
     who, rest = read_prefixes(line, base)
     if _NCCL_HINT.search(rest, 0, 200) and (m := _NCCL.search(rest, 0, 200)):
         who = Who(who.rank, m["host"], int(m["pid"]), int(m["dev"]), who.local_rank)
+    elif rest is not line and who.host is None and _TORCHX.match(line):
+        # a torchx replica's line that names no host: torchrun's local rank behind the replica prefix is a rank of
+        # some node, not a speaker to look up; the line is read as if unprefixed (its failure table places it)
+        who, rest = base, line
     elif m := _SYSLOG_HOST.match(rest):
         who = Who(who.rank, m["host"], who.pid, who.device, who.local_rank)
     if who.rank is None and (m := _RANK_IN_TEXT.search(rest)):
