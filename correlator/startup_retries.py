@@ -1,10 +1,12 @@
 """A TCPStore connect retry the job started after is a transient of start-up, not the cause of a later failure.
 
 c10d's client socket (pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp, SocketConnectOp::tryConnect) warns
-"The client socket has failed to connect to [host]:port (errno: 111 - Connection refused)." at each refused
-attempt and retries until the store's timeout ("[W socket.cpp:663]" in torch 2.0/2.1, glog-style
-"[W1129 10:00:01.123456789 socket.cpp:697]" from 2.2, "[rankN]:" in front from 2.3). A client connects only when
-its TCPStore is built: at start-up, or at an elastic restart's new rendezvous. So a retry that the job's running
+"The client socket has failed to connect to [host]:port (errno: N - ...)." for an address it could not reach
+(recordError's C10D_WARNING: "[W socket.cpp:663]" in older releases, glog-style "[W1129 10:00:01.123456789
+socket.cpp:697]" later, "[rankN]:" in front later still) and goes on until the store's timeout. Only that line is
+read here: "failed to connect to any network address of (host, port)" is run()'s C10D_ERROR once every address
+failed, thrown as SocketError/DistNetworkError, and is left to the other rules. A client connects only when its
+TCPStore is built: at start-up, or at an elastic restart's new rendezvous. So a retry that the job's running
 follows (a collective with a sequence number, NCCL's communicator init, ProcessGroupNCCL's status, a training
 step) connected in the end: the process group those need is built over that store. A retry after which nothing
 of the job running is printed (the store host really died) stays a candidate; so does one printed after the job
@@ -53,7 +55,8 @@ def mark_startup_retries(failures: Sequence[Event], records: Iterable[ContextRec
     if not marks:
         return
     for ev in failures:
-        if ev.signature.id != CONNECT_RETRY or ev.role is not Role.EITHER or ev.weight is not None or ev.stale:
+        if (ev.signature.id != CONNECT_RETRY or "errno" not in ev.best.fields or ev.role is not Role.EITHER
+                or ev.weight is not None or ev.stale):
             continue
         at = Mark(ev.best.source, ev.best.line_no,
                   _when(ev.best.time, ev.best.clock == "wall", ev.reporter.host, offsets))

@@ -87,3 +87,4 @@ def test_a_retry_at_a_restart_after_the_job_had_run_stays_a_candidate() -> None:
     text = _watchdog(0, at="13:43:10") + _retry(1, old=False, at="13:44:02") + _watchdog(3, at="13:54:03")
     d = diagnose([scan_source(m, "submitter.log", [text.encode()], 2026, 0)], m.catalog)
     assert any(e.signature == "pytorch.store.connect_failed" and e.role != "context" for e in d.timeline)
+
