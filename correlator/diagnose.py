@@ -119,7 +119,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
     failures += lag_events(collective_lags(progress, read.structured, failures, ids, world), catalog, ids, W_LAG)
     offsets = clock_offsets(failures, progress, ids)
-    mark_stale(failures, offsets, inits)
+    mark_stale(failures, offsets, inits, [*progress, *of_kind.get("train_step", ())])
     del progress, inits
     let_go(of_kind, "pg_status")  # read by the steps above alone
     notes = assign(failures, ids, death_targets(ids.exits + task_exits(failures, ids), ids))

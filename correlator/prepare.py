@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from catalog.model import Category
@@ -12,6 +12,7 @@ from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from correlator.scoring import SKEW_TOLERANCE
+from correlator.startup_retries import mark_startup_retries
 from correlator.structured import Structured
 from schemas.findings import Role
 
@@ -75,10 +76,12 @@ def init_lines(context: Sequence[ContextRecord]) -> dict[str, int]:
     return inits
 
 
-def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta], inits: Mapping[str, int]) -> None:
+def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta], inits: Mapping[str, int],
+               running: Iterable[ContextRecord] = ()) -> None:
     """Lines the job carried on after are context, not candidates: a non-initiating line followed on the same
     rank by a completed NCCL init (a store retry at start-up; ``inits``: init_lines), or printed long before the
-    consequences began."""
+    consequences began; and a store connect retry the job's running followed (``running``: pg_status and
+    train_step records; correlator/startup_retries.py)."""
     times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := when(ev, offsets)) is not None]
     horizon = min(times) - STALE_BEFORE if times else None
     for ev in failures:
@@ -87,6 +90,7 @@ def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta
         printed = when(ev, offsets)
         survived = ev.role is Role.EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
         ev.stale = survived or (horizon is not None and printed is not None and printed < horizon)
+    mark_startup_retries(failures, running, inits, offsets)
 
 
 def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],

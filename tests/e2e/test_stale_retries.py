@@ -43,3 +43,48 @@ def test_a_connect_failure_just_before_the_end_still_counts() -> None:
     d = diagnose([scan_source(m, "pods/job-worker-0.log", [text.encode()], 2026, 0)], m.catalog)
     assert d.root_cause is not None
     assert any(e.signature == "pytorch.store.connect_failed" and e.role != "context" for e in d.timeline)
+
+
+# The retry warning as torch/csrc/distributed/c10d/socket.cpp prints it (SocketConnectOp: C10D_WARNING of "The
+# client socket has failed to connect to [{}]:{} (errno: {} - {})."): torch 2.0/2.1's "[W socket.cpp:663]" and
+# 2.3's glog-style prefix behind the "[rankN]:" tag; and ProcessGroupNCCL.cpp's watchdog line of a numbered
+# collective ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)"), printed once the process
+# group, built over that store, has run collectives.
+def _retry(rank: int, old: bool, at: str = "12:47:41") -> str:
+    prefix = "[W socket.cpp:663]" if old else f"[rank{rank}]:[W0203 {at}.324227589 socket.cpp:755]"
+    return (f"{prefix} [c10d] The client socket has failed to connect to [store-node-0]:29500 "
+            "(errno: 111 - Connection refused).\n")
+
+
+def _watchdog(rank: int, at: str = "13:43:10") -> str:
+    return (f"[rank{rank}]:[E0203 {at}.341808597 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=18852, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, "
+            "Timeout(ms)=600000) ran for 600086 milliseconds before timing out.\n")
+
+
+def test_a_start_up_retry_followed_by_collectives_is_not_the_cause() -> None:
+    m = default_matcher()
+    # ranks 1 and 2 retry the store at start-up, then the job runs 18,852 collectives and times out in one
+    text = _retry(1, old=True) + _retry(2, old=False) + "".join(_watchdog(r) for r in (0, 1, 2, 3))
+    d = diagnose([scan_source(m, "submitter.log", [text.encode()], 2026, 0)], m.catalog)
+    assert d.root_cause is not None and d.root_cause.signature != "pytorch.store.connect_failed", d.root_cause
+    retries = [e for e in d.timeline if e.signature == "pytorch.store.connect_failed"]
+    assert retries and {e.role for e in retries} == {"context"}
+
+
+def test_a_retry_after_which_nothing_ran_stays_the_cause() -> None:
+    m = default_matcher()
+    # the same retries, the last lines of their ranks: nothing shows the store ever answered
+    text = _retry(1, old=True) + _retry(2, old=False)
+    d = diagnose([scan_source(m, "submitter.log", [text.encode()], 2026, 0)], m.catalog)
+    assert d.root_cause is not None and d.root_cause.signature == "pytorch.store.connect_failed", d.root_cause
+    assert all(e.role != "context" for e in d.timeline if e.signature == "pytorch.store.connect_failed")
+
+
+def test_a_retry_at_a_restart_after_the_job_had_run_stays_a_candidate() -> None:
+    m = default_matcher()
+    # collectives ran before the retry: an elastic restart's new rendezvous, whose store may be what failed
+    text = _watchdog(0, at="13:43:10") + _retry(1, old=False, at="13:44:02") + _watchdog(3, at="13:54:03")
+    d = diagnose([scan_source(m, "submitter.log", [text.encode()], 2026, 0)], m.catalog)
+    assert any(e.signature == "pytorch.store.connect_failed" and e.role != "context" for e in d.timeline)
+
