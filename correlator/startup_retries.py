@@ -50,25 +50,51 @@ def running_marks(failures: Sequence[Event], records: Iterable[ContextRecord],
 def mark_startup_retries(failures: Sequence[Event], records: Iterable[ContextRecord], inits: Mapping[str, int],
                          offsets: Mapping[str | None, timedelta]) -> None:
     """Set ``stale`` on each connect retry the job ran after and had not run before (module docstring).
-    ``records``: pg_status and train_step records; ``inits``: each source's last NCCL init line (prepare.init_lines)."""
-    marks = [*running_marks(failures, records, offsets), *(Mark(src, line, None) for src, line in inits.items())]
-    if not marks:
+    ``records``: pg_status and train_step records; ``inits``: each source's last NCCL init line (prepare.init_lines).
+    Linear: every rank of a large job may retry while the store's host starts, so each retry is weighed against
+    the marks' first and last line in its file and their first and last wall-clock time, not against every mark."""
+    retries = [ev for ev in failures if ev.signature.id == CONNECT_RETRY and "errno" in ev.best.fields
+               and ev.role is Role.EITHER and ev.weight is None and not ev.stale]
+    if not retries:  # the common case: no mark is made at all
         return
-    for ev in failures:
-        if (ev.signature.id != CONNECT_RETRY or "errno" not in ev.best.fields or ev.role is not Role.EITHER
-                or ev.weight is not None or ev.stale):
-            continue
+    span = _Span()
+    for mark in running_marks(failures, records, offsets):
+        span.add(mark)
+    for source, line in inits.items():
+        span.add(Mark(source, line, None))
+    for ev in retries:
         at = Mark(ev.best.source, ev.best.line_no,
                   _when(ev.best.time, ev.best.clock == "wall", ev.reporter.host, offsets))
-        if any(_before(at, m) for m in marks) and not any(_before(m, at) for m in marks):
+        if span.any_after(at) and not span.any_before(at):
             ev.stale = True
 
 
-def _before(a: Mark, b: Mark) -> bool:
-    """a was printed before b: earlier in one file, or earlier by more than clocks disagree."""
-    if a.source == b.source:
-        return a.line_no < b.line_no
-    return a.time is not None and b.time is not None and a.time + SKEW_TOLERANCE < b.time
+class _Span:
+    """The first and last line of the marks in each file, and their earliest and latest wall-clock time."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, tuple[int, int]] = {}
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+
+    def add(self, m: Mark) -> None:
+        low, high = self.lines.get(m.source, (m.line_no, m.line_no))
+        self.lines[m.source] = (min(low, m.line_no), max(high, m.line_no))
+        if m.time is not None:
+            self.first = m.time if self.first is None else min(self.first, m.time)
+            self.last = m.time if self.last is None else max(self.last, m.time)
+
+    def any_after(self, at: Mark) -> bool:
+        """A mark printed after ``at``: later in its file, or later by more than clocks disagree."""
+        lines = self.lines.get(at.source)
+        return (lines is not None and lines[1] > at.line_no) or (
+            at.time is not None and self.last is not None and at.time + SKEW_TOLERANCE < self.last)
+
+    def any_before(self, at: Mark) -> bool:
+        """A mark printed before ``at``: earlier in its file, or earlier by more than clocks disagree."""
+        lines = self.lines.get(at.source)
+        return (lines is not None and lines[0] < at.line_no) or (
+            at.time is not None and self.first is not None and self.first + SKEW_TOLERANCE < at.time)
 
 
 def _when(time: datetime | None, wall: bool, host: str | None, offsets: Mapping[str | None, timedelta]
