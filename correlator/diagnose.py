@@ -14,7 +14,7 @@ from correlator import calibration
 from correlator.carried import read_carried
 from correlator.derived import SAVE_HANG, derived_events
 from correlator.differential import Suspect, differential
-from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events
+from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events, when
 from correlator.exits import (
     EXIT_SIGNATURES,
     SIGNAL_TAGS,
@@ -36,7 +36,7 @@ from correlator.locate import locate, node_wide, pick
 from correlator.named_by_elimination import held_by_absence, place_named_rank
 from correlator.naming import settle
 from correlator.nothing_matched import nothing_matched
-from correlator.prepare import before_cascade, collective_lags, init_lines, mark_stale, when
+from correlator.prepare import before_cascade, collective_lags, init_lines, mark_stale
 from correlator.reading import SourceResult
 from correlator.redact import EVIDENCE_CHARS, evidence_text, redact, redact_model
 from correlator.release import gathered, let_go

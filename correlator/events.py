@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import groupby
 from operator import attrgetter
 from typing import Any
@@ -17,6 +17,8 @@ from correlator.event import Target as Target
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from schemas.findings import Finding, Role, Speaker
+
+_NO_OFFSET = timedelta(0)
 
 NOT_JOINED = "pytorch.c10d.desync_not_joined"
 MAX_TASKS = 1 << 16  # a task range longer than any job is not a range of ranks
@@ -351,3 +353,11 @@ def clock_offsets(events: list[Event], context: Iterable[ContextRecord] = (),
         for host, value in medians.items():
             offsets[host].append(value - center)
     return {h: timedelta(seconds=sorted(v)[len(v) // 2]) for h, v in offsets.items()}
+
+
+def when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
+    """When ``ev`` was printed by the job's clock (its host's offset taken off), if it carries a wall-clock time."""
+    best = ev.best
+    if best.time is None or best.clock != "wall":
+        return None
+    return best.time - offsets.get(ev.reporter.host, _NO_OFFSET)

@@ -22,9 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from correlator.events import Event
+from correlator.events import Event, when
 from correlator.kept import ContextRecord
-from correlator.prepare import when
 from schemas.diagnosis import Diagnosis
 from schemas.impact import Impact, level_of
 

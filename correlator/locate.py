@@ -13,11 +13,10 @@ from collections.abc import Mapping, Sequence, Sized
 from datetime import timedelta
 
 from catalog.model import Implicates, Scope
-from correlator.events import Event, Target
+from correlator.events import Event, Target, when
 from correlator.exits import cause_like, exit_report, task_exits
 from correlator.identity import IdentityMap
 from correlator.lone_reporter import lone_rank
-from correlator.prepare import when
 from correlator.scoring import Candidate
 from correlator.templates import template
 from correlator.versions import odd_version_hosts

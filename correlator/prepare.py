@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from catalog.model import Category
 from correlator.collectives import Lag, from_dumps, from_ops, from_status, from_timeouts
-from correlator.events import Event
+from correlator.events import Event, when
 from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
@@ -121,9 +121,3 @@ def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
     known = {key for ev in failures for f in ev.findings if not f.generic and (key := (f.source, f.line_no)) in lines}
     return [rec for rec in early if (rec.source, rec.line_no) not in known]
 
-
-def when(ev: Event, offsets: Mapping[str | None, timedelta]) -> datetime | None:
-    best = ev.best
-    if best.time is None or best.clock != "wall":
-        return None
-    return best.time - offsets.get(ev.reporter.host, _NO_OFFSET)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from correlator.events import Event
+from correlator.events import Event, when
 from correlator.kept import ContextRecord
 from correlator.scoring import SKEW_TOLERANCE
 from schemas.findings import Role
@@ -40,10 +40,9 @@ def running_marks(failures: Sequence[Event], records: Iterable[ContextRecord],
                   offsets: Mapping[str | None, timedelta]) -> list[Mark]:
     """Lines printed only once the process group existed: a failure about a numbered collective (the watchdog's
     WorkNCCL(SeqNum=N)), and the context records of ``records`` (NCCL inits, pg_status, training steps)."""
-    marks = [Mark(ev.best.source, ev.best.line_no, _when(ev.best.time, ev.best.clock == "wall", ev.reporter.host,
-                                                          offsets))
+    marks = [Mark(ev.best.source, ev.best.line_no, when(ev, offsets))
              for ev in failures if isinstance(ev.best.fields.get("seq"), int)]
-    marks += [Mark(rec.source, rec.line_no, _when(rec.time, True, rec.who.host, offsets)) for rec in records]
+    marks += [Mark(rec.source, rec.line_no, _when(rec, offsets)) for rec in records]
     return marks
 
 
@@ -63,8 +62,7 @@ def mark_startup_retries(failures: Sequence[Event], records: Iterable[ContextRec
     for source, line in inits.items():
         span.add(Mark(source, line, None))
     for ev in retries:
-        at = Mark(ev.best.source, ev.best.line_no,
-                  _when(ev.best.time, ev.best.clock == "wall", ev.reporter.host, offsets))
+        at = Mark(ev.best.source, ev.best.line_no, when(ev, offsets))
         if span.any_after(at) and not span.any_before(at):
             ev.stale = True
 
@@ -97,6 +95,6 @@ class _Span:
             at.time is not None and self.first is not None and self.first + SKEW_TOLERANCE < at.time)
 
 
-def _when(time: datetime | None, wall: bool, host: str | None, offsets: Mapping[str | None, timedelta]
-          ) -> datetime | None:
-    return time - offsets.get(host, _NO_OFFSET) if time is not None and wall else None
+def _when(rec: ContextRecord, offsets: Mapping[str | None, timedelta]) -> datetime | None:
+    """A context record's time by the job's clock (prepare.before_cascade's reading of a record's stamp)."""
+    return rec.time - offsets.get(rec.who.host, _NO_OFFSET) if rec.time is not None else None
