@@ -1,8 +1,9 @@
 """Hosts, their names and aliases, skewed clocks, and every program's timestamp shape.
 
 Each host's clock is off by its own skew (most within ±1.5 s, a third of jobs ±45 s); every stamp a host writes
-uses that host's clock. Flux stamps its shell log lines in seconds since the job started (flux-core
-src/shell/log.c: ``%.3fs: flux-shell[%d]: ...``, as in the public logs quoted in the generator's README)."""
+uses that host's clock. Flux stamps its shell log lines in seconds since the job started (``261.098s:
+flux-shell[0]: FATAL: …`` as public flux-framework logs print them, found with find_string; the shell's logger is
+flux-core src/shell/log.c, not read here)."""
 
 from __future__ import annotations
 
