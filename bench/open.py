@@ -6,7 +6,7 @@
 Rows, each scored by ../shared/corpus/score.py on both diagnosers in the same run:
 - the real corpus's tuning and checking halves, and bench/field's, field2's and field3's (real logs collected by
   people who read none of firstfault; their checking halves were never read while tuning);
-- bench/independent's, bench/independent4's, bench/independent5's and bench/independent6's simulated jobs, seeds 2
+- bench/independent's, bench/independent4's, 5's, 6's and 7's simulated jobs, seeds 2
   and 3 (generators written apart from firstfault.simulate, from the formats' upstream sources; these seeds are never
   tuned on), scored with a generator's class_map_additions.json beside the corpus's map where it has one;
 - firstfault.simulate's seeded sweep (bench.accuracy), plain and with issue 22's hostile knobs: a simulator of
@@ -43,7 +43,8 @@ SETS = (("corpus", "tuning"), ("corpus", "checking"), ("field", "tuning"), ("fie
         ("field8", "tuning"), ("field8", "checking"), ("field9", "tuning"), ("field9", "checking"))
 SEEDS = (2, 3)
 # blind generators: held-out rows
-GENERATORS = ("bench.independent", "bench.independent4", "bench.independent5", "bench.independent6")
+GENERATORS = ("bench.independent", "bench.independent4", "bench.independent5", "bench.independent6",
+              "bench.independent7")
 _SUMMARY = re.compile(r"cases (?P<n>\d+), class (?P<cls>\d+)/\d+ = \d+%, initiating rank (?P<rank>\d+)/(?P<rank_n>\d+)"
                       r" = \d+%, host (?P<host>\d+)/(?P<host_n>\d+) = \d+%, initiating \(firm labels\) "
                       r"(?P<firm>\d+)/(?P<firm_n>\d+), crashes (?P<crashes>\d+)")
