@@ -1,4 +1,4 @@
-"""What every blind generator of labelled jobs (bench/independent2 ... independent6, run by
+"""What every blind generator of labelled jobs (bench/independent2 ... independent7, run by
 tests/benches/test_blind_generators.py) must hold: the same bytes for the same seed, labels in the corpus schema,
 and no import beyond the standard library."""
 

@@ -1,4 +1,4 @@
-"""What every blind generator of labelled jobs (bench/independent2 ... independent6) holds, one harness for all:
+"""What every blind generator of labelled jobs (bench/independent2 ... independent7) holds, one harness for all:
 the same bytes for the same seed, labels in the corpus schema, every layout and kind reachable, each label's
 evidence line in exactly the files it names, and no import beyond the standard library (a generator that read
 firstfault would measure nothing). Each generator's own rules (which kinds name a rank, which jobs cannot be told)
@@ -65,6 +65,7 @@ GENERATORS = {
     "independent4": Blind("independent4"),
     "independent5": Blind("independent5"),
     "independent6": Blind("independent6"),
+    "independent7": Blind("independent7"),
 }
 
 
@@ -142,7 +143,7 @@ def test_node_faults_name_a_host_and_job_wide_causes_nothing(name: str,
             assert ini["rank"] is not None and ini["host"], lab["id"]
 
 
-@pytest.mark.parametrize("name", ["independent5", "independent6"])
+@pytest.mark.parametrize("name", ["independent5", "independent6", "independent7"])
 def test_a_rank_is_named_only_with_a_clue(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Job-wide causes name neither; node faults at most a host; a rank is named only with a reason a reader of
     the files has (a prefix, a launcher's report, a pid join, a flight-recorder dump, a silence)."""
@@ -159,7 +160,7 @@ def test_a_rank_is_named_only_with_a_clue(name: str, tmp_path_factory: pytest.Te
             assert lab["clues"], lab["id"]
 
 
-@pytest.mark.parametrize("name", ["independent5", "independent6"])
+@pytest.mark.parametrize("name", ["independent5", "independent6", "independent7"])
 def test_some_jobs_cannot_be_told(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A few rank or host faults leave nothing that names where they started; their labels say so."""
     kinds = GENERATORS[name].kinds()
@@ -169,7 +170,7 @@ def test_some_jobs_cannot_be_told(name: str, tmp_path_factory: pytest.TempPathFa
     assert 1 <= len(untold) <= len(rows) // 4
 
 
-@pytest.mark.parametrize("name", ["independent6"])
+@pytest.mark.parametrize("name", ["independent6", "independent7"])
 def test_no_path_or_text_names_the_kind(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The job's directory and files carry no generator vocabulary a diagnoser could read the answer from."""
     out = _generated(name, tmp_path_factory)
@@ -179,3 +180,14 @@ def test_no_path_or_text_names_the_kind(name: str, tmp_path_factory: pytest.Temp
             if p.is_file():
                 text = p.read_text()
                 assert lab["kind"] not in p.name and f"_{lab['kind']}" not in text, (lab["id"], p.name)
+
+
+@pytest.mark.parametrize("name", ["independent7"])
+def test_launcher_reports_name_the_first_failure_only(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Hydra, PRRTE and Flux's doom plugin report the first task to end; a straggler's is a collateral rank."""
+    out = _generated(name, tmp_path_factory)
+    for lab in labels(out):
+        if lab["kind"] == "silent" and lab["layout"] in ("pbs_hydra", "prterun_efa"):
+            text = "".join(p.read_text() for p in (out / lab["path"]).rglob("*") if p.is_file())
+            rank = lab["initiating"]["rank"]
+            assert f"rank {rank} with PID" not in text and f"RANK {rank} PID" not in text, lab["id"]
