@@ -13,6 +13,7 @@ Where fewer pids are named (another worker had died too), nothing is placed: whi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from math import gcd
 
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord, members
@@ -25,8 +26,8 @@ NEAR = 3  # lines between the SIGTERM run and the failure line (the agent's own 
 def place_teardown_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[str, list[ContextRecord]]) -> None:
     """ids.by_host_pid learns each SIGTERMed worker's rank where its local rank follows from the order."""
     failures = of_kind.get("worker_failed", [])
-    workers = _workers_per_node(local) if failures else None
-    if workers is None:
+    bounds = _workers_bounds(local) if failures else None
+    if bounds is None:
         return
     runs = _by_source(of_kind.get("worker_sigterm", []))
     for failed in failures:
@@ -35,11 +36,14 @@ def place_teardown_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[st
         if host is None or run is None:
             continue
         pids = [int(pid) for pid in members(run, "pid") if pid is not None]
-        exited = int(failed.fields["local_rank"])
-        if len(pids) + 1 != workers or exited >= workers or len(set(pids)) != len(pids):
+        exited, workers = int(failed.fields["local_rank"]), len(pids) + 1
+        if not _fits(workers, bounds) or exited >= workers or len(set(pids)) != len(pids):
             continue
+        base = _node_base(local, host)
         for local_rank, pid in zip([r for r in range(workers) if r != exited], pids, strict=True):
             rank = local.global_of(host, failed.source, local_rank)
+            if rank is None and base is not None:
+                rank = base + local_rank  # the node's workers are numbered from its first rank (_workers_bounds)
             if rank is not None:
                 ids.by_host_pid.setdefault((host, pid), rank)
 
@@ -53,10 +57,30 @@ def _agent_host(ids: IdentityMap, source: str) -> str | None:
     return ids.host_of_source.get(source) or who_from_path(source).host
 
 
-def _workers_per_node(local: LocalRanks) -> int | None:
-    """How many workers a node runs, from the local ranks the logs tie to global ones (one node's block)."""
+def _workers_bounds(local: LocalRanks) -> tuple[int, int] | None:
+    """What the local ranks the logs tie to global ones say of how many workers a node runs: at least the highest
+    local rank + 1, and a divisor of every node's first global rank (torchrun numbers a node's workers from
+    node_rank * nproc_per_node: torch/distributed/elastic/agent/server/api.py, _assign_worker_ranks, global rank =
+    base + local rank); (the least, the gcd of the nodes' first ranks, 0 where every known node is the first)."""
     locals_ = [lr for (_, lr), rank in local.by_node.items() if rank >= 0]
-    return max(locals_) + 1 if locals_ else None
+    if not locals_:
+        return None
+    return max(locals_) + 1, gcd(*(rank - lr for (_, lr), rank in local.by_node.items() if rank >= 0))
+
+
+def _node_base(local: LocalRanks, host: str) -> int | None:
+    """The node's first global rank, where the local ranks tied to global ones on it all say the same one."""
+    bases = {rank - lr for ((kind, name), lr), rank in local.by_node.items()
+             if kind == "host" and name == host and rank >= 0}
+    return next(iter(bases)) if len(bases) == 1 else None
+
+
+def _fits(workers: int, bounds: tuple[int, int]) -> bool:
+    """Whether a node of ``workers`` workers agrees with those bounds: where a node other than the first is known,
+    its first rank is a multiple of it (one more worker dead before the teardown makes one fewer pid: 3 of 4
+    workers divides no first rank 4, 8, 12 ...)."""
+    least, step = bounds
+    return workers == least if step == 0 else workers >= least and step % workers == 0
 
 
 def _by_source(runs: Sequence[ContextRecord]) -> dict[str, list[ContextRecord]]:

@@ -88,3 +88,33 @@ def test_a_restart_seqnum_is_not_compared_with_the_attempt_before(tmp_path: Path
     rc = cli_root_cause(_job(tmp_path / "job", seqs=(4307, 116)), capsys)
     assert (rc["signature"], rc["rank"]) == ("xid.119", 7)
     assert not any("never joined" in line for line in rc["explanation"])
+
+
+def _console_only_job(root: Path, sigterm_all: bool = True) -> Path:
+    """The same two nodes with nothing but each agent's console, filed by node index (node0.log, node1.log), and
+    the kernel's journal by the short host name: the failure table alone ties a local rank to a global one on
+    each node (rank 0 local 0, rank 5 local 1) and names the node by its FQDN (the agent's socket.getfqdn())."""
+    (root / "console").mkdir(parents=True)
+    for node, host in enumerate(("gpu-b01", "gpu-b02")):
+        pids = [4100 + 10 * node + k for k in range(4)]
+        failed = 1 if node == 1 else 0
+        sigterms = [pid for k, pid in enumerate(pids) if k != failed and (sigterm_all or k != 3)]
+        text = _console(host, 4 * node, failed, pids, sigterms)
+        (root / "console" / f"node{node}.log").write_text(TIMEOUT.format(rank=4 * node + failed, seq=116) + text)
+    (root / "journal").mkdir()
+    (root / "journal" / "gpu-b02.log").write_text(XID.format(pid=4112))
+    return root
+
+
+def test_the_node_s_first_rank_numbers_its_sigtermed_workers(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Local rank 2 of the node whose first rank is 4 (rank 5 is its local rank 1) is rank 6."""
+    rc = cli_root_cause(_console_only_job(tmp_path / "job"), capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.119", 6, "gpu-b02")
+
+
+def test_no_rank_by_the_first_rank_when_a_sigterm_is_missing(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Two pids: three workers a node would not divide the second node's first rank (4), so nothing is placed."""
+    rc = cli_root_cause(_console_only_job(tmp_path / "job", sigterm_all=False), capsys)
+    assert rc["rank"] != 6
