@@ -33,7 +33,7 @@ from correlator.srun_output import starts_launchers, task_file_ranks
 from correlator.subgroups import confirmed as confirmed_group_ranks
 from correlator.subgroups import global_ranks as subgroup_ranks
 from correlator.table_lines import table_speakers
-from correlator.teardown_pids import place_teardown_pids
+from correlator.teardown_pids import place_spawn_pids, place_teardown_pids
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
@@ -102,6 +102,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         fill_hosts(state.ids, local)
     fill_one_rank_exits(state.ids, single)
     place_teardown_pids(state.ids, local, state.of_kind)  # the agent's SIGTERMed pids, by local-rank order
+    place_spawn_pids(state.ids, local, state.of_kind, {w.rank for w, _ in state.pairs if w.rank is not None})
     state.ids.sole_rank = {host: rank for rank, host in single.values()}
     state.ids.group_ranks = confirmed_group_ranks(state.of_kind)
     return Named(state.findings, state.context, state.of_kind, state.ids, local)

@@ -12,7 +12,7 @@ Where fewer pids are named (another worker had died too), nothing is placed: whi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from math import gcd
 
 from correlator.identity import IdentityMap
@@ -102,3 +102,36 @@ def _adjacent_run(runs: Sequence[ContextRecord], failed: ContextRecord) -> Conte
 def _span(run: ContextRecord) -> int:
     """How far a run's first line may sit from the failure line: its own length and a few lines."""
     return len(members(run, "pid")) + NEAR
+
+
+SPAWN_NEAR = 20  # lines between mp.spawn's SIGTERM run and its exception: the parent's traceback sits between
+
+
+def place_spawn_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[str, list[ContextRecord]],
+                     named: Collection[int] = ()) -> None:
+    """torch.multiprocessing.spawn's teardown (spawn.py, ProcessContext.join): the processes still alive are
+    SIGTERMed in process-index order, then ProcessExitedException names the failed index. Where the run holds every
+    other index's pid (n - 1 of them) and the job is one node, the index is the rank (mp.spawn passes it to each
+    process as its first argument, the rank on one node): ids.by_pid learns each pid's rank. ``named``: the ranks
+    the job's lines name; one node where the logs say so, or where the n processes are the whole job (no rank
+    named at or above n, no larger world)."""
+    exited = of_kind.get("spawn_exited", [])
+    if not exited:
+        return
+    runs = _by_source(of_kind.get("worker_sigterm", []))
+    for failed in exited:
+        before = [run for run in runs.get(failed.source, ()) if 0 < failed.line_no - run.line_no <= _span(run) +
+                  SPAWN_NEAR]
+        run = max(before, key=lambda r: r.line_no, default=None)
+        if run is None:
+            continue
+        pids = [int(pid) for pid in members(run, "pid") if pid is not None]
+        index, size = int(failed.fields["local_rank"]), len(pids) + 1
+        whole = bool(named) and max(named) < size and ids.world_size in (None, size)
+        if index >= size or len(set(pids)) != len(pids) or not (local.single_node or whole):
+            continue
+        host = failed.who.host
+        for rank, pid in zip([r for r in range(len(pids) + 1) if r != index], pids, strict=True):
+            ids.by_pid.setdefault(pid, rank)
+            if host is not None:
+                ids.by_host_pid.setdefault((host, pid), rank)

@@ -118,3 +118,44 @@ def test_no_rank_by_the_first_rank_when_a_sigterm_is_missing(tmp_path: Path,
     """Two pids: three workers a node would not divide the second node's first rank (4), so nothing is placed."""
     rc = cli_root_cause(_console_only_job(tmp_path / "job", sigterm_all=False), capsys)
     assert rc["rank"] != 6
+
+
+SPAWN_TERM = "W0823 21:17:15.940344 140000002725038 torch/multiprocessing/spawn.py:160] Terminating process {pid} via \
+signal SIGTERM\n"
+SPAWN_RAISE = """Traceback (most recent call last):
+  File "/workspace/train.py", line 301, in <module>
+    mp.spawn(main, args=(world_size,), nprocs=world_size, join=True)
+  File "/usr/local/lib/python3.10/dist-packages/torch/multiprocessing/spawn.py", line 284, in start_processes
+    while not context.join():
+  File "/usr/local/lib/python3.10/dist-packages/torch/multiprocessing/spawn.py", line 203, in join
+    raise ProcessExitedException(
+torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT
+"""
+
+
+def _spawn_job(root: Path, other_rank: int = 6) -> Path:
+    """torch.multiprocessing.spawn (spawn.py, ProcessContext.join): process 1 aborted; the seven still alive are
+    SIGTERMed in process-index order (0, 2, 3, ..., 7); Xid 119 names the pid of index 3."""
+    pids = [5100 + 7 * k for k in range(8)]
+    # no rank prefix (no TORCH_DISTRIBUTED_DEBUG): each line names its rank in ProcessGroupNCCL's own "[Rank N]"
+    text = "".join("[E823 21:17:15.224250286 ProcessGroupNCCL.cpp:616] " + TIMEOUT.split("] ", 1)[1]
+                   .format(rank=r, seq=78212) for r in (other_rank, 1))
+    text += "".join(SPAWN_TERM.format(pid=pid) for k, pid in enumerate(pids) if k != 1) + SPAWN_RAISE
+    root.mkdir(parents=True)
+    (root / "train.log").write_text(text)
+    (root / "dmesg").mkdir()
+    (root / "dmesg" / "gpu-b02.log").write_text(XID.format(pid=pids[3]))
+    return root
+
+
+def test_mp_spawn_s_sigtermed_pids_are_its_process_indexes(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_root_cause(_spawn_job(tmp_path / "job"), capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("xid.119", 3, "gpu-b02")
+
+
+def test_mp_spawn_s_indexes_are_no_ranks_where_the_job_is_larger(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A rank 12 timed out too: the eight processes are one node's of a larger job, index 3 is not rank 3."""
+    rc = cli_root_cause(_spawn_job(tmp_path / "job", other_rank=12), capsys)
+    assert rc["rank"] != 3
