@@ -34,6 +34,8 @@ def pin_node_faults(failures: Sequence[Event], ids: IdentityMap) -> tuple[int, s
     for ev in failures:
         if (ev.reporter.rank is None and ev.reporter.host is not None and ev.role is Role.INITIATING
                 and not ev.stale and any(k in ev.best.fields for k in _ONE_OF_THE_NODE)):
+            if _placed(ev, ids):  # its GPU or process is a known rank's (gpu_faults.py, a pid map): not this rule's
+                return None
             node_lines.setdefault(ev.reporter.host, []).append(ev)
     if len(node_lines) != 1:
         return None
@@ -52,6 +54,13 @@ def pin_node_faults(failures: Sequence[Event], ids: IdentityMap) -> tuple[int, s
         ev.reporter = Target(rank, where)
         ev.implicated = [ev.reporter]
     return rank, where
+
+
+def _placed(ev: Event, ids: IdentityMap) -> bool:
+    host, fields = ev.reporter.host, ev.best.fields
+    pci, pid = fields.get("pci"), fields.get("pid")
+    return ((isinstance(pci, str) and ids.rank_of_pci(host, pci) is not None)
+            or (isinstance(pid, int) and ids.rank_of(host, pid) is not None))
 
 
 def _singled_out(failures: Sequence[Event]) -> set[int]:

@@ -76,3 +76,13 @@ def test_two_lagging_ranks_leave_the_node_line_unranked(tmp_path: Path,
                                                     "from  rank 0 and we will try our best to dump the debug info. "
                                                     "Last enqueued NCCL work: 9")
     assert _root(tmp_path, files, capsys)[:2] != ("host.hung_task", 6)
+
+
+def test_an_xid_a_rank_saw_stays_with_that_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rank 5 printed the CUDA error of a GPU that fell off the bus (cudaErrorLaunchFailure): gpu_faults.py ties the
+    node's one Xid to it; the lagging rank 3 is collateral of it, not the Xid's place."""
+    files = _job(XID, lagging=3)
+    files["train.log"] += ("[rank5]:[E1207 10:00:01.000000000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID "
+                           "0(default_pg) Rank 5] Process group watchdog thread terminated with exception: CUDA "
+                           "error: unspecified launch failure\n")
+    assert _root(tmp_path, files, capsys)[:2] == ("xid.79", 5)
