@@ -252,9 +252,11 @@ def _folder_hosts(pairs: Sequence[tuple[Who, str]], tables: Sequence[ContextReco
             others = named - {folder}
             if len(others) == 1:
                 same.append((folder, next(iter(others))))
-        elif (own := who_from_path(source).host) in named and len({short_name(h) for h in named - {own}}) == 1:
+        elif ((own := who_from_path(source).host) in named
+              and len(shorts := {short_name(h) for h in named - {own}}) == 1 and own not in shorts):
             # its name and the lines' one, perhaps spelt two ways (torchrun's failure table prints the agent's
-            # socket.getfqdn(), NCCL's header gethostname()'s short name: one host)
+            # socket.getfqdn(), NCCL's header gethostname()'s short name: one host); a file named by the host's
+            # own short name is no other name for it
             files.append(own)
             same.append((own, min(named - {own})))
     return folders, files, same
