@@ -68,7 +68,7 @@ def _singled_out(failures: Sequence[Event]) -> set[int]:
     inference from silence), or that others' lines name as the one they wait on; never an exit report."""
     out: set[int] = set()
     for ev in failures:
-        if ev.stale or exit_report(ev):
+        if ev.stale or ev.absence or exit_report(ev):  # (the absence lag is a NAMED entry's event too)
             continue
         if (ev.signature.id == NOT_JOINED and not ev.absence) or (
                 ev.signature.implicates is Implicates.NAMED and ev.role is Role.INITIATING):

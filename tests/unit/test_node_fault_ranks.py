@@ -86,3 +86,16 @@ def test_an_xid_a_rank_saw_stays_with_that_rank(tmp_path: Path, capsys: pytest.C
                            "0(default_pg) Rank 5] Process group watchdog thread terminated with exception: CUDA "
                            "error: unspecified launch failure\n")
     assert _root(tmp_path, files, capsys)[:2] == ("xid.79", 5)
+
+
+def test_a_rank_only_absent_from_the_timeouts_is_not_singled_out(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Seven of eight ranks (NCCL's init lines on gpu-n1 say the job has eight) time out in #10 and rank 7, placed
+    nowhere, prints nothing: its silence is an inference (it may have died, been killed, or its log lost), not
+    its sequence numbers; the other node's hung task stays that node's."""
+    init = "".join(f"gpu-n1:{900 + r}:{900 + r} [{r}] NCCL INFO comm 0x55d0c0000000 rank {r} nranks 8 cudaDev {r} "
+                   f"nvmlDev {r} busId {0x1b + r:x}000 commId 0x6b3f0c9e1d2a4f10 - Init COMPLETE\n" for r in range(7))
+    timeouts = "".join(_rank_line(0, 9).replace("[rank0]", f"[rank{r}]").replace("Rank 0]", f"Rank {r}]")
+                       for r in range(7))
+    rc = _root(tmp_path, {"train.log": init + timeouts, "dmesg/gpu-n2.log": HUNG}, capsys)
+    assert rc[:2] != ("host.hung_task", 7)
