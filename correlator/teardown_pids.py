@@ -30,6 +30,7 @@ def place_teardown_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[st
     if bounds is None:
         return
     runs = _by_source(of_kind.get("worker_sigterm", []))
+    bases = _node_bases(local)
     for failed in failures:
         host = failed.who.host or _agent_host(ids, failed.source)
         run = _adjacent_run(runs.get(failed.source, ()), failed)
@@ -39,7 +40,7 @@ def place_teardown_pids(ids: IdentityMap, local: LocalRanks, of_kind: Mapping[st
         exited, workers = int(failed.fields["local_rank"]), len(pids) + 1
         if not _fits(workers, bounds) or exited >= workers or len(set(pids)) != len(pids):
             continue
-        base = _node_base(local, host)
+        base = bases.get(host)
         for local_rank, pid in zip([r for r in range(workers) if r != exited], pids, strict=True):
             rank = local.global_of(host, failed.source, local_rank)
             if rank is None and base is not None:
@@ -68,11 +69,14 @@ def _workers_bounds(local: LocalRanks) -> tuple[int, int] | None:
     return max(locals_) + 1, gcd(*(rank - lr for (_, lr), rank in local.by_node.items() if rank >= 0))
 
 
-def _node_base(local: LocalRanks, host: str) -> int | None:
-    """The node's first global rank, where the local ranks tied to global ones on it all say the same one."""
-    bases = {rank - lr for ((kind, name), lr), rank in local.by_node.items()
-             if kind == "host" and name == host and rank >= 0}
-    return next(iter(bases)) if len(bases) == 1 else None
+def _node_bases(local: LocalRanks) -> dict[str, int]:
+    """Each host's first global rank, where the local ranks tied to global ones on it all say the same one (read
+    once for every node: looked up per failure line, it was quadratic in nodes)."""
+    seen: dict[str, set[int]] = {}
+    for ((kind, name), lr), rank in local.by_node.items():
+        if kind == "host" and name is not None and rank >= 0:
+            seen.setdefault(name, set()).add(rank - lr)
+    return {host: next(iter(b)) for host, b in seen.items() if len(b) == 1}
 
 
 def _fits(workers: int, bounds: tuple[int, int]) -> bool:
