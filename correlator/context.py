@@ -84,7 +84,12 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"[ \t]*$",
     # torchrun agent: one worker failed, the others were told to stop
     "worker_failed": r"failed \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)",
-    "worker_sigterm": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
+    # torch.multiprocessing.spawn (torch/multiprocessing/spawn.py, ProcessContext.join): once one process failed,
+    # "Terminating process %s via signal SIGTERM" for each still alive, in process-index order, then the
+    # ProcessExitedException "process %d terminated with signal %s" / "... with exit code %d" naming the failed index
+    "worker_sigterm": r"(?:Sending|Terminating) process (?P<pid>\d+) (?:closing|via) signal (?P<signal>SIG[A-Z]+)",
+    "spawn_exited": r"ProcessExitedException: process (?P<local_rank>\d+) terminated with "
+    r"(?:signal SIG[A-Z0-9]+|exit code -?\d+)",
     # PyTorch Lightning, on every process before init_process_group (Lightning-AI/pytorch-lightning:
     # src/lightning/fabric/utilities/distributed.py _init_dist_connection "Initializing distributed: ...", 1.x
     # pytorch_lightning "initializing ddp: ...", strategies/deepspeed.py "initializing deepspeed distributed: ..."):
@@ -321,7 +326,11 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "worker_failed": ("E1203 10:21:08.412000 2290 torch/distributed/elastic/multiprocessing/api.py:869] failed "
                       "(exitcode: -9) local_rank: 3 (pid: 2304) of binary: /usr/bin/python3",),
     "worker_sigterm": ("W1203 10:21:08.101000 2290 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
-                       "process 2301 closing signal SIGTERM",),
+                       "process 2301 closing signal SIGTERM",
+                       "W0823 21:17:15.940344 140000002725038 torch/multiprocessing/spawn.py:160] Terminating process "
+                       "2616716 via signal SIGTERM"),
+    "spawn_exited": ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT",
+                     "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 1"),
     "rank_claim": ("Initializing distributed: GLOBAL_RANK: 5, MEMBER: 6/16",),
     "nccl_comm_start": ("node01:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId "
                         "3e000 commId 0x9a5e1c7b2d4f6a81 - Init START",),

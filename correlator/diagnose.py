@@ -27,6 +27,7 @@ from correlator.exits import (
 from correlator.gpu_faults import pair_gpu_fault
 from correlator.gpu_ids import with_gpu
 from correlator.headline import UNRECOGNISED, headline, message
+from correlator.host_fault_ranks import pin_node_faults
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
 from correlator.job_cause import job_cause
@@ -118,6 +119,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     progress, errors = of_kind.get("pg_status", []), of_kind.get("errorish", [])
     world = max(ids.world_size or 0, job.world_size or 0) if job is not None else ids.world_size
     failures += lag_events(collective_lags(progress, read.structured, failures, ids, world), catalog, ids, W_LAG)
+    pin_node_faults(failures, ids)  # a node's line about one process, and the one rank singled out on that node
     offsets = clock_offsets(failures, progress, ids)
     mark_stale(failures, offsets, inits, [*progress, *of_kind.get("train_step", ())])
     del progress, inits

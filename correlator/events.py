@@ -128,6 +128,8 @@ def _kernel_rank(host: str | None, pid: int | None, pci: str, ids: IdentityMap) 
         if where is None:
             continue
         rank = ids.by_host_pid.get((where, pid)) if pid is not None else None
+        if rank is None and pid is not None and where == host:
+            rank = _unhosted_pid_rank(pid, host, ids)
         if rank is None:
             rank = ids.rank_of_pci(where, pci)
         if rank is None and where != host:
@@ -135,6 +137,16 @@ def _kernel_rank(host: str | None, pid: int | None, pci: str, ids: IdentityMap) 
         if rank is not None:
             return rank, ids.host_of_rank.get(rank) or where
     return None
+
+
+def _unhosted_pid_rank(pid: int, host: str, ids: IdentityMap) -> int | None:
+    """The rank of a process that printed its pid on a line naming no host (vLLM's `(VllmWorker rank=R pid=P)`
+    prefix, multiproc_executor.py; the OOM kill's pid is read the same way, IdentityMap.rank_of), where that rank
+    is known on no other host than the kernel's. A container's pids differ from the host's: no match is made."""
+    rank = ids.by_pid.get(pid)
+    if rank is None or ids.host_of_rank.get(rank) not in (None, host):
+        return None
+    return rank
 
 
 _NAMING_FIELDS = frozenset(("host", "pid", "rank", "local_rank", "pci"))  # what says whose a line is

@@ -80,7 +80,10 @@ def task_exits(events: Iterable[Event], ids: IdentityMap) -> list[ExitRecord]:
     out = []
     for ev in events:
         # the attribute tests first: exit_report is a call, and asked of every event three times a diagnosis
-        if ev.signature.implicates is not Implicates.NAMED or ev.stale or not exit_report(ev):
+        if ev.stale or not exit_report(ev):
+            continue
+        if ev.signature.implicates is not Implicates.NAMED:
+            out += _node_launcher_exit(ev)
             continue
         for f in ev.findings:
             code = _code(f.fields) if f.signature == ev.signature.id else None
@@ -91,6 +94,21 @@ def task_exits(events: Iterable[Event], ids: IdentityMap) -> list[ExitRecord]:
             tasks: list[int | None] = [None] if under_torchrun else [*task_ids(f.fields)]
             out += [ExitRecord(task, None, host, None, code, f.source, f.line_no) for task in tasks]
     return out
+
+
+_NAMES_A_PROCESS = ("rank", "local_rank", "pid")  # fields by which an exit report names one process, not a node
+
+
+def _node_launcher_exit(ev: Event) -> list[ExitRecord]:
+    """A node's launcher reporting that one of its workers exited, naming only the node (DeepSpeed's
+    sigkill_handler: "<cmd> exits with return code = N", where cmd is the last local rank started, whichever
+    failed: deepspeed/launcher/launch.py main), as an exit record of that host: a code that says killed or crashed,
+    which no other node's launcher reports, is that node's death (death_targets)."""
+    code = _code(ev.best.fields)
+    if (code is None or ev.reporter.rank is not None or ev.reporter.host is None
+            or any(k in ev.best.fields for k in _NAMES_A_PROCESS)):
+        return []
+    return [ExitRecord(None, None, ev.reporter.host, None, code, ev.best.source, ev.best.line_no)]
 
 
 def death_targets(exits: Iterable[ExitRecord], ids: IdentityMap) -> set[tuple[int | None, str | None]]:

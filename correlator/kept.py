@@ -51,7 +51,7 @@ TEXT_UNREAD_KINDS = frozenset({"nccl_comm", "nccl_nodes", "nccl_ring", "nccl_usi
 GROUPED_KINDS: dict[str, str] = {"worker_sigterm": "pid", "nccl_using": "detail"}
 # kind -> the kind whose record ends its runs: torchrun's agent logs one teardown's SIGTERMs, then the failure that
 # caused it; the next restart's teardown is another run (correlator/teardown_pids.py reads them in order)
-RUN_ENDED_BY: dict[str, str] = {"worker_failed": "worker_sigterm"}
+RUN_ENDED_BY: dict[str, str] = {"worker_failed": "worker_sigterm", "spawn_exited": "worker_sigterm"}
 MAX_ERROR_ROWS = 4096
 Row = tuple[Any, ...]  # what makes two records of one kind the same for folding
 _new_tuple = tuple.__new__

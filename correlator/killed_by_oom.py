@@ -6,7 +6,8 @@ SIGKILL) and a cgroup's (memory.max) end a process with SIGKILL; its launcher th
 -9 (torchrun, horovodrun's "Process name: N / Exit code: -9") or 137. Where the launcher's report names the rank
 but no line places it on a host, and the kernel's line names the host and a pid that no line maps to a rank,
 neither says the whole: the rank is on that host when it is the only rank killed so and that the only host with
-such a kill, running no rank known to be elsewhere. Catalog entries tagged `sigkill` are those kills.
+such a kill, not known to run a single rank of its own (a node runs several: the ranks known on it do not rule
+another out). Catalog entries tagged `sigkill` are those kills.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def place_killed_rank(findings: Sequence[Finding], catalog: Catalog, ids: Identi
     unplaced = [rank for rank in killed if rank not in ids.host_of_rank]
     if len(killed) != 1 or len(unplaced) != 1:  # answered without reading a finding (most jobs: no SIGKILL)
         return None
-    ranked_hosts = set(ids.host_of_rank.values())
+    # a host known to run one rank runs no other (one_rank_hosts.py); one with ranks known may run more: a node
+    # runs several, and NCCL's init line is often printed by one rank of each (its local rank 0)
+    ranked_hosts = set(ids.sole_rank)
     kills: dict[str, set[int]] = {}
     for f in findings:
         sig = catalog.get(f.signature)

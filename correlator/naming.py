@@ -16,6 +16,7 @@ from operator import attrgetter
 from correlator.composer_launcher import block_speakers
 from correlator.events import task_ids
 from correlator.few import FewSets
+from correlator.host_index import short_name
 from correlator.hostnames import aliases
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord, members
@@ -32,7 +33,7 @@ from correlator.srun_output import starts_launchers, task_file_ranks
 from correlator.subgroups import confirmed as confirmed_group_ranks
 from correlator.subgroups import global_ranks as subgroup_ranks
 from correlator.table_lines import table_speakers
-from correlator.teardown_pids import place_teardown_pids
+from correlator.teardown_pids import place_spawn_pids, place_teardown_pids
 from schemas.findings import Finding, Speaker
 
 _ADDR_IN_USING = "nccl_using"
@@ -60,7 +61,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     findings = block_speakers(findings, of_kind) or findings
     state = _Naming(findings, context, of_kind, ids, rank_hosts, exit_codes, _speakers(findings, context))
     names = _host_names(state.pairs, findings, of_kind)
-    folders, files, same = _folder_hosts(state.pairs)
+    folders, files, same = _folder_hosts(state.pairs, of_kind.get("table_host", ()))
     same += _scheduler_hosts(state.pairs, rank_hosts or {})
     srun_named = _srun_task_hosts(findings, of_kind)
     same += srun_named
@@ -101,6 +102,7 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
         fill_hosts(state.ids, local)
     fill_one_rank_exits(state.ids, single)
     place_teardown_pids(state.ids, local, state.of_kind)  # the agent's SIGTERMed pids, by local-rank order
+    place_spawn_pids(state.ids, local, state.of_kind, {w.rank for w, _ in state.pairs if w.rank is not None})
     state.ids.sole_rank = {host: rank for rank, host in single.values()}
     state.ids.group_ranks = confirmed_group_ranks(state.of_kind)
     return Named(state.findings, state.context, state.of_kind, state.ids, local)
@@ -224,17 +226,22 @@ def _host_names(pairs: Sequence[tuple[Who, str]], findings: Sequence[Finding],
     return list(seen)
 
 
-def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+def _folder_hosts(pairs: Sequence[tuple[Who, str]], tables: Sequence[ContextRecord] = ()
+                  ) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """The hosts the sources' folders name (node017/train.log), the hosts only their file names name (node1.log,
     gpt-4002729-gpu12.out), and (path's host, line's host) where all the lines of a source that name a host name
     one other (node017's NCCL headers say ip-10-0-0-17): a collector files each node's logs under the node's name,
     while a file's own name is often an index (node1.log for the second node) or the scheduler's short name (Slurm's
     --output pattern %x-%j-%N.out: job name, job id, node name), never more sure than the host the process
-    printed."""
+    printed. A torchrun agent's failure table (``tables``: its `host :` row, the agent's socket.getfqdn(),
+    torch/distributed/elastic/multiprocessing/errors) names the host of the file it is printed in, as a line's
+    own header does."""
     lines: FewSets[str, str] = FewSets()  # one host a source, almost always: no set each (correlator/few.py)
     for who, source in pairs:
         if who.host:
             lines.add(source, who.host)
+    for rec in tables:
+        lines.add(rec.source, str(rec.fields["host"]))
     folders: list[str] = []
     files: list[str] = []
     same: list[tuple[str, str]] = []
@@ -245,9 +252,13 @@ def _folder_hosts(pairs: Sequence[tuple[Who, str]]) -> tuple[list[str], list[str
             others = named - {folder}
             if len(others) == 1:
                 same.append((folder, next(iter(others))))
-        elif len(named) == 2 and (own := who_from_path(source).host) in named:  # its name and the lines' one
+        elif ((own := who_from_path(source).host) in named
+              and len(shorts := {short_name(h) for h in named - {own}}) == 1 and own not in shorts):
+            # its name and the lines' one, perhaps spelt two ways (torchrun's failure table prints the agent's
+            # socket.getfqdn(), NCCL's header gethostname()'s short name: one host); a file named by the host's
+            # own short name is no other name for it
             files.append(own)
-            same.append((own, next(iter(named - {own}))))
+            same.append((own, min(named - {own})))
     return folders, files, same
 
 

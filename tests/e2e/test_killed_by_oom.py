@@ -54,3 +54,21 @@ def test_no_pairing_without_one_kill_on_each_side(tmp_path: Path, capsys: pytest
     """Exit code 1 is not the kernel's kill; two hosts that killed a process leave rank 1's host unknown."""
     rc = cli_root_cause(_job(tmp_path / "job", code, hosts), capsys)
     assert not (rc["rank"] == 1 and rc["host"] in hosts)
+
+
+def _init(host: str, rank: int, nranks: int = 16) -> str:
+    """NCCL's init line (src/init.cc: "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx ... - Init
+    COMPLETE"), as a node's first process prints it under NCCL_DEBUG=INFO."""
+    return (f"{host}:4242:4242 [0] NCCL INFO comm 0x55d0c0000000 rank {rank} nranks {nranks} cudaDev 0 nvmlDev 0 "
+            f"busId 1b000 commId 0x6b3f0c9e1d2a4f10 - Init COMPLETE\n")
+
+
+def test_a_node_with_a_known_rank_may_run_the_killed_one(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two nodes of eight ranks, each known by the one rank that printed NCCL's init line: rank 13, SIGKILLed,
+    is placed on the node whose kernel killed, though rank 8 is known there too."""
+    root = _job(tmp_path / "job")
+    report = REPORT.format(code=-9).replace("Process 1", "Process 13").replace("Process name: 1", "Process name: 13")
+    (root / "horovodrun.log").write_text(_init("gpu-h13", 0) + _init("gpu-h14", 8) + report)
+    rc = cli_root_cause(root, capsys)
+    assert (rc["signature"], rc["rank"], rc["host"]) == ("host.oom_killer", 13, "gpu-h14")
