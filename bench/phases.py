@@ -81,18 +81,20 @@ def _wrap_steps(module: Any, phases: list[list[Any]], read: Callable[[str], list
 
 
 def _drop_on_arrival(kinds: frozenset[str], signatures: frozenset[str]) -> None:
+    """On both paths a result arrives by: a process's own scan (Interner.result) and the pool's (scan.pool's
+    unpack of a worker's batch)."""
+    import scan.pool
     from correlator.interned import Interner
 
-    interned = Interner.result
-
-    def result(self: Interner, r: Any) -> Any:
-        r = interned(self, r)
+    def dropped(r: Any) -> Any:
         if kinds:
             r.context = [rec for rec in r.context if rec.kind not in kinds]
         if signatures:
             r.findings = [f for f in r.findings if f.signature not in signatures]
         return r
-    Interner.result = result  # type: ignore[method-assign,assignment]
+    interned, unpacked = Interner.result, scan.pool.unpack  # type: ignore[attr-defined]
+    Interner.result = lambda self, r: dropped(interned(self, r))  # type: ignore[method-assign,assignment]
+    scan.pool.unpack = lambda *args: dropped(unpacked(*args))  # type: ignore[attr-defined]
 
 
 def main(argv: list[str] | None = None) -> int:
