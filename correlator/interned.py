@@ -19,6 +19,7 @@ from typing import Any
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
 from correlator.packed_text import packed
 from correlator.reading import SourceResult
+from correlator.shaped import shaped
 from schemas.findings import Finding, Speaker
 
 _new_tuple = tuple.__new__
@@ -108,7 +109,11 @@ class Interner:
         try:  # names, then values, then their types: as flat, and made in C without a tuple an item
             key = (*fields, *fields.values(), *map(type, fields.values()))
             found: dict[str, Any] | None = self._fields.get(key)
-            return found if found is not None else self._numbers_shared(self._fields.share(key, fields))
+            if found is None:
+                found = self._fields.share(key, fields)
+                if found is fields:  # the first seen lately: its numbers shared, its key table its shape's
+                    found = self._fields[key] = shaped(self._numbers_shared(fields))
+            return found
         except TypeError:  # a value that cannot be hashed (a list): kept as it is
             return fields
 
