@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from catalog.model import Implicates, Scope, Signature
 from correlator import calibration_model as model
 from correlator.events import Event
-from correlator.exits import exit_report
+from correlator.exits import TIED_FIRST, exit_report
 from correlator.scoring import Candidate
 from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
@@ -42,7 +42,7 @@ THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all mat
 CAP_THIN = SUSPECTS_BELOW - 0.01  # such an answer naming a rank or host lists suspects, it names no initiator
 FLOOR, CEILING = 0.05, 0.97  # a fitted logit is never certain either way
 # Features the caps read and the fit never weighs (bench/calibrate.py leaves them out of the model).
-CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only")
+CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only", "tied_first")
 DEFAULT_PATH = "assembled"
 PATHS = ("assembled", "collateral_only", "unknown_suspect")
 
@@ -109,6 +109,11 @@ class Features:
     # rank in that group) and no line gives the global rank it stands for (correlator/subgroups.py): it is the
     # global rank only if the group spans the world, which nothing says: the answer lists suspects.
     group_rank_only: float = 0.0
+    # with no cause, naming report or sequence numbers of its own, headed by torchrun's "Root Cause" pick among
+    # workers its agent recorded in the same second: ProcessFailure's timestamp is whole seconds and
+    # ChildFailedError.get_first_failure's min() keeps the first tied row in dict order
+    # (torch/distributed/elastic/multiprocessing/errors/__init__.py), so which of them failed first is not known.
+    tied_first: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -229,6 +234,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
                         and not (top is not None and (top.target.rank is not None or top.target.host is not None)
                                  and not _node_unnamed(top, sig))),
         group_rank_only=float(group_rank_only and rank is not None),
+        tied_first=float(bool(top and any(r.startswith(TIED_FIRST) for r in top.reasons))
+                         and not (cause or named or sequence)),
     )
 
 
@@ -293,8 +300,10 @@ def cap(f: Features) -> float:
         limit = min(limit, CAP_NO_CATALOG)
     if f.thin and not f.job_wide:
         limit = min(limit, CAP_THIN)
-    if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only:  # a subgroup's rank: a coin, if the group
-        limit = min(limit, CAP_THIN)  # spans the world or not (a tensor-parallel group of ranks 4-7 prints 0-3)
+    # a subgroup's rank: a coin, if the group spans the world or not (a tensor-parallel group of ranks 4-7 prints
+    # 0-3); a tied "Root Cause" row: a coin among the workers of that second
+    if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only or f.tied_first:
+        limit = min(limit, CAP_THIN)
     return limit
 
 
