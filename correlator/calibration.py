@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from catalog.model import Implicates, Scope, Signature
 from correlator import calibration_model as model
 from correlator.events import Event
-from correlator.exits import exit_report
+from correlator.exits import TIED_FIRST, exit_report
 from correlator.scoring import Candidate
 from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
@@ -32,17 +32,20 @@ from schemas.findings import Role
 # 33% were right (47% of those from 0.3 to 0.5); from 0.5 to 0.6, 77%; from 0.6 up, 95% or more.
 SUSPECTS_BELOW = 0.5
 CAP_UNCONFIRMED = 0.85  # no cause-like line, naming report or sequence evidence of its own: never 0.9 or more
-# A rank that is rank 0 only because a log has no rank prefixes (a paste of one process's output) is a guess, not
-# evidence: on the real tuning halves (corpus, field, field2) such answers were right 2 times in 4, so they stay
-# under the 0.7 that reads as confident, whatever else the evidence says.
+# Others' blame, an absence, a GPU's fault on a host only: leads, held under the 0.7 that reads as confident.
 CAP_ASSUMED = 0.65
+# A rank that is rank 0 only because a log has no rank prefixes (a paste of one process's output) is a guess, not
+# evidence: on the real tuning halves of all nine sets (session 15) such answers were right once where a label
+# names the initiator, wrong once, and 11 more were pastes whose readers could name no rank at all. Whose the
+# cause is stays a suspect: under the line where the verdict lists suspects, whatever else the evidence says.
+CAP_ASSUMED_RANK = 0.49  # SUSPECTS_BELOW - 0.01, written out: CAP_THIN is defined below
 GPU_TAG = "gpu"  # the catalog's tag for a fault of one GPU (and so of the process using it)
 CAP_NO_CATALOG = 0.6  # no catalog entry names the cause: the lines are a lead, not a diagnosis
 THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all match: too little to single anyone out
 CAP_THIN = SUSPECTS_BELOW - 0.01  # such an answer naming a rank or host lists suspects, it names no initiator
 FLOOR, CEILING = 0.05, 0.97  # a fitted logit is never certain either way
 # Features the caps read and the fit never weighs (bench/calibrate.py leaves them out of the model).
-CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only")
+CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only", "tied_first")
 DEFAULT_PATH = "assembled"
 PATHS = ("assembled", "collateral_only", "unknown_suspect")
 
@@ -109,6 +112,11 @@ class Features:
     # rank in that group) and no line gives the global rank it stands for (correlator/subgroups.py): it is the
     # global rank only if the group spans the world, which nothing says: the answer lists suspects.
     group_rank_only: float = 0.0
+    # with no cause, naming report or sequence numbers of its own, headed by torchrun's "Root Cause" pick among
+    # workers its agent recorded in the same second: ProcessFailure's timestamp is whole seconds and
+    # ChildFailedError.get_first_failure's min() keeps the first tied row in dict order
+    # (torch/distributed/elastic/multiprocessing/errors/__init__.py), so which of them failed first is not known.
+    tied_first: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -229,6 +237,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
                         and not (top is not None and (top.target.rank is not None or top.target.host is not None)
                                  and not _node_unnamed(top, sig))),
         group_rank_only=float(group_rank_only and rank is not None),
+        tied_first=float(bool(top and any(r.startswith(TIED_FIRST) for r in top.reasons))
+                         and not (cause or named or sequence)),
     )
 
 
@@ -286,15 +296,19 @@ def cap(f: Features) -> float:
         # a process's fault that no rank owns (a kernel's kill on a host whose ranks no line maps) is no rank's own;
         # nor is a line in a log without rank prefixes, which is rank 0's only by assumption
         limit = min(limit, CAP_UNCONFIRMED)
-    if f.assumed_rank or f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped \
+    if f.named_hostless or f.absent_only or f.gpu_unplaced or f.peer_unmapped \
             or _blamed_like_a_rival(f):
         limit = min(limit, CAP_ASSUMED)
+    if f.assumed_rank:
+        limit = min(limit, CAP_ASSUMED_RANK)
     if f.unknown_suspect:
         limit = min(limit, CAP_NO_CATALOG)
     if f.thin and not f.job_wide:
         limit = min(limit, CAP_THIN)
-    if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only:  # a subgroup's rank: a coin, if the group
-        limit = min(limit, CAP_THIN)  # spans the world or not (a tensor-parallel group of ranks 4-7 prints 0-3)
+    # a subgroup's rank: a coin, if the group spans the world or not (a tensor-parallel group of ranks 4-7 prints
+    # 0-3); a tied "Root Cause" row: a coin among the workers of that second
+    if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only or f.tied_first:
+        limit = min(limit, CAP_THIN)
     return limit
 
 

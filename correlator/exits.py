@@ -35,6 +35,8 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
 # An entry tagged with a signal's name already says how the process ended; one without (mpirun's "exited on signal
 # 11", torchrun's "failed (exitcode: -11)") reports an ending whose class the signal gives
 SIGNAL_TAGS = frozenset({"sigkill", "sigsegv", "sigabrt", "sigbus", "sigill", "sigterm"})
+# How a reason begins where torchrun's "Root Cause" row tied with another row's second (calibration reads it)
+TIED_FIRST = "torchrun's failure table heads it"
 SIGNAL_CODES = {"Killed": -9, "Terminated": -15, "Segmentation fault": -11, "Aborted": -6, "Bus error": -7,
                 "Illegal instruction": -4}
 
@@ -126,18 +128,23 @@ def death_targets(exits: Iterable[ExitRecord], ids: IdentityMap) -> set[tuple[in
     return out
 
 
-def first_failures(ids: IdentityMap, events: Iterable[Event]) -> list[tuple[Target, str]]:
+def first_failures(ids: IdentityMap, events: Iterable[Event]) -> list[tuple[Target, str, bool]]:
     """The ranks torchrun's failure tables head "Root Cause (first observed failure)": the worker its agent
     recorded first (ChildFailedError.get_first_failure, the earliest timestamp), unless that rank's own watchdog
     reported a collective failing (then it was waiting, and exited first because its timer ran out first) or
-    its row says it was stopped (SIGTERM, SIGINT)."""
+    its row says it was stopped (SIGTERM, SIGINT). Each with whether its row tied: another row of its table was
+    recorded in the same second, so torchrun's pick among them is by order, not by time."""
     waited = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None}
     stopped = {e.rank for e in ids.exits if e.exit_code in TEARDOWN_CODES and e.rank is not None}
+    tied = {(e.source, e.rank) for e in ids.exits if e.tied_first}
     out, seen = [], set()
     for rank, host, source, line_no in ids.first_failures:
         if rank in waited or rank in stopped or rank in seen:
             continue
         seen.add(rank)
-        out.append((Target(rank, ids.host_of_rank.get(rank, host)),
-                    f"torchrun's failure table names it the first observed failure ({source}:{line_no})"))
+        is_tied = (source, rank) in tied
+        reason = (f"{TIED_FIRST} ({source}:{line_no}), but another worker failed in the same second: torchrun's "
+                  "pick among them is by order, not by time" if is_tied else
+                  f"torchrun's failure table names it the first observed failure ({source}:{line_no})")
+        out.append((Target(rank, ids.host_of_rank.get(rank, host)), reason, is_tied))
     return out

@@ -24,7 +24,10 @@ class ExitRecord:
     # A failure-table row recorded after its table's first failure (_later_rows): the agent's teardown of a worker
     # still running then, not how the job's failure began.
     after_first: bool = False
-
+    # Recorded in the same second as another row of its table, the earliest second: ProcessFailure's timestamp is
+    # int(time.time()) (or the error file's), and get_first_failure's min() then keeps the first such row in the
+    # failures dict's order, so the row headed "Root Cause" is one of the tied rows by order, not by time.
+    tied_first: bool = False
 
 
 def table_rows(records: list[ContextRecord]) -> list[ExitRecord]:
@@ -83,8 +86,10 @@ def _later_rows(rows: list[ExitRecord], times: Mapping[int, str], rules: list[Co
             tables[(row.source, bisect_right(borders.get(row.source, []), row.line_no))].append(row)
     for table in tables.values():
         first = min(times[id(row)] for row in table)
+        at_first = sum(1 for row in table if times[id(row)] == first)
         for row in table:
             row.after_first = times[id(row)] > first
+            row.tied_first = at_first > 1 and times[id(row)] == first
 
 
 ROOT_ROW_SPAN = 4  # "Root Cause (first observed failure):", "[0]:", time, host, then the row's rank line

@@ -14,6 +14,7 @@ from correlator.kept import ContextRecord
 from correlator.scoring import SKEW_TOLERANCE
 from correlator.startup_retries import mark_startup_retries
 from correlator.structured import Structured
+from correlator.stuck_watchdogs import mark_stuck_after_timeout
 from schemas.findings import Role
 
 _NO_OFFSET = timedelta(0)
@@ -91,6 +92,7 @@ def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta
         survived = ev.role is Role.EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
         ev.stale = survived or (horizon is not None and printed is not None and printed < horizon)
     mark_startup_retries(failures, running, inits, offsets)
+    mark_stuck_after_timeout(failures)
 
 
 def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],

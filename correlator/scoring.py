@@ -42,6 +42,7 @@ W_EXIT_COMMON = 0.3  # an exit code a third of the job shares does not single an
 W_EXIT_COMMON_SHARE = 1 / 3  # SIGABRT: what the NCCL watchdog does to its own process after a timeout
 W_EARLIEST = 0.5
 W_FIRST_FAILURE = 0.7  # torchrun's own pick of the earliest failed worker: above a same-second exit code 1
+W_FIRST_FAILURE_TIED = 0.1  # its pick among rows of one second (failure_tables.ExitRecord.tied_first): an order
 W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent failures, the first started it
 SKEW_TOLERANCE = timedelta(seconds=2)
 
@@ -332,8 +333,8 @@ def score(events: list[Event], ids: IdentityMap, offsets: dict[str | None, timed
     _blame(board, events)
     _store_owner(board, ids, events)
     _exits(board, ids, events, ids.exits + task_exits(events, ids))
-    for target, reason in first_failures(ids, events):
-        board.get(target).add(W_FIRST_FAILURE, reason, own=True)
+    for target, reason, tied in first_failures(ids, events):
+        board.get(target).add(W_FIRST_FAILURE_TIED if tied else W_FIRST_FAILURE, reason, own=True)
     if suspect is not None and suspect.unique and suspect.lines:
         _unique_errors(board, suspect, ids)
     _silent(board, events, ids, logged or set())

@@ -83,7 +83,9 @@ def test_stdin_is_read_with_dash() -> None:
     log = (EXAMPLE / "node004" / "dmesg.log").read_bytes()
     p = run("diagnose", "-", "--format", "json", stdin=log)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["verdict"] == "diagnosed"
+    # the kernel's OOM kill is read; a node's dmesg names no rank, so whose process it was is a suspect's guess
+    out = json.loads(p.stdout)
+    assert out["root_cause"]["signature"] == "host.oom_killer" and out["verdict"] in ("diagnosed", "suspects")
 
 
 @pytest.mark.parametrize("args", [("diagnose", "/no/such/path"), ("diagnose",), ("frobnicate",),

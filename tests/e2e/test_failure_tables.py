@@ -17,7 +17,7 @@ def _row(idx: int, when: str, host: str, rank: int, local: int, code: int | None
     lines = [f"[{idx}]:", f"  time      : {when}", f"  host      : {host}",
              f"  rank      : {rank} (local_rank: {local})"]
     if code is not None:
-        names = {-9: "SIGKILL", -15: "SIGTERM"}
+        names = {-9: "SIGKILL", -15: "SIGTERM", -7: "SIGBUS"}
         trace = (f"Signal {-code} ({names[code]}) received by PID {pid}" if code < 0
                  else "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
         lines += [f"  exitcode  : {code} (pid: {pid})", "  error_file: <N/A>", f"  traceback : {trace}"]
@@ -64,3 +64,32 @@ def test_a_worker_sigkilled_first_is_still_its_own_death(tmp_path: Path, capsys:
     # its SIGKILL is its own evidence, not a teardown's floor; an exit code alone is right about 2 times in 3 on the
     # fit's data (bench.calibrate --cv, 121 of 179), so the calibrated confidence sits near the suspects line
     assert float(str(rc["confidence"])) >= 0.4
+
+
+def _sigbus_pair(root_time: str) -> list[str]:
+    """Two workers of one container dead of SIGBUS (a /dev/shm too small for both): the other at 06:35:35."""
+    others = [_row(1, "2023-04-14_06:35:35", "32a68c302449", 1, 1, -7, 3112)]
+    root = _row(0, root_time, "32a68c302449", 0, 0, -7, 3111)
+    return _table(others, root)
+
+
+def test_a_root_cause_row_tied_to_the_second_with_another_is_a_pick_not_a_finding(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # ProcessFailure's timestamp is int(time.time()) when no error file is written, and get_first_failure is
+    # min(failures, key=timestamp): of rows of one second it keeps the first in the dict's order (the lowest local
+    # rank), so "Root Cause" then says nothing about which worker died first (pytorch/pytorch
+    # torch/distributed/elastic/multiprocessing/errors/__init__.py). The answer lists suspects.
+    log = tmp_path / "agent.log"
+    log.write_text("\n".join(_sigbus_pair("2023-04-14_06:35:35")) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["signature"] == "torchrun.worker_sigbus"
+    assert float(str(rc["confidence"])) < 0.5
+
+
+def test_a_root_cause_row_a_second_ahead_of_the_others_is_still_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "agent.log"
+    log.write_text("\n".join(_sigbus_pair("2023-04-14_06:35:34")) + "\n")
+    rc = cli_root_cause(log, capsys)
+    assert rc["rank"] == 0
+    assert float(str(rc["confidence"])) >= 0.5
