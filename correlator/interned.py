@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Any
 
+from catalog.native import linescan
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
 from correlator.packed_text import packed
 from correlator.reading import SourceResult
@@ -63,6 +64,13 @@ class Interner:
         self._fields = _Recent()  # flat tuple of its items and their types -> the dict
         self._whos = _Recent()  # Who -> it, its numbers shared
         self._ints = _Recent()  # int above 256 -> it
+        # The C twins of records, fields and the digit split (catalog/_linescan_intern.h), chosen once: a scan's
+        # interner keeps the path it was made on (catalog/native.py). They read the memos above as dicts and call
+        # back _who_miss, _fields_miss and _Recent.share for what they do not hold.
+        module = linescan()
+        self._native_records = None if module is None else module.intern_records
+        self._native_fields = None if module is None else module.intern_fields
+        self._digit_runs = None if module is None else module.digit_runs
 
     def number(self, value: Any) -> Any:
         """An int above 256 (or below -5) as the first copy seen lately; any other value as it is."""
@@ -96,6 +104,14 @@ class Interner:
         return Speaker(rank=shared_rank, local_rank=speaker.local_rank, host=speaker.host, pid=shared_pid,
                        device=speaker.device)
 
+    def _who_miss(self, who: Any) -> Any:
+        """A speaker of records not seen lately, kept (its rank and pid shared)."""
+        return self._whos.share(who, self._who(who))
+
+    def _fields_miss(self, key: tuple[Any, ...], fields: dict[str, Any]) -> dict[str, Any]:
+        """A field dict not seen lately, kept under ``key`` (see fields), its ints shared."""
+        return self._numbers_shared(self._fields.share(key, fields))
+
     def text(self, text: str) -> str:
         shared: str | None = self._texts.get(text)  # seen lately, most often: no call to share
         return shared if shared is not None else self._texts.share(text, text)
@@ -105,10 +121,13 @@ class Interner:
         Its memo's key is one flat tuple, names and values then their types: a tuple an item as well cost twice
         as much, and the memo holds a key for every distinct dict until the scan's end, the pool's peak (issue 23:
         0.63 KB a rank at 8,192 ranks, of 22,641 dicts)."""
+        if (native := self._native_fields) is not None:
+            shared: dict[str, Any] = native(fields, self, self._fields)
+            return shared
         try:  # names, then values, then their types: as flat, and made in C without a tuple an item
             key = (*fields, *fields.values(), *map(type, fields.values()))
             found: dict[str, Any] | None = self._fields.get(key)
-            return found if found is not None else self._numbers_shared(self._fields.share(key, fields))
+            return found if found is not None else self._fields_miss(key, fields)
         except TypeError:  # a value that cannot be hashed (a list): kept as it is
             return fields
 
@@ -120,9 +139,17 @@ class Interner:
             text = ""
         shared_who = self._whos.get(who)
         if shared_who is None:
-            shared_who = self._whos.share(who, self._who(who))
+            shared_who = self._who_miss(who)
         return _new_tuple(ContextRecord, (kind, self.fields(fields), self.text(source), line_no, shared_who, time,
                                           self.text(text), repeats))
+
+    def records(self, records: list[Any]) -> list[ContextRecord]:
+        """[record(rec) for rec in records]: in one C call where the C loop is on."""
+        if (native := self._native_records) is not None:
+            made: list[ContextRecord] = native(records, self, self._texts, self._fields, self._whos,
+                                               TEXT_UNREAD_KINDS, ContextRecord)
+            return made
+        return [self.record(rec) for rec in records]
 
     def finding(self, finding: Finding, whole: Container[str] = ()) -> Finding:
         """``finding`` with interned source and fields (changed in place: a scan's findings are its own), and its
@@ -131,7 +158,7 @@ class Interner:
         finding.source = self.text(finding.source)
         finding.fields = self.fields(finding.fields)
         if finding.text not in whole:
-            made = packed(finding, self.text)
+            made = packed(finding, self.text, self._digit_runs)
             if made is not finding:
                 return made
         finding.text = self.text(finding.text)
@@ -160,6 +187,6 @@ class Interner:
     def result(self, result: SourceResult) -> SourceResult:
         """Every record and finding of ``result`` interned (in place)."""
         result.source = self.text(result.source)
-        result.context = [self.record(rec) for rec in result.context]
+        result.context = self.records(result.context)
         result.findings = self.findings(result)
         return result

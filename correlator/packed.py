@@ -55,7 +55,7 @@ def unpack(packed: Packed, speakers: dict[tuple[Any, ...], Speaker], interner: I
         result.context = [_new_tuple(ContextRecord, rec) for rec in records]
     else:
         result.source = interner.text(result.source)
-        result.context = [interner.record(rec) for rec in records]
+        result.context = interner.records(records)
     findings = []
     for (signature, generic, role, source, line_no, said, who, time, clock, captured, order, event, repeats) in found:
         speaker = speakers.get(who)
