@@ -16,7 +16,7 @@ static int intern_names(void) {
     if (!(share_str = PyUnicode_InternFromString("share")) ||
         !(who_miss_str = PyUnicode_InternFromString("_who_miss")) ||
         !(fields_miss_str = PyUnicode_InternFromString("_fields_miss")) ||
-        !(fields_str = PyUnicode_InternFromString("fields")) ||
+        !(fields_str = PyUnicode_InternFromString("_python_fields")) ||
         !(record_str = PyUnicode_InternFromString("record")) || !(empty_str = PyUnicode_FromStringAndSize("", 0)))
         return -1;
     return 0;

@@ -124,6 +124,10 @@ class Interner:
         if (native := self._native_fields) is not None:
             shared: dict[str, Any] = native(fields, self, self._fields)
             return shared
+        return self._python_fields(fields)
+
+    def _python_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """fields on the Python path (the C one calls it for a dict of a subclass)."""
         try:  # names, then values, then their types: as flat, and made in C without a tuple an item
             key = (*fields, *fields.values(), *map(type, fields.values()))
             found: dict[str, Any] | None = self._fields.get(key)
