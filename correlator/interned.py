@@ -65,8 +65,8 @@ class Interner:
         self._whos = _Recent()  # Who -> it, its numbers shared
         self._ints = _Recent()  # int above 256 -> it
         # The C twins of records, fields and the digit split (catalog/_linescan_intern.h), chosen once: a scan's
-        # interner keeps the path it was made on (catalog/native.py). They read the memos above as dicts and call
-        # back _who_miss, _fields_miss and _Recent.share for what they do not hold.
+        # interner keeps the path it was made on (catalog/native.py). They read and fill the memos above as
+        # _Recent does (a new speaker of records: _who_miss).
         module = linescan()
         self._native_records = None if module is None else module.intern_records
         self._native_fields = None if module is None else module.intern_fields
@@ -122,7 +122,7 @@ class Interner:
         as much, and the memo holds a key for every distinct dict until the scan's end, the pool's peak (issue 23:
         0.63 KB a rank at 8,192 ranks, of 22,641 dicts)."""
         if (native := self._native_fields) is not None:
-            shared: dict[str, Any] = native(fields, self, self._fields)
+            shared: dict[str, Any] = native(fields, self, RECENT)
             return shared
         return self._python_fields(fields)
 
@@ -150,8 +150,7 @@ class Interner:
     def records(self, records: list[Any]) -> list[ContextRecord]:
         """[record(rec) for rec in records]: in one C call where the C loop is on."""
         if (native := self._native_records) is not None:
-            made: list[ContextRecord] = native(records, self, self._texts, self._fields, self._whos,
-                                               TEXT_UNREAD_KINDS, ContextRecord)
+            made: list[ContextRecord] = native(records, self, TEXT_UNREAD_KINDS, ContextRecord, RECENT)
             return made
         return [self.record(rec) for rec in records]
 

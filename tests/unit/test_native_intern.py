@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from catalog.native import switched
+from correlator import interned
 from correlator.interned import Interner
 from correlator.kept import ContextRecord
 from correlator.packed_text import digit_runs
@@ -45,6 +46,14 @@ def test_c_interning_equals_python_interning(tmp_path: Path) -> None:
     results = pickle.loads(made)
     assert sum(len(r.context) for r in results) > 100
     assert all(type(rec) is ContextRecord for r in results for rec in r.context)
+
+
+def test_c_memos_turn_their_generations_as_python_ones_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _linescan()
+    monkeypatch.setattr(interned, "RECENT", 8)  # every memo fills a generation many times over
+    generate(tmp_path, ranks=8, size=200_000, seed=5, failure="cuda_oom", quiet=True)
+    paths = sorted((tmp_path / "logs").rglob("*.log"))
+    assert _interned(paths, True) == _interned(paths, False)
 
 
 def test_c_records_share_as_python_records_do() -> None:
