@@ -248,6 +248,8 @@ static PyMethodDef module_methods[] = {
     {"intern_records", (PyCFunction)(void (*)(void))intern_records, METH_FASTCALL,
      "[interner.record(rec) for rec in records], given the interner's memos"},
     {"intern_fields", (PyCFunction)(void (*)(void))intern_fields, METH_FASTCALL, "Interner.fields(fields)"},
+    {"intern_findings", (PyCFunction)(void (*)(void))intern_findings, METH_FASTCALL,
+     "Interner.findings' loop over a result's findings"},
     {"digit_runs", digit_runs, METH_O, "(digit runs joined by spaces, the text with each run a NUL), or None"},
     {"keeper", keeper, METH_O, "keep_line(contexts, ...) bound to a catalog.native_state.KeptState"},
     {NULL}};

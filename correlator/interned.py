@@ -14,15 +14,17 @@ the scan's peak, for values (a rank's own lines) that never come again.
 from __future__ import annotations
 
 from collections.abc import Container
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from catalog.native import linescan
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
-from correlator.packed_text import packed
+from correlator.packed_text import PackedFinding, packed
 from correlator.reading import SourceResult
 from schemas.findings import Finding, Speaker
 
 _new_tuple = tuple.__new__
+_FINDING_SLOTS = tuple(f.name for f in dataclass_fields(Finding))  # what a packed finding copies (the C findings loop)
 RECENT = 1 << 15  # distinct values a generation of the memo holds (see _Recent)
 
 
@@ -71,6 +73,7 @@ class Interner:
         self._native_records = None if module is None else module.intern_records
         self._native_fields = None if module is None else module.intern_fields
         self._digit_runs = None if module is None else module.digit_runs
+        self._native_findings = None if module is None else module.intern_findings
 
     def number(self, value: Any) -> Any:
         """An int above 256 (or below -5) as the first copy seen lately; any other value as it is."""
@@ -171,6 +174,9 @@ class Interner:
         """Every finding of ``result`` interned (see finding), its records interned already. The findings of a
         speaker share it still (one made a speaker, by its identity)."""
         whole = {rec.text for rec in result.context}
+        if (native := self._native_findings) is not None:
+            made: list[Finding] = native(result.findings, self, whole, RECENT, Finding, PackedFinding, _FINDING_SLOTS)
+            return made
         speakers: dict[int, tuple[Speaker, Speaker]] = {}  # id -> (it, kept alive while its id is a key; shared)
         out = []
         last: Speaker | None = None

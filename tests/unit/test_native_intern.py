@@ -20,6 +20,7 @@ from correlator.packed_text import digit_runs
 from correlator.speakers import Who
 from scan.engine import default_matcher
 from scan.source import order_base, scan_source
+from schemas.findings import Finding
 from simulate.training_logs import generate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +30,18 @@ def _linescan() -> Any:
     return pytest.importorskip("catalog._linescan", reason="the C functions are built only where libhs is")
 
 
+_KEPT_TEXT: Any = Finding.__dict__["text"]  # the slot: a packed finding's digits
+
+
 def _interned(paths: list[Path], native: bool) -> bytes:
+    """The interned results pickled, with how each finding keeps its text (a packed one pickles whole)."""
     with switched(native):
         matcher, interner = default_matcher(), Interner()
         results = [interner.result(scan_source(matcher, str(path), [path.read_bytes()], 2026, order_base(k)))
                    for k, path in enumerate(paths)]
-    return pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
+    kept = [(type(f).__name__, _KEPT_TEXT.__get__(f), getattr(f, "_skeleton", None))
+            for r in results for f in r.findings]
+    return pickle.dumps((results, kept), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def test_c_interning_equals_python_interning(tmp_path: Path) -> None:
@@ -43,8 +50,9 @@ def test_c_interning_equals_python_interning(tmp_path: Path) -> None:
     paths = sorted([*(tmp_path / "logs").rglob("*.log"), *(ROOT / "examples").rglob("*.log")])
     made, reference = _interned(paths, True), _interned(paths, False)
     assert made == reference  # one pickle: equal values, and shared where the Python path shares them
-    results = pickle.loads(made)
+    results, kept = pickle.loads(made)
     assert sum(len(r.context) for r in results) > 100
+    assert any(name == "PackedFinding" for name, _, _ in kept) and any(name == "Finding" for name, _, _ in kept)
     assert all(type(rec) is ContextRecord for r in results for rec in r.context)
 
 
