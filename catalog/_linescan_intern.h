@@ -6,8 +6,8 @@
  *
  * Every memo here is a correlator.interned._Recent (a dict subclass): a value seen lately is read with the
  * dict's own lookup, as `_Recent.get` does, and a miss is kept as `_Recent.share` keeps it (the value the last
- * generation held, else the new one; a full generation made the last one). A new speaker of records is left to
- * Python (`_who_miss`: one or two a source). */
+ * generation held, else the new one; a full generation made the last one). A speaker that is not a tuple of at
+ * least three is left to Python (`_who_miss`). */
 
 static PyObject *share_str = NULL, *who_miss_str = NULL, *fields_str = NULL, *record_str = NULL,
                 *empty_str = NULL, *old_str = NULL;
@@ -84,7 +84,7 @@ static int numbers_shared(const memos *m, PyObject *fields) {
         int overflow;
         long v = PyLong_AsLongAndOverflow(value, &overflow);
         if (!overflow && v >= -5 && v <= 256) continue;
-        PyObject *shared = recent_shared(m->ints, value, value, m->limit);
+        PyObject *shared = recent_shared(m->ints, value, value, m->limit); /* shared_number's, for a large int */
         if (!shared) return -1;
         int failed = shared != value && PyDict_SetItem(fields, name, shared) < 0; /* an existing key: no resize */
         Py_DECREF(shared);
@@ -154,6 +154,38 @@ static PyObject *intern_fields(PyObject *mod, PyObject *const *args, Py_ssize_t 
     return shared_fields(&m, args[0]);
 }
 
+/* Interner.number: an int above 256 (or below -5) as the first copy seen lately; any other value as it is. New
+ * reference. */
+static PyObject *shared_number(const memos *m, PyObject *value) {
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long v = PyLong_AsLongAndOverflow(value, &overflow);
+        if (overflow || v < -5 || v > 256) return recent_shared(m->ints, value, value, m->limit);
+    }
+    return Py_NewRef(value);
+}
+
+/* Interner._who_miss: a speaker of records not seen lately (a Who: a tuple of rank, host, pid and more), kept
+ * with its rank and pid shared; anything else is Python's to read. New reference. */
+static PyObject *who_miss(const memos *m, PyObject *who) {
+    if (!PyTuple_Check(who) || PyTuple_GET_SIZE(who) < 3) return PyObject_CallMethodOneArg(m->interner, who_miss_str, who);
+    PyObject *rank = PyTuple_GET_ITEM(who, 0), *pid = PyTuple_GET_ITEM(who, 2);
+    PyObject *shared_rank = shared_number(m, rank), *shared_pid = shared_rank ? shared_number(m, pid) : NULL;
+    PyObject *value = NULL, *found = NULL;
+    if (shared_pid && shared_rank == rank && shared_pid == pid) value = Py_NewRef(who);
+    else if (shared_pid) { /* tuple.__new__(type(who), (rank, host, pid, *rest)) */
+        Py_ssize_t n = PyTuple_GET_SIZE(who);
+        value = Py_TYPE(who)->tp_alloc(Py_TYPE(who), n);
+        for (Py_ssize_t k = 0; value && k < n; k++)
+            PyTuple_SET_ITEM(value, k, Py_NewRef(k == 0 ? shared_rank : k == 2 ? shared_pid : PyTuple_GET_ITEM(who, k)));
+    }
+    if (value) found = recent_miss(m->whos, who, value, m->limit);
+    Py_XDECREF(value);
+    Py_XDECREF(shared_rank);
+    Py_XDECREF(shared_pid);
+    return found;
+}
+
 /* One record (a ContextRecord or its plain tuple) as Interner.record makes it. New reference. */
 static PyObject *shared_record(const memos *m, PyObject *rec, PyObject *unread, PyTypeObject *record_type) {
     if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 8) return PyObject_CallMethodOneArg(m->interner, record_str, rec);
@@ -164,7 +196,7 @@ static PyObject *shared_record(const memos *m, PyObject *rec, PyObject *unread, 
     PyObject *values[8] = {NULL};
     PyObject *found = PyDict_GetItemWithError(m->whos, who); /* borrowed */
     if (found) values[4] = Py_NewRef(found);
-    else if (!PyErr_Occurred()) values[4] = PyObject_CallMethodOneArg(m->interner, who_miss_str, who);
+    else if (!PyErr_Occurred()) values[4] = who_miss(m, who);
     if (values[4] && (values[1] = shared_fields(m, PyTuple_GET_ITEM(rec, 1))) &&
         (values[2] = shared_text(m, PyTuple_GET_ITEM(rec, 2))) && (values[6] = shared_text(m, text))) {
         PyObject *made = record_type->tp_alloc(record_type, 8); /* what tuple.__new__(ContextRecord, values) makes */

@@ -18,6 +18,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from catalog.native import linescan
+from correlator.held import native_makers
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
 from correlator.packed_text import PackedFinding, packed
 from correlator.reading import SourceResult
@@ -74,6 +75,7 @@ class Interner:
         self._native_fields = None if module is None else module.intern_fields
         self._digit_runs = None if module is None else module.digit_runs
         self._native_findings = None if module is None else module.intern_findings
+        self._new_speaker = native_makers(module)[1]
 
     def number(self, value: Any) -> Any:
         """An int above 256 (or below -5) as the first copy seen lately; any other value as it is."""
@@ -104,6 +106,8 @@ class Interner:
         shared_rank, shared_pid = self.number(rank), self.number(pid)
         if shared_rank is rank and shared_pid is pid:
             return speaker
+        if (new := self._new_speaker) is not None:  # SPEAKER_SLOTS' order; the frozen __init__ is a Python frame
+            return new(shared_rank, speaker.host, shared_pid, speaker.device, speaker.local_rank)
         return Speaker(rank=shared_rank, local_rank=speaker.local_rank, host=speaker.host, pid=shared_pid,
                        device=speaker.device)
 
