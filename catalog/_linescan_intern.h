@@ -340,6 +340,39 @@ static PyObject *packed_finding(const memos *m, PyObject *finding, PyTypeObject 
     return out;
 }
 
+/* The slot offsets intern_findings reads, for these types and names: source, fields, text, speaker, the packed
+ * type's skeleton, then each of ``names``; looked up once and kept while the same three objects are given (the
+ * interner gives its module's constants). Borrowed; NULL with an exception. */
+static const Py_ssize_t *bound_slots(PyTypeObject *finding_type, PyTypeObject *packed_type, PyObject *names) {
+    static PyObject *bound[3] = {NULL};
+    static Py_ssize_t *offsets = NULL;
+    if (offsets && bound[0] == (PyObject *)finding_type && bound[1] == (PyObject *)packed_type && bound[2] == names)
+        return offsets;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    Py_ssize_t *found = PyMem_Calloc(F_COUNT + 1 + count, sizeof *found);
+    if (!found) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int failed = 0;
+    for (int k = 0; !failed && k < F_COUNT; k++) failed = (found[k] = slot_offset(finding_type, finding_names[k])) < 0;
+    if (!failed) failed = (found[F_COUNT] = slot_offset(packed_type, "_skeleton")) < 0;
+    for (Py_ssize_t k = 0; !failed && k < count; k++) {
+        PyObject *name = PyTuple_GET_ITEM(names, k);
+        const char *spelled = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        failed = !spelled || (found[F_COUNT + 1 + k] = slot_offset(finding_type, spelled)) < 0;
+        if (failed && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "intern_findings: slot names are str");
+    }
+    if (failed) {
+        PyMem_Free(found);
+        return NULL;
+    }
+    offsets = found; /* an earlier array is not freed: a call still running (under a callback) may read it */
+    PyObject *objects[3] = {(PyObject *)finding_type, (PyObject *)packed_type, names};
+    for (int k = 0; k < 3; k++) Py_XSETREF(bound[k], Py_NewRef(objects[k])); /* kept: their addresses stay theirs */
+    return offsets;
+}
+
 /* intern_findings(findings, interner, whole, recent, finding_type, packed_type, slot_names): Interner.findings'
  * loop (correlator/interned.py: speakers shared by identity, then each finding's source, fields and text, or its
  * text packed) for the findings of type ``finding_type`` exactly; any other one is given to interner.finding.
@@ -355,27 +388,15 @@ static PyObject *intern_findings(PyObject *mod, PyObject *const *args, Py_ssize_
     }
     if (memos_of(args[1], args[3], &m) < 0) return NULL;
     PyTypeObject *finding_type = (PyTypeObject *)args[4], *packed_type = (PyTypeObject *)args[5];
-    Py_ssize_t at[F_COUNT], count = PyTuple_GET_SIZE(args[6]), skeleton_at;
-    for (int k = 0; k < F_COUNT; k++)
-        if ((at[k] = slot_offset(finding_type, finding_names[k])) < 0) return NULL;
-    if ((skeleton_at = slot_offset(packed_type, "_skeleton")) < 0) return NULL;
-    Py_ssize_t *slots = PyMem_Calloc(count ? count : 1, sizeof *slots);
-    if (!slots) return PyErr_NoMemory();
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *name = PyTuple_GET_ITEM(args[6], k);
-        const char *spelled = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        if (!spelled || (slots[k] = slot_offset(finding_type, spelled)) < 0) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "intern_findings: slot names are str");
-            PyMem_Free(slots);
-            return NULL;
-        }
-    }
+    const Py_ssize_t *slots = bound_slots(finding_type, packed_type, args[6]);
+    if (!slots) return NULL;
+    Py_ssize_t at[F_COUNT] = {slots[F_SOURCE], slots[F_FIELDS], slots[F_TEXT], slots[F_SPEAKER]};
+    Py_ssize_t skeleton_at = slots[F_COUNT], count = PyTuple_GET_SIZE(args[6]);
+    slots += F_COUNT + 1;
     static PyObject *speaker_str = NULL, *finding_str = NULL;
     if ((!speaker_str && !(speaker_str = PyUnicode_InternFromString("speaker"))) ||
-        (!finding_str && !(finding_str = PyUnicode_InternFromString("finding")))) {
-        PyMem_Free(slots);
+        (!finding_str && !(finding_str = PyUnicode_InternFromString("finding"))))
         return NULL;
-    }
     PyObject *findings = args[0], *whole = args[2];
     Py_ssize_t n = PyList_GET_SIZE(findings);
     PyObject *out = PyList_New(0), *speakers = PyDict_New(); /* id -> (it, kept alive while its id is a key; shared) */
@@ -425,7 +446,6 @@ static PyObject *intern_findings(PyObject *mod, PyObject *const *args, Py_ssize_
         if (!made || PyList_Append(out, made) < 0) Py_CLEAR(out);
         Py_XDECREF(made);
     }
-    PyMem_Free(slots);
     Py_XDECREF(speakers);
     if (out && PyList_GET_SIZE(out) != n) {
         PyErr_SetString(PyExc_RuntimeError, "intern_findings: the list changed size");
