@@ -204,6 +204,7 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 #include "_linescan_kept.h"
 #include "_linescan_slotted.h"
 #include "_linescan_intern.h"
+#include "_linescan_packed.h"
 
 /* count_newlines(data, start=0, end=len(data)): data.count(b"\n", start, end), at memory speed. The scanner
  * numbers every line of its input; CPython's count compares one byte at a time, this loop is vectorised (-O3). */
