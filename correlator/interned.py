@@ -67,9 +67,9 @@ class Interner:
         self._fields = _Recent()  # flat tuple of its items and their types -> the dict
         self._whos = _Recent()  # Who -> it, its numbers shared
         self._ints = _Recent()  # int above 256 -> it
-        # The C twins of records, fields and the digit split (catalog/_linescan_intern.h), chosen once: a scan's
-        # interner keeps the path it was made on (catalog/native.py). They read and fill the memos above as
-        # _Recent does (a new speaker of records: _who_miss).
+        # The C twins of records, fields, findings and the digit split (catalog/_linescan_intern.h and
+        # _linescan_packed.h), chosen once: a scan's interner keeps the path it was made on (catalog/native.py).
+        # They read and fill the memos above as _Recent does (a speaker not a Who: _who_miss).
         module = linescan()
         self._native_records = None if module is None else module.intern_records
         self._native_fields = None if module is None else module.intern_fields

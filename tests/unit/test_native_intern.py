@@ -1,8 +1,8 @@
-"""The interner's C twins (catalog/_linescan_intern.h: records, field dicts, the digit split of a finding's text)
-give what its Python methods give: on generated job logs and the bundled examples, results interned on each path
-are equal, pickle to the same bytes (so they share the same objects), and keep the same types; and the odd values
-(a value that cannot be hashed, a dict subclass, a short tuple, a NUL, non-ASCII digits) take the Python path's
-way."""
+"""The interner's C twins (catalog/_linescan_intern.h and _linescan_packed.h: records, field dicts, findings, the
+digit split of a finding's text) give what its Python methods give: on generated job logs and the bundled
+examples, results interned on each path are equal, pickle to the same bytes (so they share the same objects), and
+keep the same types; and the odd values (a value that cannot be hashed, a dict subclass, a short tuple, a NUL,
+non-ASCII digits) take the Python path's way."""
 
 from __future__ import annotations
 
