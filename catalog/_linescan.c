@@ -203,6 +203,8 @@ static PyObject *loadb(PyObject *mod, PyObject *args) {
 #include "_linescan_plan.h"
 #include "_linescan_kept.h"
 #include "_linescan_slotted.h"
+#include "_linescan_intern.h"
+#include "_linescan_packed.h"
 
 /* count_newlines(data, start=0, end=len(data)): data.count(b"\n", start, end), at memory speed. The scanner
  * numbers every line of its input; CPython's count compares one byte at a time, this loop is vectorised (-O3). */
@@ -244,6 +246,12 @@ static PyMethodDef module_methods[] = {
     {"planner", planner, METH_O, "plan_for(line_match, raw) bound to a catalog.native_state.PlanState"},
     {"configure_kept", (PyCFunction)(void (*)(void))configure_kept, METH_VARARGS | METH_KEYWORDS, "the record type, first-only kinds and error rows keep_line uses"},
     {"slotted", slotted, METH_VARARGS, "make(*values) for a slotted class, its slots named in order"},
+    {"intern_records", (PyCFunction)(void (*)(void))intern_records, METH_FASTCALL,
+     "[interner.record(rec) for rec in records], given the interner's memos"},
+    {"intern_fields", (PyCFunction)(void (*)(void))intern_fields, METH_FASTCALL, "Interner.fields(fields)"},
+    {"intern_findings", (PyCFunction)(void (*)(void))intern_findings, METH_FASTCALL,
+     "Interner.findings' loop over a result's findings"},
+    {"digit_runs", digit_runs, METH_O, "(digit runs joined by spaces, the text with each run a NUL), or None"},
     {"keeper", keeper, METH_O, "keep_line(contexts, ...) bound to a catalog.native_state.KeptState"},
     {NULL}};
 

@@ -14,15 +14,19 @@ the scan's peak, for values (a rank's own lines) that never come again.
 from __future__ import annotations
 
 from collections.abc import Container
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
+from catalog.native import linescan
+from correlator.held import native_makers
 from correlator.kept import TEXT_UNREAD_KINDS, ContextRecord
-from correlator.packed_text import packed
+from correlator.packed_text import PackedFinding, packed
 from correlator.reading import SourceResult
 from correlator.shaped import shaped
 from schemas.findings import Finding, Speaker
 
 _new_tuple = tuple.__new__
+_FINDING_SLOTS = tuple(f.name for f in dataclass_fields(Finding))  # what a packed finding copies (the C findings loop)
 RECENT = 1 << 15  # distinct values a generation of the memo holds (see _Recent)
 
 
@@ -64,6 +68,15 @@ class Interner:
         self._fields = _Recent()  # flat tuple of its items and their types -> the dict
         self._whos = _Recent()  # Who -> it, its numbers shared
         self._ints = _Recent()  # int above 256 -> it
+        # The C twins of records, fields, findings and the digit split (catalog/_linescan_intern.h and
+        # _linescan_packed.h), chosen once: a scan's interner keeps the path it was made on (catalog/native.py).
+        # They read and fill the memos above as _Recent does (a speaker not a Who: _who_miss).
+        module = linescan()
+        self._native_records = None if module is None else module.intern_records
+        self._native_fields = None if module is None else module.intern_fields
+        self._digit_runs = None if module is None else module.digit_runs
+        self._native_findings = None if module is None else module.intern_findings
+        self._new_speaker = native_makers(module)[1]
 
     def number(self, value: Any) -> Any:
         """An int above 256 (or below -5) as the first copy seen lately; any other value as it is."""
@@ -94,8 +107,22 @@ class Interner:
         shared_rank, shared_pid = self.number(rank), self.number(pid)
         if shared_rank is rank and shared_pid is pid:
             return speaker
+        if (new := self._new_speaker) is not None:  # SPEAKER_SLOTS' order; the frozen __init__ is a Python frame
+            return new(shared_rank, speaker.host, shared_pid, speaker.device, speaker.local_rank)
         return Speaker(rank=shared_rank, local_rank=speaker.local_rank, host=speaker.host, pid=shared_pid,
                        device=speaker.device)
+
+    def _who_miss(self, who: Any) -> Any:
+        """A speaker of records not seen lately, kept (its rank and pid shared)."""
+        return self._whos.share(who, self._who(who))
+
+    def _fields_miss(self, key: tuple[Any, ...], fields: dict[str, Any]) -> dict[str, Any]:
+        """A field dict not seen lately, kept under ``key`` (see fields): the first seen lately has its numbers
+        shared and its key table its shape's (correlator/shaped.py). Both paths call this on a miss."""
+        found: dict[str, Any] = self._fields.share(key, fields)
+        if found is fields:
+            found = self._fields[key] = shaped(self._numbers_shared(fields))
+        return found
 
     def text(self, text: str) -> str:
         shared: str | None = self._texts.get(text)  # seen lately, most often: no call to share
@@ -106,14 +133,17 @@ class Interner:
         Its memo's key is one flat tuple, names and values then their types: a tuple an item as well cost twice
         as much, and the memo holds a key for every distinct dict until the scan's end, the pool's peak (issue 23:
         0.63 KB a rank at 8,192 ranks, of 22,641 dicts)."""
+        if (native := self._native_fields) is not None:
+            shared: dict[str, Any] = native(fields, self, RECENT)
+            return shared
+        return self._python_fields(fields)
+
+    def _python_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """fields on the Python path (the C one calls it for a dict of a subclass)."""
         try:  # names, then values, then their types: as flat, and made in C without a tuple an item
             key = (*fields, *fields.values(), *map(type, fields.values()))
             found: dict[str, Any] | None = self._fields.get(key)
-            if found is None:
-                found = self._fields.share(key, fields)
-                if found is fields:  # the first seen lately: its numbers shared, its key table its shape's
-                    found = self._fields[key] = shaped(self._numbers_shared(fields))
-            return found
+            return found if found is not None else self._fields_miss(key, fields)
         except TypeError:  # a value that cannot be hashed (a list): kept as it is
             return fields
 
@@ -125,9 +155,16 @@ class Interner:
             text = ""
         shared_who = self._whos.get(who)
         if shared_who is None:
-            shared_who = self._whos.share(who, self._who(who))
+            shared_who = self._who_miss(who)
         return _new_tuple(ContextRecord, (kind, self.fields(fields), self.text(source), line_no, shared_who, time,
                                           self.text(text), repeats))
+
+    def records(self, records: list[Any]) -> list[ContextRecord]:
+        """[record(rec) for rec in records]: in one C call where the C loop is on."""
+        if (native := self._native_records) is not None:
+            made: list[ContextRecord] = native(records, self, TEXT_UNREAD_KINDS, ContextRecord, RECENT)
+            return made
+        return [self.record(rec) for rec in records]
 
     def finding(self, finding: Finding, whole: Container[str] = ()) -> Finding:
         """``finding`` with interned source and fields (changed in place: a scan's findings are its own), and its
@@ -136,7 +173,7 @@ class Interner:
         finding.source = self.text(finding.source)
         finding.fields = self.fields(finding.fields)
         if finding.text not in whole:
-            made = packed(finding, self.text)
+            made = packed(finding, self.text, self._digit_runs)
             if made is not finding:
                 return made
         finding.text = self.text(finding.text)
@@ -146,6 +183,9 @@ class Interner:
         """Every finding of ``result`` interned (see finding), its records interned already. The findings of a
         speaker share it still (one made a speaker, by its identity)."""
         whole = {rec.text for rec in result.context}
+        if (native := self._native_findings) is not None:
+            made: list[Finding] = native(result.findings, self, whole, RECENT, Finding, PackedFinding, _FINDING_SLOTS)
+            return made
         speakers: dict[int, tuple[Speaker, Speaker]] = {}  # id -> (it, kept alive while its id is a key; shared)
         out = []
         last: Speaker | None = None
@@ -165,6 +205,6 @@ class Interner:
     def result(self, result: SourceResult) -> SourceResult:
         """Every record and finding of ``result`` interned (in place)."""
         result.source = self.text(result.source)
-        result.context = [self.record(rec) for rec in result.context]
+        result.context = self.records(result.context)
         result.findings = self.findings(result)
         return result

@@ -13,6 +13,8 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
+from catalog.native import linescan
+from correlator.held import native_makers
 from correlator.interned import Interner
 from correlator.kept import ContextRecord
 from correlator.reading import SourceResult
@@ -55,15 +57,18 @@ def unpack(packed: Packed, speakers: dict[tuple[Any, ...], Speaker], interner: I
         result.context = [_new_tuple(ContextRecord, rec) for rec in records]
     else:
         result.source = interner.text(result.source)
-        result.context = [interner.record(rec) for rec in records]
+        result.context = interner.records(records)
     findings = []
+    new = native_makers(linescan())[0]  # the C maker (its values in FINDING_SLOTS order), else __init__
     for (signature, generic, role, source, line_no, said, who, time, clock, captured, order, event, repeats) in found:
         speaker = speakers.get(who)
         if speaker is None:
             speaker = speakers[who] = Speaker(*who)
         findings.append(Finding(signature=signature, generic=generic, role=role, source=source,
                                 line_no=line_no, text=said, speaker=speaker, time=time, clock=clock,
-                                fields=captured, order=order, event=event, repeats=repeats))
+                                fields=captured, order=order, event=event, repeats=repeats) if new is None else
+                        new(signature, generic, role, source, line_no, said, speaker, time, clock, captured, order,
+                            event, repeats))
     result.findings = findings
     if interner is not None:
         result.findings = interner.findings(result)
