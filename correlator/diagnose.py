@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence, Sized
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -14,6 +13,7 @@ from correlator import calibration
 from correlator.carried import read_carried
 from correlator.derived import SAVE_HANG, derived_events
 from correlator.differential import Suspect, differential
+from correlator.event_summary import collateral_groups, timeline
 from correlator.events import NO_ERROR_FILE, Event, Target, build_events, clock_offsets, lag_events, when
 from correlator.exits import (
     EXIT_SIGNATURES,
@@ -47,11 +47,10 @@ from correlator.subgroups import group_rank_note, rests_on_group_rank
 from correlator.transport import assign
 from correlator.unexplained import Unexplained, cause_unknown
 from correlator.worker_kills import worker_kills
-from schemas.diagnosis import Alternative, CollateralGroup, Diagnosis, Evidence, RootCause, TimelineEntry
+from schemas.diagnosis import Alternative, Diagnosis, Evidence, RootCause
 from schemas.findings import Finding, Role, Speaker
 from schemas.wire import JobEvent
 
-MAX_TIMELINE = 100
 CONTEXT_READ = frozenset({SAVE_HANG, NO_ERROR_FILE})  # the context lines whose events a step below reads
 MAX_EVIDENCE = 6
 MIN_ALTERNATIVE_SCORE = 0.5  # below this a suspect holds only victims' lines: not worth a reader's time
@@ -169,42 +168,6 @@ def _evidence(events: Sequence[Event]) -> list[Evidence]:
     return out
 
 
-def _collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
-    """Counted event by event: every step that adds to ``failures`` makes events of its own, so each is there once.
-    A group's ranks are listed as they come and made a set one group at a time: a set of ids a job's event, and
-    a set of ranks a group, all held at once, were the diagnosis's peak at 8,192 ranks (issue 23)."""
-    groups: dict[str, tuple[list[int], list[str], list[int]]] = {}  # signature -> ranks, hosts, [events + repeats]
-    for ev in failures:
-        if id(ev) in root_events or ev.stale:
-            continue
-        g = groups.get(ev.signature.id)
-        if g is None:
-            g = groups[ev.signature.id] = ([], [], [0])
-        if ev.reporter.rank is not None:
-            g[0].append(ev.reporter.rank)
-        if ev.reporter.host is not None:
-            g[1].append(ev.reporter.host)
-        g[2][0] += 1 + sum(f.repeats for f in ev.findings)  # with the lines a flood's scan left out
-    out = [CollateralGroup.of(sig, [int(r) for r in set(ranks)], [str(h) for h in set(hosts)], n)
-           for sig, (ranks, hosts, (n,)) in groups.items()]
-    return sorted(out, key=lambda g: -g.count)
-
-
-def _timeline(failures: Sequence[Event], root_events: set[int],
-              offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    # the first MAX_TIMELINE as sorted() orders them (nsmallest is stable too), without a key for every event
-    # held at once
-    never = datetime.max.replace(tzinfo=None).astimezone()
-    ordered = heapq.nsmallest(MAX_TIMELINE, failures, key=lambda ev: (when(ev, offsets) or never, ev.best.order))
-    entries = []
-    for ev in ordered:
-        role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
-        entries.append(TimelineEntry(time=when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
-                                     signature=ev.signature.id, role=role, source=ev.best.source,
-                                     line=ev.best.line_no))
-    return entries
-
-
 def _root_events(cand: Candidate, root: Event) -> list[Event]:
     same = [ev for ev in cand.own_events if ev.signature.id == root.signature.id]
     return [root, *[ev for ev in same if ev is not root][:2]]
@@ -294,9 +257,9 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
         verdict=verdict,
         root_cause=_root_cause(sig, rank, host, conf, when(root, offsets), _evidence(_root_events(cand, root)),
                                explanation, quote=sig.id == root.signature.id),
-        collateral=_collateral_groups(failures, root_events),
+        collateral=collateral_groups(failures, root_events),
         fix=sig.fix, verification=sig.verification,
-        timeline=_timeline(failures, root_events, offsets),
+        timeline=timeline(failures, root_events, offsets),
         alternatives=_alternatives(ranked, conf),
     ), ranked, feats, _evidence)
 
@@ -355,8 +318,8 @@ def _unknown_suspect(ranked: list[Candidate], failures: list[Event], offsets: Ma
             rank=cand.target.rank, host=cand.target.host, confidence=conf, time=suspect.lines[0].time,
             evidence=evidence, explanation=explanation, message=said,
         ),
-        collateral=_collateral_groups(failures, own),
-        timeline=_timeline(failures, own, offsets),
+        collateral=collateral_groups(failures, own),
+        timeline=timeline(failures, own, offsets),
         alternatives=_alternatives(ranked, conf),
     ), ranked, feats, _evidence)
 
@@ -396,8 +359,8 @@ def _collateral_only(failures: list[Event], ids: IdentityMap, offsets: Mapping[s
     return calibration.honest(Diagnosis(
         verdict="diagnosed",
         root_cause=_root_cause(sig, rank, host, conf, when(first, offsets), _evidence([first]), explanation),
-        collateral=_collateral_groups(failures, set() if ranked else {id(first)}),
+        collateral=collateral_groups(failures, set() if ranked else {id(first)}),
         alternatives=_alternatives(ranked, conf) if ranked else [],
         fix=sig.fix, verification=sig.verification,
-        timeline=_timeline(failures, set() if ranked else {id(first)}, offsets),
+        timeline=timeline(failures, set() if ranked else {id(first)}, offsets),
     ), ranked or [], feats, _evidence)
