@@ -17,8 +17,8 @@ from correlator.kept import ContextRecord
 from correlator.speakers import Who
 from schemas.findings import Finding
 
-_LABEL = re.compile(r"\[(?P<rank>\d{1,5})\] (?=\S)")
-_HEAD_LABELS = re.compile(rb"^\[(\d{1,5})\] \S", re.M)
+_LABEL = re.compile(r"\[(?P<rank>\d{1,5})\] ")
+_HEAD_LABELS = re.compile(rb"^\[(\d{1,5})\] ", re.M)
 _HEAD_BYTES = 1 << 16  # a source's head, read once: what it shows its first lines
 _MIN_SHARE = 0.75  # of the head's lines that carry the label (mpiexec's and the scheduler's own lines do not)
 _MIN_RANKS = 2  # distinct labels in it: one repeated number is an index, not a launcher's rank column
