@@ -4,8 +4,9 @@ Hydra's `-l` / `-prepend-rank` sets the prepend pattern to "[%r] " (pmodels/mpic
 prepend_rank_fn: HYDU_set_str(arg, &HYD_ui_info.prepend_pattern, "[%r] ")), %r being the process's rank in
 MPI_COMM_WORLD: under mpiexec, torch.distributed's global rank. A bracketed number at a line's start is common
 elsewhere (a shell's job number, a list's index, NCCL's device after its header), so it is read as a rank only in a
-source whose kept lines carry it almost throughout, with several ranks labelled: the shape of Hydra's output file,
-where every process line is labelled and only mpiexec's and the scheduler's own lines are not.
+source whose head (its first 64 KiB, read by the scanner) carries it on three lines in four or more, under several
+ranks: the shape of Hydra's output file, where every process line is labelled and only mpiexec's and the
+scheduler's own lines are not. The label is read after the scan (naming.settle) for a speaker that names no rank.
 """
 
 from __future__ import annotations
