@@ -18,6 +18,7 @@ from correlator.events import task_ids
 from correlator.few import FewSets
 from correlator.host_index import short_name
 from correlator.hostnames import aliases
+from correlator.hydra_labels import as_labelled
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
@@ -57,6 +58,10 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
            sources: Sequence[str] = ()) -> Named:
     """``ids``: build_identity of ``context`` (with ``rank_hosts`` and ``exit_codes``), rebuilt where a name
     changes; ``sources``: every source read, matched or not."""
+    if labelled := as_labelled(findings, context):  # MPICH Hydra's "[R] " label, read per source
+        findings, context = labelled
+        of_kind = records_by_kind(context)
+        ids = build_identity(context, rank_hosts, exit_codes, of_kind=of_kind)
     findings = table_speakers(findings, ids.exits, of_kind) or findings
     findings = block_speakers(findings, of_kind) or findings
     state = _Naming(findings, context, of_kind, ids, rank_hosts, exit_codes, _speakers(findings, context))

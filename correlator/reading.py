@@ -21,6 +21,7 @@ from catalog.native_state import PlanState
 from correlator import kept as kept_module  # its FOLDED_KINDS read per scanner, as fold_row reads it
 from correlator.continuation import MAX_EVENT_GAP, lines_between_continue
 from correlator.held import SAID_MEMO, HeldFindings, SignatureLine
+from correlator.hydra_labels import hydra_labelled, labelled_record
 from correlator.kept import ContextRecord, KeptContext, Row, fold_row, line_keeper
 from correlator.speakers import PDSH_NOT_HOST, Who, read_speaker, speaker_and_body
 from correlator.structured import Sniffer, Structured
@@ -125,6 +126,7 @@ class SourceScanner:
         # and end]: filled in by the matcher's C loop, which leaves those lines out (see Matcher.spans), else here.
         self._inert: dict[int, list[Any]] = {}
         self._buffer_no = 0
+        self._hydra = False  # MPICH Hydra's "[R] " labels every line (correlator/hydra_labels.py)
         self._whos: dict[Who, Who] = {}  # each speaker's one Who
         self._errorish = _errorish_folded if fold_context else _errorish_whole  # a function: no cycle to self
         # What the C plan_for reads and fills in, by name (catalog/native_state.py), once per source. Nothing in
@@ -144,6 +146,8 @@ class SourceScanner:
         self._count_newlines = newline_counter(module)
 
     def feed(self, chunk: bytes) -> None:
+        if not self.result.bytes and hydra_labelled(chunk):  # a source's head says whether Hydra labelled it
+            self._hydra = True
         self.result.bytes += len(chunk)
         self._structured.feed(chunk)
         data = self._carry + chunk
@@ -165,6 +169,8 @@ class SourceScanner:
         if found := self._structured.finish():
             self.result.structured = [*self.result.structured, found]
         self.result.context = self._context.records()
+        if self._hydra:
+            self.result.context.append(labelled_record(self.result.source))
         return self.result
 
     def _process(self, buffer: bytes, advance: bool) -> None:
