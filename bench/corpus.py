@@ -10,6 +10,7 @@
     .venv/bin/python -m bench.corpus --set field7 --half tuning    # bench/field7: 40 more, blind (its README)
     .venv/bin/python -m bench.corpus --set field8 --half tuning    # bench/field8: 40 more, blind (its README)
     .venv/bin/python -m bench.corpus --set field9 --half tuning    # bench/field9: 40 more, blind (its README)
+    .venv/bin/python -m bench.corpus --set field10 --half tuning   # bench/field10: 40 more, first contact (its README)
 
 The split is by the repository a log came from (its label's `source`), never by log, so that two logs of the
 same project (the same launcher, the same cluster's naming) never sit on both sides: a log's half is bit 0 of

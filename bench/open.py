@@ -40,7 +40,8 @@ SETS = (("corpus", "tuning"), ("corpus", "checking"), ("field", "tuning"), ("fie
         ("field2", "tuning"), ("field2", "checking"), ("field3", "tuning"), ("field3", "checking"),
         ("field4", "tuning"), ("field4", "checking"), ("field5", "tuning"), ("field5", "checking"),
         ("field6", "tuning"), ("field6", "checking"), ("field7", "tuning"), ("field7", "checking"),
-        ("field8", "tuning"), ("field8", "checking"), ("field9", "tuning"), ("field9", "checking"))
+        ("field8", "tuning"), ("field8", "checking"), ("field9", "tuning"), ("field9", "checking"),
+        ("field10", "tuning"), ("field10", "checking"))
 SEEDS = (2, 3)
 # blind generators: held-out rows
 GENERATORS = ("bench.independent", "bench.independent4", "bench.independent5", "bench.independent6",

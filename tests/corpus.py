@@ -1,5 +1,5 @@
 """Where the labelled real logs are and how each set splits into a tuning and a checking half: the corpus
-(../shared/corpus, split by source repository) and the blind field sets kept under bench/field .. bench/field9
+(../shared/corpus, split by source repository) and the blind field sets kept under bench/field .. bench/field10
 (each split by its labels). The accuracy tests score the product on them; `python -m bench.corpus` scores a half
 from the command line (its docstring says how the splits were fixed)."""
 
@@ -43,12 +43,13 @@ def labels(corpus: Path, half: str = "all") -> list[dict[str, object]]:
 
 FIELD = ROOT / "bench" / "field"
 # Sets of real logs collected blind (by someone who read none of firstfault), each with its own split and class map
-# additions: bench/field, field2 .. field9 (each collected later, never read while tuning; see their
+# additions: bench/field, field2 .. field10 (each collected later, never read while tuning; see their
 # READMEs).
 FIELD_SETS = {"field": FIELD, "field2": FIELD.with_name("field2"), "field3": FIELD.with_name("field3"),
               "field4": FIELD.with_name("field4"), "field5": FIELD.with_name("field5"),
               "field6": FIELD.with_name("field6"), "field7": FIELD.with_name("field7"),
-              "field8": FIELD.with_name("field8"), "field9": FIELD.with_name("field9")}
+              "field8": FIELD.with_name("field8"), "field9": FIELD.with_name("field9"),
+              "field10": FIELD.with_name("field10")}
 
 
 def field_rows(half: str, which: str = "field") -> list[dict[str, object]]:
