@@ -103,17 +103,18 @@ def test_fluxs_first_task_exit_report_names_its_rank_and_host(
 def test_a_lost_job_shells_rank_is_a_node_index_not_a_task_rank(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """"shell rank 1" is the job shell's (one a node): not task 1."""
-    lines = _flux_tasks(8) + [
-        "911.020s: flux-shell[0]: FATAL: doom: shell rank 1 on host tioga13 exited and exit-timeout=30s has expired"]
+    lines = [*_flux_tasks(8),
+             "911.020s: flux-shell[0]: FATAL: doom: shell rank 1 on host tioga13 exited and exit-timeout=30s has "
+             "expired"]
     rc = cli_root_cause(F.write(tmp_path, {"flux-f2Bnb6Pa7.out": lines}), capsys)
     assert rc.get("rank") != 1, rc
 
 
 def test_a_cause_on_the_rank_flux_names_stays_the_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    lines = _flux_tasks(8) + [
-        "2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of "
-        "79.15 GiB of which 1.02 GiB is free.",
-        "1810.442s: flux-shell[0]: FATAL: doom: rank 2 on host tioga12 exited and exit-timeout=30s has expired"]
+    lines = [*_flux_tasks(8),
+             "2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of "
+             "79.15 GiB of which 1.02 GiB is free.",
+             "1810.442s: flux-shell[0]: FATAL: doom: rank 2 on host tioga12 exited and exit-timeout=30s has expired"]
     rc = cli_root_cause(F.write(tmp_path, {"flux-f2Bnb6Pa7.out": lines}), capsys)
     assert (rc["signature"], rc["rank"]) == ("cuda.oom", 2), rc["explanation"]
 
@@ -149,3 +150,23 @@ def test_a_rank_that_stalled_before_the_limit_stays_the_answer(
     lines += ["=>> PBS: job killed: walltime 10819 exceeded limit 10800"]
     rc = cli_root_cause(F.write(tmp_path, {"job.out": lines}), capsys)
     assert rc["rank"] == 5, rc["explanation"]
+
+
+@pytest.mark.parametrize(("report", "signature"), [
+    # flux-core src/modules/job-exec/bgexec.c: jobinfo_lost_shell's note, raised as a node-failure exception
+    (["812.004s: job.exception f9Hv3Qk2Lm type=node-failure severity=0 node failure on gpu-st-p5-18 (shell rank 1)"],
+     "flux.node_failure"),
+    # openpmix/prrte src/mca/errmgr/base/help-errmgr-base.txt
+    ([RULE, "PRTE has lost communication with a remote daemon.", "",
+      "  HNP daemon   : [prterun-gpu-st-p5-17-41822@0,0] on node gpu-st-p5-17",
+      "  Remote daemon: [prterun-gpu-st-p5-17-41822@0,1] on node gpu-st-p5-18", "",
+      "This is usually due to either a failure of the TCP network", RULE], "prrte.lost_daemon"),
+])
+def test_a_launchers_lost_node_is_named(
+        report: list[str], signature: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The node's processes vanish with it; the other node's ranks lose their transports toward it."""
+    lines = [_tag(r, s) for r in range(JOB.world) for s in F.steps(r, F.T0)]
+    lines += [_tag(r, F.ib_retry_exceeded(JOB, r, "gpu-st-p5-18")) for r in range(4)] + report
+    rc = cli_root_cause(F.write(tmp_path, {"job.out": lines}), capsys)
+    assert (rc["signature"], rc["host"]) == (signature, "gpu-st-p5-18"), rc["explanation"]
+    assert rc["rank"] is None
