@@ -6,6 +6,7 @@ They are compiled into the same scanner as the catalog, so reading them costs no
 from __future__ import annotations
 
 from catalog.siblings import Volatile
+from correlator.launcher_reports import REPORT_EXAMPLES, REPORT_PATTERNS
 
 # What may stand before a launcher's "key : value" line: indentation and one word (srun's "0:", torchrun's "[0]:"),
 # behind a parenthesised node prefix that holds spaces itself: SkyPilot's "(head, rank=0, pid=P) " / "(worker1,
@@ -158,17 +159,6 @@ CONTEXT_PATTERNS: dict[str, str] = {
     r"[ \t]+\w+[ \t]+(?P<ip>\d{1,3}(?:\.\d{1,3}){3})[ \t]+(?P<host>[a-z0-9][\w.-]*)(?:[ \t]+\S+){0,2}[ \t]*$",
     # and its first line, the pod's name (describe.go describePod: "Name:\t%s"), which the exit is the pod's
     "k8s_pod": r"^Name:[ \t]+(?P<host>[a-z0-9][a-z0-9.-]{0,252})[ \t]*$",
-    # Open MPI's launcher when a process exits non-zero (open-mpi/ompi v4.1.x orte/runtime/orte_quit.c
-    # orte_print_aborted_job -> help-orterun.txt [orterun:non-zero-exit]; PRRTE's prterun, help-prun [non-zero-exit]):
-    # "The first process to do so was:", then "  Process name: %s" (ORTE_NAME_PRINT: [[job family,local job],vpid])
-    # and "  Exit code:    %d" on the next line. Local job 1 is the application launched (0 the daemons, 2 and up
-    # spawned jobs), whose vpid is the MPI_COMM_WORLD rank (correlator/identity.py pairs the two lines).
-    "mpi_exit_name": r"^[ \t]*Process name:[ \t]+\[\[\d+,(?P<job>\d+)\],(?P<rank>\d+)\][ \t]*$",
-    "mpi_exit_code": r"^[ \t]*Exit code:[ \t]+(?P<exit_code>-?\d+)[ \t]*$",
-    # horovodrun's own launcher (horovod/runner/gloo_run.py, launch_gloo) ends the same way: "Horovod detected that
-    # one or more processes exited with non-zero status, ... The first process to do so was:", "Process name: {name}",
-    # "Exit code: {code}", the name being the process's index in the host allocation plan: its rank
-    "hvd_exit_name": r"^[ \t]*Process name:[ \t]+(?P<rank>\d{1,6})[ \t]*$",
     # DeepSpeed's launcher (deepspeed/launcher/launch.py, main): its node's place, its workers' pids in local-rank
     # order as it starts them and, once one fails, as its sigkill_handler kills them (correlator/deepspeed_pids.py)
     "ds_node": r"\bnnodes=(?P<nodes>\d+), num_local_procs=(?P<nproc>\d+), node_rank=(?P<node_rank>\d+)[ \t]*$",
@@ -228,6 +218,7 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # The mpirun command line, where a launcher echoes it ("$ mpirun -np 64 --hostfile hostfile --map-by node ..."):
     # how ranks are mapped onto the hostfile's hosts (correlator/hostfile.py)
     "mpirun_command": r"\b(?:mpirun|mpiexec|orterun)[ \t]+(?P<args>-[^\n]*)",
+    **REPORT_PATTERNS,  # launchers' first-failure reports (correlator/launcher_reports.py)
     "srun_output": r"\bsrun\b[^\n]*?[ \t](?:--output[= \t]|-o[ \t]?)[\"']?(?P<pattern>[^\s\"']*%\d*t[^\s\"']*)[\"']?"
     r"(?P<rest>[^\n]*)",
 }
@@ -371,9 +362,6 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "k8s_pod_row": ("trainer-raycluster-x2jxw-gpu-group-worker-vpqmv   1/1     Running   0          3h11m   "
                     "10.12.87.139     gke-train-a3-pool-7b7522b8-b5x0   <none>           <none>",
                     "pt-job-worker-1   0/1     OOMKilled   2 (5m ago)   20m   10.8.0.21   node-7"),
-    "mpi_exit_name": ("  Process name: [[2886,1],3]",),
-    "mpi_exit_code": ("  Exit code:    1",),
-    "hvd_exit_name": ("Process name: 1",),
     "ray_worker_rank": ("(TorchTrainer pid=45197, ip=10.76.0.71) - (node_id=4c934ab2f646a578b03cc335586f30b943e811b"
                         "645526a74c50bfca1, ip=10.76.0.71, pid=45450) world_rank=1, local_rank=1, node_rank=0",
                         "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, "
@@ -395,5 +383,6 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                     "srun -o out/task-%4t.log python pretrain.py"),
     "vllm_rank": ("(VllmWorker rank=2 pid=1750693) INFO 12-10 23:46:29 [parallel_state.py:959] rank 2 in world size 8 "
                   "is assigned as DP rank 0, PP rank 0, TP rank 2",),
+    **REPORT_EXAMPLES,
     "ray_dead_name": ("\tname: WorkerDict_0:3", "(TaskRunner pid=2301) \tname: ActorRolloutRefWorker_1:2"),
 }

@@ -30,7 +30,7 @@ from correlator.headline import UNRECOGNISED, headline, message
 from correlator.host_fault_ranks import pin_node_faults
 from correlator.identity import IdentityMap, build_identity, records_by_kind
 from correlator.impact import with_impact
-from correlator.job_cause import job_cause
+from correlator.job_ends import job_end_over
 from correlator.killed_by_oom import place_killed_rank
 from correlator.local_ranks import named_by_paths
 from correlator.locate import locate, node_wide, pick
@@ -206,7 +206,7 @@ def _assemble(ranked: list[Candidate], failures: list[Event], ids: IdentityMap,
               transport_notes: list[str], logged: set[int],
               unknown: Unexplained | None = None) -> Diagnosis:
     ranked, picked, exit_only = pick(ranked)
-    if exit_only and (job := job_cause(failures)) is not None:
+    if (job := job_end_over(ranked[0], failures, exit_only, ids)) is not None:  # the batch system ended it
         return _collateral_only(failures, ids, offsets, job_cause=job)
     cand = ranked[0]
     root = cand.best_event() or _exit_event(cand, ids, catalog)

@@ -17,15 +17,16 @@ from collections.abc import Iterable
 from catalog.model import Category, Implicates
 from correlator.events import Event, Target, reports_exit, task_ids
 from correlator.identity import METADATA, ExitRecord, IdentityMap
+from correlator.signals import SIGNAL_CODES as SIGNAL_CODES  # re-exported: strsignal's texts as codes
 from schemas.findings import Role
 
+CONNECT_RETRY = "pytorch.store.connect_failed"  # c10d's TCPStore client (correlator/startup_retries.py)
 TEARDOWN_CODES = frozenset({-15, 143, 15, -2, 130})  # SIGTERM / SIGINT: stopped by the agent or from outside
 
 # Killed or crashed: the code itself says what happened to the process (a SIGKILL from the OOM killer or the
 # scheduler, a segfault, a bus error, an illegal instruction), which a code of 1 or a SIGABRT after an exception
 # does not.
 DEATH_CODES = frozenset({-9, 137, -11, 139, -7, 135, -4, 132})
-# strsignal(3) texts srun prints for a task killed by a signal, as the negative codes torchrun reports
 # A worker's exit code that names its signal (torchrun's table prints -N; a shell, 128 + N): the crash's class
 EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkilled",
                    -11: "torchrun.worker_segfault", 139: "torchrun.worker_segfault",
@@ -37,8 +38,6 @@ EXIT_SIGNATURES = {-9: "torchrun.worker_sigkilled", 137: "torchrun.worker_sigkil
 SIGNAL_TAGS = frozenset({"sigkill", "sigsegv", "sigabrt", "sigbus", "sigill", "sigterm"})
 # How a reason begins where torchrun's "Root Cause" row tied with another row's second (calibration reads it)
 TIED_FIRST = "torchrun's failure table heads it"
-SIGNAL_CODES = {"Killed": -9, "Terminated": -15, "Segmentation fault": -11, "Aborted": -6, "Bus error": -7,
-                "Illegal instruction": -4}
 
 
 def exit_report(ev: Event) -> bool:
@@ -129,12 +128,16 @@ def death_targets(exits: Iterable[ExitRecord], ids: IdentityMap) -> set[tuple[in
 
 
 def first_failures(ids: IdentityMap, events: Iterable[Event]) -> list[tuple[Target, str, bool]]:
-    """The ranks torchrun's failure tables head "Root Cause (first observed failure)": the worker its agent
-    recorded first (ChildFailedError.get_first_failure, the earliest timestamp), unless that rank's own watchdog
-    reported a collective failing (then it was waiting, and exited first because its timer ran out first) or
-    its row says it was stopped (SIGTERM, SIGINT). Each with whether its row tied: another row of its table was
+    """The ranks torchrun's failure tables head "Root Cause (first observed failure)" (the worker its agent
+    recorded first: ChildFailedError.get_first_failure, the earliest timestamp), and those other launchers report
+    the first to end (correlator/launcher_reports.py), unless that rank's own watchdog reported a collective
+    failing (then it was waiting, and exited first because its timer ran out first) or its row says it was
+    stopped (SIGTERM, SIGINT). Each with whether its row tied: another row of its table was
     recorded in the same second, so torchrun's pick among them is by order, not by time."""
-    waited = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None}
+    # (not a store client's connect retry: a process retries at start-up before any collective, and one the
+    # kernel killed later printed nothing else)
+    waited = {ev.reporter.rank for ev in events if ev.role is Role.COLLATERAL and ev.reporter.rank is not None
+              and not ev.stale and ev.signature.id != CONNECT_RETRY}
     stopped = {e.rank for e in ids.exits if e.exit_code in TEARDOWN_CODES and e.rank is not None}
     tied = {(e.source, e.rank) for e in ids.exits if e.tied_first}
     out, seen = [], set()
@@ -145,6 +148,6 @@ def first_failures(ids: IdentityMap, events: Iterable[Event]) -> list[tuple[Targ
         is_tied = (source, rank) in tied
         reason = (f"{TIED_FIRST} ({source}:{line_no}), but another worker failed in the same second: torchrun's "
                   "pick among them is by order, not by time" if is_tied else
-                  f"torchrun's failure table names it the first observed failure ({source}:{line_no})")
+                  f"its launcher's report names it the first process to fail ({source}:{line_no})")
         out.append((Target(rank, ids.host_of_rank.get(rank, host)), reason, is_tied))
     return out

@@ -22,6 +22,7 @@ from correlator.host_index import HostMap, short_name
 from correlator.hostfile import slot_hosts
 from correlator.hostnames import address_in_name
 from correlator.kept import ContextRecord, members
+from correlator.launcher_reports import add_launcher_reports
 from correlator.pair_map import PairMap
 from correlator.pod_nodes import listed_pod_addresses, lone_pods
 
@@ -215,6 +216,7 @@ def build_identity(records: Sequence[ContextRecord], rank_hosts: Mapping[int, st
     _pod_exits(ids, of_kind)
     ids.exits.extend(composer_exits(of_kind))
     _mpi_exits(ids, of_kind)
+    add_launcher_reports(ids, of_kind)  # mpirun's, prterun's and Flux's first-exit reports
     deepspeed_ranks(ids, of_kind)
     for rec in of_kind.get("ray_worker_rank", ()):  # Ray Train's worker table: a pid's rank, on its node's address
         rank, pid, ip = int(rec.fields["rank"]), int(rec.fields["pid"]), str(rec.fields["ip"])

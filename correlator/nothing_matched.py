@@ -14,6 +14,7 @@ from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
 from correlator.redact import evidence_text
 from correlator.scoring import W_EXIT_TEARDOWN
+from correlator.signals import CODE_SIGNALS
 from schemas.diagnosis import Diagnosis, Evidence, RootCause, Suspect
 
 # An exit code alone names who ended, not why: under the 0.5 line that lists suspects, above a guess from error lines
@@ -64,11 +65,13 @@ def _the_one_exit(ids: IdentityMap) -> ExitRecord | None:
 def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
     rank = exited.rank  # _the_one_exit keeps only exits that name a rank
     host = exited.host or (ids.host_of_rank.get(rank) if rank is not None else None)
+    signal = CODE_SIGNALS.get(exited.exit_code)  # how it ended, where the code says (a SIGKILL, a segfault)
     return _listed(Diagnosis(
         verdict="no_known_signature",
         root_cause=RootCause(
-            signature=None, title="Cause unknown: only an exit code speaks", category="launcher",
-            tags=["exit_code"], rank=rank, host=host, confidence=CONFIDENCE_EXIT_ONLY, time=None,
+            signature=None, title=f"Cause unknown: only an exit code speaks{f' ({signal.upper()})' if signal else ''}",
+            category="launcher", tags=["exit_code", *([signal] if signal else [])], rank=rank, host=host,
+            confidence=CONFIDENCE_EXIT_ONLY, time=None,
             evidence=[Evidence(source=exited.source, line=exited.line_no,
                                text=f"rank {exited.rank} exited with code {exited.exit_code}")],
             explanation=[f"no catalog entry matches these logs; the launcher reports that rank {exited.rank} exited "
