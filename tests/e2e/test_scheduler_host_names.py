@@ -1,0 +1,134 @@
+"""The host a diagnosis names is the one the scheduler or launcher knows it by: a Kubernetes pod's name however a
+line decorates it, the host a launcher failed to reach over SSH, and never a batch job's own output file. Fixtures
+written by us in the formats upstream prints:
+
+- Kubeflow training-operator pkg/controller.v1/common/pod.go (v1.8.1), ReconcilePods: "Pod: %v.%v exited with
+  code %v" with the pod's namespace then its name;
+- the kubelet's back-off (kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go, doBackOff): "back-off %s
+  restarting failed container=%s pod=%s" with format.Pod, "<name>_<namespace>(<uid>)" (pkg/kubelet/util/format/
+  pod.go);
+- kubectl get pods (kubernetes pkg/printers/internalversion/printers.go, printPod): NAME READY STATUS RESTARTS AGE;
+- ColossalAI's launcher (hpcaitech/ColossalAI colossalai/cli/launcher/multinode_runner.py, run_on_host): "Error:
+  failed to run {cmds} on {hostname}, is localhost: {is_local_host}, exception: {e}";
+- OpenSSH (openssh-portable sshconnect.c): "ssh: connect to host %s port %s: %s", behind pdsh's "host: " prefix;
+- flux-core src/cmd/flux-batch.py: `flux batch` writes "flux-{{id}}.out", the id in F58; PBS Pro's default output
+  "<job name>.o<sequence number>" (qsub(1B)).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from correlator.job_files import is_job_output
+from scan.engine import default_matcher, diagnose_sources
+from schemas.diagnosis import Diagnosis
+from sources.files import expand
+
+_UID = "2e06a4e3-bceb-42b4-b0fd-a32cb53d0d00"
+
+
+def _diagnose(root: Path) -> Diagnosis:
+    return diagnose_sources(default_matcher(), expand([str(root)]), 2026)
+
+
+def _root(root: Path) -> tuple[str | None, int | None, str | None]:
+    d = _diagnose(root)
+    assert d.root_cause is not None
+    return d.root_cause.signature, d.root_cause.rank, d.root_cause.host
+
+
+def test_the_operators_namespace_dot_pod_names_the_pod(tmp_path: Path) -> None:
+    """The namespace before the dot is no host: the pod after it is the one that failed."""
+    (tmp_path / "training-operator.log").write_text(
+        'time="2026-02-21T09:31:59Z" level=info msg="PyTorchJob=gpt-ft, ReplicaType=Worker expected=2, running=2, '
+        'succeeded=0, failed=0, Replicas=2"\n'
+        'time="2026-02-21T09:32:29Z" level=info msg="Reconciling for job gpt-ft"\n'
+        'time="2026-02-21T09:32:29Z" level=info msg="Pod: research.gpt-ft-worker-1 exited with code 1" '
+        "job=research.gpt-ft replica-type=worker uid=10bd2912-0996-4fcf-a95a-bb84135861f1\n")
+    assert _root(tmp_path) == ("k8s.container_exit_error", None, "gpt-ft-worker-1")
+
+
+def test_a_pod_that_exited_zero_is_no_failure(tmp_path: Path) -> None:
+    (tmp_path / "training-operator.log").write_text(
+        'time="2026-02-21T09:40:02Z" level=info msg="Pod: research.gpt-ft-master-0 exited with code 0" '
+        "job=research.gpt-ft replica-type=master uid=10bd2912-0996-4fcf-a95a-bb84135861f1\n")
+    d = _diagnose(tmp_path)
+    assert d.root_cause is None or d.root_cause.signature != "k8s.container_exit_error"
+
+
+def test_the_kubelets_back_off_names_the_pod_without_its_namespace_and_uid(tmp_path: Path) -> None:
+    (tmp_path / "operator.log").write_text(
+        "1.708507919323319e+09\tDEBUG\tevents\tError pod gpt-ft-worker-1 container pytorch waiting message: "
+        f"back-off 40s restarting failed container=pytorch pod=gpt-ft-worker-1_research({_UID})\n")
+    assert _root(tmp_path) == ("k8s.crashloop", None, "gpt-ft-worker-1")
+
+
+def test_a_pod_listing_names_the_pod_in_error_not_the_running_one(tmp_path: Path) -> None:
+    (tmp_path / "pods.txt").write_text(
+        "NAME                 READY   STATUS    RESTARTS   AGE\n"
+        "gpt-ft-master-0      1/1     Running   0          12m\n"
+        "gpt-ft-worker-0      0/1     Error     0          12m\n"
+        "gpt-ft-worker-1      1/1     Running   0          12m\n")
+    assert _root(tmp_path) == ("k8s.container_exit_error", None, "gpt-ft-worker-0")
+
+
+def test_colossalai_names_the_host_it_could_not_reach(tmp_path: Path) -> None:
+    (tmp_path / "launch.log").write_text(
+        "Error: failed to run torchrun --nproc_per_node=8 --nnodes=2 --node_rank=1 --rdzv_backend=c10d "
+        "--rdzv_endpoint=10.0.0.5:29501 --rdzv_id=colossalai-default-job train.py on node-b07, is localhost: False, "
+        "exception: No authentication methods available\n")
+    assert _root(tmp_path) == ("launch.ssh_remote_run_failed", None, "node-b07")
+
+
+def test_colossalais_bad_exit_code_is_no_ssh_failure(tmp_path: Path) -> None:
+    """invoke's UnexpectedExit: the command ran on the host and failed there; SSH worked."""
+    (tmp_path / "launch.log").write_text(
+        "Error: failed to run torchrun --nproc_per_node=4 --nnodes=1 --node_rank=0 train.py on 127.0.0.1, "
+        "is localhost: True, exception: Encountered a bad command exit code!\n")
+    d = _diagnose(tmp_path)
+    assert d.root_cause is None or d.root_cause.signature != "launch.ssh_remote_run_failed"
+
+
+def test_an_ssh_connect_failure_under_pdsh_names_its_target(tmp_path: Path) -> None:
+    (tmp_path / "deepspeed.log").write_text(
+        "[2026-03-02 10:00:01,210] [INFO] [runner.py:568:main] cmd = pdsh -S -f 1024 -w gpu-a11,gpu-a12 "
+        "export PYTHONPATH=/work; cd /work; /usr/bin/python -u -m deepspeed.launcher.launch train.py\n"
+        "gpu-a12: ssh: connect to host gpu-a12 port 22: No route to host\n"
+        "pdsh@gpu-a11: gpu-a12: ssh exited with exit code 255\n")
+    signature, _, host = _root(tmp_path)
+    assert host == "gpu-a12"
+    assert signature in ("launch.ssh_connect_failed", "pdsh.node_unreachable")
+
+
+@pytest.mark.parametrize(
+    ("name", "job"),
+    [
+        ("flux-ƒ2Bv8x7eB.out", True),  # F58, flux batch's default
+        ("flux-f4o7pr7YYS5S.out", True),  # FLUX_F58_FORCE_ASCII
+        ("flux-3799785836544.out", True),  # {{id.dec}}
+        ("sft-8b.o6725635", True),  # PBS <job name>.o<seq>
+        ("sft-8b.e6725635", True),
+        ("train.o1234.7", True),  # an array subjob's
+        ("node017.log", False),
+        ("flux-node3.log", False),
+        ("gpu-a12.out", False),
+    ],
+)
+def test_a_schedulers_output_file_name_is_a_jobs(name: str, job: bool) -> None:
+    assert is_job_output(name) is job
+
+
+def test_a_job_output_files_name_is_not_reported_as_a_host(tmp_path: Path) -> None:
+    """Every task's lines in one PBS output file, labelled by mpiexec -l ("[R] "): the file is the job's."""
+    job = tmp_path / "sft-8b.o6725635"
+    lines = [f"[{r}] [local_rank {r % 4}] world_size=8 device=cuda:{r % 4}" for r in range(8)]
+    lines += ["[5] Traceback (most recent call last):", '[5]   File "/work/train.py", line 88, in <module>',
+              "[5]     loss.backward()",
+              "[5] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+              "capacity of 79.15 GiB of which 1.06 GiB is free."]
+    job.write_text("\n".join(lines) + "\n")
+    signature, rank, host = _root(tmp_path)
+    assert (signature, rank) == ("cuda.oom", 5)
+    assert host != "sft-8b"
