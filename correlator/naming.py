@@ -18,6 +18,7 @@ from correlator.events import task_ids
 from correlator.few import FewSets
 from correlator.host_index import short_name
 from correlator.hostnames import aliases
+from correlator.hosts_file import hosts_file_names
 from correlator.hydra_labels import as_labelled
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord, members
@@ -73,10 +74,12 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     same += ray_same_nodes(findings)
     listed = listed_pod_addresses(of_kind)  # a pod listing's pod is Kubernetes' name for the Ray node at its IP
     same += listed
+    listed_names, canonical = hosts_file_names(of_kind)  # an /etc/hosts line's names: one machine
+    same += listed_names
     scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named), *(pod for _, pod in listed),
                  *ray_node_ips(findings, context, of_kind)]
     renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,
-                                                  files).items()
+                                                  files, canonical).items()
                if n != c}
     if renamed:
         state.step(_rename_hosts(state.findings, state.context, renamed))

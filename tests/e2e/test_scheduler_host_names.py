@@ -132,3 +132,35 @@ def test_a_job_output_files_name_is_not_reported_as_a_host(tmp_path: Path) -> No
     signature, rank, host = _root(tmp_path)
     assert (signature, rank) == ("cuda.oom", 5)
     assert host != "sft-8b"
+
+
+def _cray_job(root: Path, hosts_name: str = "hosts") -> None:
+    """A PBS job on an HPE Cray EX system: the hosts file pairs each node's xname with its nid (hosts(5): address,
+    canonical name, aliases), the console log names the node by its nid only, mpiexec -l labels ranks "[R] "."""
+    (root / hosts_name).write_text("10.140.12.68\tx3076c0s3b0n1.hsn.cluster.local x3076c0s3b0n1 nid001901\n"
+                                   "10.140.20.12\tx3076c6s5b0n0.hsn.cluster.local x3076c6s5b0n0 nid008827\n")
+    (root / "nodefile").write_text("x3076c0s3b0n1.hsn.cluster.local\nx3076c6s5b0n0.hsn.cluster.local\n")
+    console = root / "console"
+    console.mkdir()
+    (console / "nid001901.log").write_text(
+        "2027-07-18T07:57:16.765799+00:00 nid001901 kernel: [759951.147857] NVRM: loading NVIDIA UNIX Open Kernel "
+        "Module for x86_64  560.35.03\n"
+        "2027-07-18T07:57:17.765799+00:00 nid001901 kernel: [759952.147857] NVRM: Xid (PCI:0000:5d:00): 79, "
+        "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    (console / "nid008827.log").write_text(
+        "2027-07-18T07:57:16.765799+00:00 nid008827 kernel: [759951.147857] NVRM: loading NVIDIA UNIX Open Kernel "
+        "Module for x86_64  560.35.03\n")
+
+
+def test_a_hosts_file_makes_a_nodes_nid_and_xname_one_host_named_by_its_canonical_name(tmp_path: Path) -> None:
+    _cray_job(tmp_path)
+    signature, _, host = _root(tmp_path)
+    assert (signature, host) == ("xid.79", "x3076c0s3b0n1")
+
+
+def test_an_address_and_two_names_outside_a_hosts_file_join_nothing(tmp_path: Path) -> None:
+    """The same lines in a file that is not a hosts file (a log that prints an address and two names) pair no
+    names: the node keeps the name its own console gives it."""
+    _cray_job(tmp_path, hosts_name="inventory.log")
+    _, _, host = _root(tmp_path)
+    assert host == "nid001901"
