@@ -164,3 +164,19 @@ def test_an_address_and_two_names_outside_a_hosts_file_join_nothing(tmp_path: Pa
     _cray_job(tmp_path, hosts_name="inventory.log")
     _, _, host = _root(tmp_path)
     assert host == "nid001901"
+
+
+def test_a_pods_hostname_cut_to_63_characters_is_that_pod_named_in_full(tmp_path: Path) -> None:
+    """The kubelet cuts a pod's hostname to 63 characters and trims the hyphen it ends with (kubernetes
+    pkg/kubelet/kubelet_pods.go, truncatePodHostnameIfNeeded): NCCL prints the cut name, kubectl the pod's."""
+    full = "llama3-70b-instruct-sft-ablation-lr3e-5-warmup2k-trainer-node-0-3-x7k2p"
+    cut = full[:63].rstrip("-.")
+    assert cut.endswith("node-0")
+    (tmp_path / "worker.log").write_text(
+        f"{cut}:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 3e000 commId "
+        "0x9a5e1c7b2d4f6a81 - Init COMPLETE\n"
+        f"{cut}:2301:2388 [3] enqueue.cc:1556 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n")
+    (tmp_path / "pods.txt").write_text("NAME   READY   STATUS   RESTARTS   AGE\n"
+                                       f"{full}   0/1     Error     0          12m\n")
+    _, rank, host = _root(tmp_path)
+    assert (rank, host) == (3, full)
