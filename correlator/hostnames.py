@@ -64,7 +64,8 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
     and the host its files' lines name; the scheduler's host of a rank and the one its lines name);
     ``folder_names``: hosts named by the folders logs were collected into, preferred after the scheduler's;
     ``file_names``: hosts named by a log's file name alone, whose lines name another: reported last;
-    ``canonical_names``: a hosts file's first name of a machine (correlator/hosts_file.py), preferred as a folder's."""
+    ``canonical_names``: a machine's own name where another names it too, preferred as a folder's: a hosts file's
+    first name (correlator/hosts_file.py), a pod's full name beside its cut hostname (correlator/pod_hostnames.py)."""
     same, canonical_names = list(same), tuple(canonical_names)
     order: dict[str, int] = {}
     for name in (*scheduler_names, *folder_names, *names, *(n for pair in same for n in pair), *canonical_names):
