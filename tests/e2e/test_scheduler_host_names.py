@@ -180,3 +180,21 @@ def test_a_pods_hostname_cut_to_63_characters_is_that_pod_named_in_full(tmp_path
                                        f"{full}   0/1     Error     0          12m\n")
     _, rank, host = _root(tmp_path)
     assert (rank, host) == (3, full)
+
+
+def test_a_nodes_nvswitch_sxid_names_the_fault_its_ranks_saw_as_nvlink_errors(tmp_path: Path) -> None:
+    """Once the ranks' lines and the kernel's are known to be one host's, the node's fatal SXid (the NVSwitch that
+    failed: NVIDIA's SXid catalog) is what every rank's cudaErrorNvlinkUncorrectable reports, and names the fault."""
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "node07.cluster.local.log").write_text(
+        "2026-01-17T19:44:04+0000 node07 kernel: nvidia-nvswitch3: SXid (PCI:0000:08:00.0): 24007, Fatal, Link 50 "
+        "sourcetrack timeout error\n")
+    lines = []
+    for rank in (4, 5, 6, 7):
+        lines += [f"node07: [rank{rank}]: Traceback (most recent call last):",
+                  f'node07: [rank{rank}]:   File "/work/train.py", line 88, in <module>',
+                  f"node07: [rank{rank}]: RuntimeError: CUDA error: uncorrectable NVLink error detected during the "
+                  "execution"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    signature, _, host = _root(tmp_path)
+    assert (signature, host) == ("sxid.fatal", "node07")
