@@ -198,3 +198,19 @@ def test_a_nodes_nvswitch_sxid_names_the_fault_its_ranks_saw_as_nvlink_errors(tm
     (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
     signature, _, host = _root(tmp_path)
     assert (signature, host) == ("sxid.fatal", "node07")
+
+
+def test_a_jobset_pods_hostname_is_the_pod_named_with_its_generated_suffix(tmp_path: Path) -> None:
+    """An Indexed Job's pod (a JobSet's) has hostname <job>-<index> and name <job>-<index>-<5 random characters>
+    (kubernetes pkg/controller/job/job_controller.go; JobSet's job <jobset>-<replicated job>-<job index>,
+    kubernetes-sigs/jobset pkg/util/placement/placement.go): NCCL prints the one, kubectl the other."""
+    (tmp_path / "workers.log").write_text(
+        "llama-workers-0-1:2301:2388 [3] NCCL INFO comm 0x55d3c8a0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 3e000 "
+        "commId 0x9a5e1c7b2d4f6a81 - Init COMPLETE\n"
+        "llama-workers-0-1:2301:2388 [3] enqueue.cc:1556 NCCL WARN Cuda failure 'an illegal memory access was "
+        "encountered'\n")
+    (tmp_path / "pods.txt").write_text("NAME                        READY   STATUS    RESTARTS   AGE\n"
+                                       "llama-workers-0-0-b7x2k     1/1     Running   0          12m\n"
+                                       "llama-workers-0-1-x7k2p     0/1     Error     0          12m\n")
+    _, rank, host = _root(tmp_path)
+    assert (rank, host) == (3, "llama-workers-0-1-x7k2p")
