@@ -159,8 +159,8 @@ class Signature(BaseModel):
                                        "verify` (catalog/expect.py); without it a pass is exit status 0")
     related: list[str] = Field(default_factory=list)
     # Entries that name the failure this line leads to on the same host (an uncorrected PCIe error, then the GPU
-    # behind the link falling off the bus): where a suspect has both, the diagnosis names that one, and this line
-    # is cited as what came before it.
+    # behind the link falling off the bus), or the fault this line is a process's view of (a CUDA NVLink error and
+    # the NVSwitch's SXid): where a suspect has both, the diagnosis names that one, and this line is cited too.
     yields_to: list[str] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
     examples: Examples

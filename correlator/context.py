@@ -6,6 +6,7 @@ They are compiled into the same scanner as the catalog, so reading them costs no
 from __future__ import annotations
 
 from catalog.siblings import Volatile
+from correlator.hosts_file import HOSTS_FILE_EXAMPLES, HOSTS_FILE_PATTERNS, HOSTS_FILE_PREFILTERS
 from correlator.launcher_reports import REPORT_EXAMPLES, REPORT_PATTERNS
 
 # What may stand before a launcher's "key : value" line: indentation and one word (srun's "0:", torchrun's "[0]:"),
@@ -211,10 +212,7 @@ CONTEXT_PATTERNS: dict[str, str] = {
     # srun's per-task output files (srun(1) "IO Redirection", SchedMD/slurm src/common/fname.c: %t is the task id,
     # the rank, "%4t" zero-padded), as the job's script launches it: which file is which task's
     # (correlator/task_files.py); the rest of the line says whether srun starts the ranks or a launcher
-    # A hostfile's "host slots=N" line (Open MPI's and DeepSpeed's hostfile): the order ranks fill the hosts in
-    # (correlator/hostfile.py)
-    "hostfile_slots": r"^[ \t]*(?P<host>[A-Za-z0-9][\w.-]*)[ \t]+slots[ \t]*=[ \t]*(?P<slots>\d{1,4})"
-    r"(?:[ \t]+max_slots[ \t]*=[ \t]*\d+)?[ \t]*(?:#[^\n]*)?$",
+    **HOSTS_FILE_PATTERNS,  # a hosts file's names of one machine, a hostfile's slots (correlator/hosts_file.py)
     # The mpirun command line, where a launcher echoes it ("$ mpirun -np 64 --hostfile hostfile --map-by node ..."):
     # how ranks are mapped onto the hostfile's hosts (correlator/hostfile.py)
     "mpirun_command": r"\b(?:mpirun|mpiexec|orterun)[ \t]+(?P<args>-[^\n]*)",
@@ -248,7 +246,7 @@ CONTEXT_PREFILTERS: dict[str, str] = {
     "ray_dead_ip": r"[ \t]ip: [\d.]+[ \t]*$",
     "ray_dead_pid": r"[ \t]pid: \d+[ \t]*$",
     "vllm_mp_device": r"GPU \d{1,2} has a total capac(?:i)?ty of",
-    "hostfile_slots": r"[ \t]slots[ \t]*=[ \t]*\d",
+    **HOSTS_FILE_PREFILTERS,
     "ray_dead_name": r"[ \t]name: \S*Worker\S*_\d+:\d+[ \t]*$",
 }
 
@@ -378,7 +376,7 @@ CONTEXT_EXAMPLES: dict[str, tuple[str, ...]] = {
                        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.88 GiB. GPU 3 has a total "
                        "capacity of 21.96 GiB of which 1.29 GiB is free.",),
     "mpirun_command": ("$ mpirun -np 64 --hostfile hostfile --map-by node --tag-output python train_hvd.py",),
-    "hostfile_slots": ("trn-e-38 slots=2", "worker-1 slots=8 max_slots=8"),
+    **HOSTS_FILE_EXAMPLES,
     "srun_output": ("srun --kill-on-bad-exit=1 --output=logs/%x-%j-%t.out python train.py --config cfg.yaml",
                     "srun -o out/task-%4t.log python pretrain.py"),
     "vllm_rank": ("(VllmWorker rank=2 pid=1750693) INFO 12-10 23:46:29 [parallel_state.py:959] rank 2 in world size 8 "

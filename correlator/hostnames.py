@@ -56,16 +56,19 @@ class _Groups:
 
 def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
             scheduler_names: Iterable[str] = (), same: Iterable[tuple[str, str]] = (),
-            folder_names: Iterable[str] = (), file_names: Iterable[str] = ()) -> dict[str, str]:
+            folder_names: Iterable[str] = (), file_names: Iterable[str] = (),
+            canonical_names: Iterable[str] = ()) -> dict[str, str]:
     """Every name seen -> the name to report its host by. ``names`` in the order they were seen (ties go to the
     first); ``advertised``: (host, address) pairs from NCCL's interface lines; ``scheduler_names``: the hosts the
     job's metadata names (its rank -> host map); ``same``: pairs of names known to be one host (a node's folder
     and the host its files' lines name; the scheduler's host of a rank and the one its lines name);
     ``folder_names``: hosts named by the folders logs were collected into, preferred after the scheduler's;
-    ``file_names``: hosts named by a log's file name alone, whose lines name another: reported last."""
-    same = list(same)
+    ``file_names``: hosts named by a log's file name alone, whose lines name another: reported last;
+    ``canonical_names``: a machine's own name where another names it too, preferred as a folder's: a hosts file's
+    first name (correlator/hosts_file.py), a pod's full name beside its cut hostname (correlator/pod_hostnames.py)."""
+    same, canonical_names = list(same), tuple(canonical_names)
     order: dict[str, int] = {}
-    for name in (*scheduler_names, *folder_names, *names, *(n for pair in same for n in pair)):
+    for name in (*scheduler_names, *folder_names, *names, *(n for pair in same for n in pair), *canonical_names):
         order.setdefault(name, len(order))
     groups = _Groups()
     by_label: dict[str, str] = {}
@@ -90,7 +93,8 @@ def aliases(names: Iterable[str], advertised: Iterable[tuple[str, str]] = (),
     members: dict[str, list[str]] = {}
     for name in order:
         members.setdefault(groups.find(name), []).append(name)
-    preferred = {**dict.fromkeys(file_names, 5), **dict.fromkeys(folder_names, 1), **dict.fromkeys(scheduler_names, 0)}
+    preferred = {**dict.fromkeys(file_names, 5), **dict.fromkeys(canonical_names, 1), **dict.fromkeys(folder_names, 1),
+                 **dict.fromkeys(scheduler_names, 0)}
     out: dict[str, str] = {}
     for group in members.values():
         best = min(group, key=lambda n: _rank(n, preferred, order))

@@ -18,11 +18,13 @@ from correlator.events import task_ids
 from correlator.few import FewSets
 from correlator.host_index import short_name
 from correlator.hostnames import aliases
+from correlator.hosts_file import hosts_file_names
 from correlator.hydra_labels import as_labelled
 from correlator.identity import IdentityMap, addresses_in, build_identity, records_by_kind
 from correlator.kept import ContextRecord, members
 from correlator.local_ranks import LocalRanks, fill_exits, fill_hosts, local_ranks
 from correlator.one_rank_hosts import fill_one_rank_exits, on_one_rank_hosts, one_rank_hosts
+from correlator.pod_hostnames import pod_hostnames
 from correlator.pod_nodes import listed_pod_addresses
 from correlator.pods import file_ranks
 from correlator.ray_nodes import ray_node_ips, ray_same_nodes
@@ -73,10 +75,14 @@ def settle(findings: list[Finding], context: list[ContextRecord], of_kind: dict[
     same += ray_same_nodes(findings)
     listed = listed_pod_addresses(of_kind)  # a pod listing's pod is Kubernetes' name for the Ray node at its IP
     same += listed
+    listed_names, canonical = hosts_file_names(of_kind)  # an /etc/hosts line's names: one machine
+    cut = pod_hostnames(names)  # a pod's hostname (an Indexed Job's, one cut to 63 characters): its pod
+    same += [*listed_names, *cut]
+    canonical += [full for _, full in cut]
     scheduler = [*(rank_hosts or {}).values(), *(srun for srun, _ in srun_named), *(pod for _, pod in listed),
                  *ray_node_ips(findings, context, of_kind)]
     renamed = {n: c for n, c in aliases(names, _advertised(of_kind, ids), scheduler, same, folders,
-                                                  files).items()
+                                                  files, canonical).items()
                if n != c}
     if renamed:
         state.step(_rename_hosts(state.findings, state.context, renamed))

@@ -8,6 +8,8 @@ from functools import lru_cache
 from pathlib import PurePath
 from typing import NamedTuple
 
+from correlator.job_files import is_job_output
+
 # Prefixes that launchers and log collectors put before a worker's own text, tried repeatedly so that stacked
 # prefixes (pdsh "host: " before torchrun "[default3]:") are all read.
 # - Ray (python/ray/_private/worker.py, print_worker_logs): "({actor or task name} pid=N, ip=A) ", the name left
@@ -255,10 +257,12 @@ def _nemo_file(name: str) -> Who | None:
     return Who(rank=0) if name in _NEMO_RANK_ZERO_FILES else None
 
 
-def _name_host(base: str) -> str | None:
+def _name_host(base: str, name: str) -> str | None:
     """The host a file's own name gives, when nothing else in its path does: the %N host of a Slurm output file
     named <name>-<job id>-<host>; else the name itself where it reads like a host's (node017, gpu-12, dgx3, and
-    after a GPU model h100-133 or a100-56; not a001, not a job's output, not a run's)."""
+    after a GPU model h100-133 or a100-56; not a001, not a job's output, not a run's: correlator/job_files.py)."""
+    if is_job_output(name):
+        return None
     if m := _JOB_ID_THEN_HOST.search(base):
         return m["host"]
     return base if _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base) and _names_host(base) else None
@@ -301,7 +305,7 @@ def who_from_path(path: str) -> Who:
     if rank is None:
         rank, host = rank_alone, host_alone
     if host is None and rank is None:
-        host = _name_host(base)
+        host = _name_host(base, name)
     return _new_who(Who, (rank, host, None, None, None))  # Who(rank, host), made in C (a file's own: no memo)
 
 
@@ -353,7 +357,7 @@ def _who_from_odd_path(path: str) -> Who:
             host = part
             break
     if host is None and rank is None:
-        host = _name_host(base)
+        host = _name_host(base, name)
     return Who(rank=rank, host=host)
 
 

@@ -28,19 +28,21 @@ CORPUS = corpus_dir()  # its class map: the field set's additions extend it
 # a paste elided, "...-48:pid:tid [dev]", names that host). field6, field7 and field8 (2026-12-07 17:30, main
 # c52f311, `python -m bench.open`, the checking halves counted in aggregate only): class of 18 and 22, 19 and 21, 24
 # and 16; initiating of 10 and 14, 11 and 8, 4 and 8. field9 (2026-12-07 19:10, main c488a05, first contact, its
-# checking half in aggregate only): class of 22 and 18, initiating of 9 and 7. field10 (2026-12-07 22:20, main
+# checking half in aggregate only): class of 22 and 18, initiating of 9 and 7. Branch acc36 (2026-12-07): field9
+# tuning class 17 -> 18 and initiating 5 -> 8 (a pod named through the operator's, the kubelet's and kubectl's
+# decorations; the host ColossalAI's launcher could not reach over SSH). field10 (2026-12-07 22:20, main
 # 8f778aa, first contact, its checking half in aggregate only; its README): class of 18 and 22, initiating of 3 and 3.
 MIN_CLASS = {"field": {"tuning": 16, "checking": 11}, "field2": {"tuning": 20, "checking": 12},
              "field3": {"tuning": 20, "checking": 10}, "field4": {"tuning": 18, "checking": 11},
              "field5": {"tuning": 21, "checking": 11}, "field6": {"tuning": 15, "checking": 15},
              "field7": {"tuning": 19, "checking": 15}, "field8": {"tuning": 19, "checking": 9},
-             "field9": {"tuning": 17, "checking": 13},
+             "field9": {"tuning": 18, "checking": 13},
              "field10": {"tuning": 12, "checking": 18}}
 MIN_INITIATING = {"field": {"tuning": 13, "checking": 10}, "field2": {"tuning": 15, "checking": 3},
                   "field3": {"tuning": 9, "checking": 4}, "field4": {"tuning": 6, "checking": 2},
                   "field5": {"tuning": 11, "checking": 8}, "field6": {"tuning": 9, "checking": 9},
                   "field7": {"tuning": 10, "checking": 7}, "field8": {"tuning": 4, "checking": 6},
-                  "field9": {"tuning": 5, "checking": 6},
+                  "field9": {"tuning": 8, "checking": 6},
                   "field10": {"tuning": 2, "checking": 3}}
 MAX_WRONG_AT_0_9 = 0
 
