@@ -119,7 +119,8 @@ class Features:
     # (torch/distributed/elastic/multiprocessing/errors/__init__.py), so which of them failed first is not known.
     tied_first: float = 0.0
     # the likeliest rival with a cause of its own (not an exit, not collateral) is on another host: whose came first
-    # rests on two clocks, set against each other only through estimated offsets;
+    # rests on two clocks, set against each other only through estimated offsets (not asked where the answer names
+    # nobody: a fault every rank shares);
     rival_elsewhere: float = 0.0
     # and the clocks did not settle it (no corrected gap beyond scoring.SKEW_TOLERANCE with the top first, or a
     # clock with no estimate): two independent failures in an unknown order, a coin between them.
@@ -252,7 +253,7 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         group_rank_only=float(group_rank_only and rank is not None),
         tied_first=float(bool(top and any(r.startswith(TIED_FIRST) for r in top.reasons))
                          and not (cause or named or sequence)),
-        rival_elsewhere=float(elsewhere := cause and _rival_elsewhere(ranked)),
+        rival_elsewhere=float(elsewhere := cause and not (rank is None and host is None) and _rival_elsewhere(ranked)),
         order_unsettled=float(elsewhere and not any(EARLIER_CAUSE in r for r in ranked[0].reasons)),
     )
 
