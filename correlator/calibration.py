@@ -9,7 +9,8 @@ The model (a logistic regression) is fitted offline by ``bench/calibrate.py`` on
 simulated jobs, and committed as constants in ``correlator/calibration_model.py``: evaluating it needs no numpy.
 The caps are rules, not fitted: whatever the fit says, an answer whose rank has no cause-like line of its own, is
 named by no other rank's desync report and by no sequence-number evidence of its own is never given 0.9 or more
-(an exit code, others' blame, silence or a clock alone can be wrong in ways the fit data does not show).
+(an exit code, others' blame, silence or a clock alone can be wrong in ways the fit data does not show), nor is
+one whose rival has a cause of its own on another host (whose came first rests on two clocks).
 Pure: no I/O, no time.
 """
 
@@ -23,7 +24,7 @@ from catalog.model import Implicates, Scope, Signature
 from correlator import calibration_model as model
 from correlator.events import Event
 from correlator.exits import TIED_FIRST, exit_report
-from correlator.scoring import Candidate
+from correlator.scoring import EARLIER_CAUSE, Candidate
 from schemas.diagnosis import Diagnosis, Evidence, Suspect
 from schemas.findings import Role
 
@@ -45,7 +46,7 @@ THIN_SCORE = 1.0  # a top score under this is a victim's line or a catch-all mat
 CAP_THIN = SUSPECTS_BELOW - 0.01  # such an answer naming a rank or host lists suspects, it names no initiator
 FLOOR, CEILING = 0.05, 0.97  # a fitted logit is never certain either way
 # Features the caps read and the fit never weighs (bench/calibrate.py leaves them out of the model).
-CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only", "tied_first")
+CAP_ONLY = ("absent_only", "gpu_unplaced", "group_rank_only", "tied_first", "rival_elsewhere", "order_unsettled")
 DEFAULT_PATH = "assembled"
 PATHS = ("assembled", "collateral_only", "unknown_suspect")
 
@@ -117,6 +118,13 @@ class Features:
     # ChildFailedError.get_first_failure's min() keeps the first tied row in dict order
     # (torch/distributed/elastic/multiprocessing/errors/__init__.py), so which of them failed first is not known.
     tied_first: float = 0.0
+    # the likeliest rival with a cause of its own (not an exit, not collateral) is on another host: whose came first
+    # rests on two clocks, set against each other only through estimated offsets (not asked where the answer names
+    # nobody: a fault every rank shares);
+    rival_elsewhere: float = 0.0
+    # and the clocks did not settle it (no corrected gap beyond scoring.SKEW_TOLERANCE with the top first, or a
+    # clock with no estimate): two independent failures in an unknown order, a coin between them.
+    order_unsettled: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -190,6 +198,12 @@ def _local_only(cand: Candidate, rank: int | None) -> bool:
     return bool(speakers) and all(s.local_rank is not None for s in speakers)
 
 
+def _rival_elsewhere(ranked: Sequence[Candidate]) -> bool:
+    rival = next((c for c in ranked[1:] if has_cause(c)), None)
+    top_host = ranked[0].target.host if ranked else None
+    return rival is not None and (top_host is None or rival.target.host != top_host)
+
+
 def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | None, host: str | None,
              path: str = DEFAULT_PATH, hosts_failing: int = 1, group_rank_only: bool = False) -> Features:
     """The features of a diagnosis naming ``ranked[0]`` (at ``rank``/``host``, as located) with ``sig`` (None: no
@@ -239,6 +253,8 @@ def features(ranked: Sequence[Candidate], sig: Signature | None, rank: int | Non
         group_rank_only=float(group_rank_only and rank is not None),
         tied_first=float(bool(top and any(r.startswith(TIED_FIRST) for r in top.reasons))
                          and not (cause or named or sequence)),
+        rival_elsewhere=float(elsewhere := cause and not (rank is None and host is None) and _rival_elsewhere(ranked)),
+        order_unsettled=float(elsewhere and not any(EARLIER_CAUSE in r for r in ranked[0].reasons)),
     )
 
 
@@ -309,6 +325,12 @@ def cap(f: Features) -> float:
     # 0-3); a tied "Root Cause" row: a coin among the workers of that second
     if f.unlocated or _tied_with_a_rank(f) or f.group_rank_only or f.tied_first:
         limit = min(limit, CAP_THIN)
+    # two causes on two hosts: never 0.9 on clocks read through estimated offsets; with no order the clocks settle,
+    # both are suspects, unless another rank's report or its own collective sequence numbers (immune to skew) say
+    # it stopped first
+    if f.rival_elsewhere:
+        unsettled = f.order_unsettled and not (f.named or _rank_sequence(f))
+        limit = min(limit, CAP_THIN if unsettled else CAP_UNCONFIRMED)
     return limit
 
 

@@ -261,8 +261,8 @@ def _folder_hosts(pairs: Sequence[tuple[Who, str]], tables: Sequence[ContextReco
         if folder is not None:
             folders.append(folder)
             others = named - {folder}
-            if len(others) == 1:
-                same.append((folder, next(iter(others))))
+            if others and len({short_name(h) for h in others}) == 1:  # one host, perhaps spelt two ways (below)
+                same.append((folder, min(others)))
         elif ((own := who_from_path(source).host) in named
               and len(shorts := {short_name(h) for h in named - {own}}) == 1 and own not in shorts):
             # its name and the lines' one, perhaps spelt two ways (torchrun's failure table prints the agent's

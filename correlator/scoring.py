@@ -45,6 +45,7 @@ W_FIRST_FAILURE = 0.7  # torchrun's own pick of the earliest failed worker: abov
 W_FIRST_FAILURE_TIED = 0.1  # its pick among rows of one second (failure_tables.ExitRecord.tied_first): an order
 W_EARLIER_CAUSE = 2.0  # two candidates with causes of their own: independent failures, the first started it
 SKEW_TOLERANCE = timedelta(seconds=2)
+EARLIER_CAUSE = "failed too, by a cause of its own"  # the reason W_EARLIER_CAUSE leaves (calibration reads it)
 
 
 @dataclass(slots=True)  # one a rank: no dict each (issue 23)
@@ -230,7 +231,8 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
         timed_events = [ev for ev in cand.own_events if ev.best.time is not None and ev.best.clock == "wall"]
         # A launcher's report is when it noticed, not when the fault happened: only when nothing else has a clock.
         own = [ev for ev in timed_events if not exit_report(ev)] or timed_events
-        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0)) for ev in own if ev.best.time]
+        times = [ev.best.time - offsets.get(ev.reporter.host, timedelta(0)) for ev in own
+                 if ev.best.time and _clock_known(ev.reporter.host, offsets)]
         if times:
             cand.first_time = min(times)
             timed.append(cand)
@@ -241,10 +243,18 @@ def _earliest(board: Board, offsets: dict[str | None, timedelta]) -> None:
     if first.first_time and second.first_time and second.first_time - first.first_time > SKEW_TOLERANCE:
         if _has_cause(first) and _has_cause(second):
             gap = (second.first_time - first.first_time).total_seconds()
-            first.add(W_EARLIER_CAUSE, f"{second.target.label} failed too, by a cause of its own, {gap:.0f} s "
+            first.add(W_EARLIER_CAUSE, f"{second.target.label} {EARLIER_CAUSE}, {gap:.0f} s "
                       "later (clocks corrected): independent failures, and this one came first")
         else:
             first.add(W_EARLIEST, "its first fault is the earliest, after correcting per-host clock offsets")
+
+
+def _clock_known(host: str | None, offsets: dict[str | None, timedelta]) -> bool:
+    """A host's clock can be set against the others': its offset was estimated, or no host's clock is known to be
+    off. Where the job's clocks disagree (an estimated offset beyond SKEW_TOLERANCE), a host with no estimate (a
+    node's kernel log whose name no console links, a host that printed no collective's failure) keeps an unknown
+    skew: its raw time set against the others' corrected ones would order two hosts' faults by that skew alone."""
+    return host in offsets or all(abs(o) <= SKEW_TOLERANCE for o in offsets.values())
 
 
 def _has_cause(cand: Candidate) -> bool:
