@@ -71,11 +71,12 @@ def test_the_oom_killers_task_table_alone_is_a_host_oom(tmp_path: Path, capsys: 
 def test_the_kill_line_still_names_the_victim_below_its_task_table(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "kern.log"
+    ts = "[Sun Dec  6 10:02:01 2026] "
     log.write_text(
-        "[Sun Dec  6 10:02:01 2026] Tasks state (memory values in pages):\n"
-        "[Sun Dec  6 10:02:01 2026] [  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name\n"
-        "[Sun Dec  6 10:02:01 2026] [   1202]  1000  1202 274650088 243385180 1957441536     7930             0 python\n"
-        "[Sun Dec  6 10:02:01 2026] Out of memory: Killed process 1202 (python) total-vm:1098600352kB, "
+        f"{ts}Tasks state (memory values in pages):\n"
+        f"{ts}[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name\n"
+        f"{ts}[   1202]  1000  1202 274650088 243385180 1957441536     7930             0 python\n"
+        f"{ts}Out of memory: Killed process 1202 (python) total-vm:1098600352kB, "
         "anon-rss:973540720kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:1911564kB oom_score_adj:0\n")
     assert _rc(capsys, log)["signature"] == "host.oom_killer"
 
@@ -106,7 +107,8 @@ def test_xlas_device_ordinal_check_is_a_launch_misconfiguration(tmp_path: Path,
     log.write_text(
         "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: RET_CHECK failure "
         "(external/xla/xla/service/gpu/gpu_executable_run_options.cc:75) 0 <= local_device_ordinal && "
-        "local_device_ordinal < gpu_global_device_ids->size()\nlocal_device_ordinal: 2\ngpu_global_device_ids size: 1\n")
+        "local_device_ordinal < gpu_global_device_ids->size()\n"
+        "local_device_ordinal: 2\ngpu_global_device_ids size: 1\n")
     rc = _rc(capsys, log)
     assert rc["signature"] == "xla.gpu.device_ordinal_out_of_range"
     assert rc["category"] == "configuration"
