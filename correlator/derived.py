@@ -4,7 +4,9 @@
   and the world size before init_process_group (`Initializing distributed: GLOBAL_RANK: k, MEMBER: k+1/N`,
   Lightning-AI/pytorch-lightning src/lightning/fabric/utilities/distributed.py; 1.x printed `initializing ddp:`).
   The same k claimed twice while some ranks of the N never appear is a launch that gave two processes one rank;
-  the rendezvous then waits forever. A job-wide fault: no rank is named.
+  the rendezvous then waits forever. A job-wide fault: no rank is named. Every claim distinct but some ranks of
+  the N absent (no duplicate) is a hang at init whose absent ranks never started or never joined
+  (launch.ranks_never_joined): reported only when nothing else failed.
 - A checkpoint save that started and never finished: torchtitan, Megatron-LM, Hugging Face and DeepSpeed log a
   save's start and its end (the start lines are pytorch.checkpoint.save_hang's fingerprints, the end lines the
   `ckpt_saved` context records). A start that no finish follows, and then a failure, means the job died inside
@@ -32,6 +34,8 @@ from schemas.findings import Finding, Role, Speaker
 from schemas.wire import MAX_WORLD_SIZE
 
 DUPLICATE_RANK = "launch.duplicate_rank"
+# Ranks of the world size nobody announced, none claimed twice: a hang at init (catalog/signatures/launch_ranks.yaml)
+MISSING_RANKS = "launch.ranks_never_joined"
 NCCL_DUPLICATE = "nccl.bootstrap.duplicate_rank"  # the bootstrap root's own report of the same fault
 SAVE_HANG = "pytorch.checkpoint.save_hang"
 W_DUPLICATE = 4.0  # the rank announcements of every process contradict each other: as strong as a named rank
@@ -102,8 +106,7 @@ def _claimer(rec: ContextRecord) -> tuple[object, ...]:
 
 def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog, failures: Sequence[Event]) -> list[Event]:
     """Two processes claiming one global rank, or ranks of the world size nobody claimed."""
-    base = catalog.get(DUPLICATE_RANK)
-    if base is None or not claims:
+    if not claims:
         return []
     # a world size past any honest job's is a garbled line, and would size the set of missing ranks below
     worlds = Counter(w for rec in claims if (w := int(rec.fields["world"])) <= MAX_WORLD_SIZE)
@@ -126,13 +129,16 @@ def _launch_ranks(claims: Sequence[ContextRecord], catalog: Catalog, failures: S
                   f"{_spans(twice)} (two or more announce each one's GLOBAL_RANK){never}: the launch gave two "
                   "processes the same rank, so the rendezvous cannot complete")
         lines = [rec for r in twice for rec in by_rank[r]][:MAX_CLAIM_LINES]
-        weight = W_DUPLICATE
+        weight, which = W_DUPLICATE, DUPLICATE_RANK
     elif missing and len(missing) < world and not failures:  # a pure hang: else one node's log, the rest elsewhere
         reason = (f"rank(s) {_spans(missing)} of the {world} never announced their GLOBAL_RANK: they never started "
                   "(a launch that started fewer processes than the world size), or their logs are not here")
         lines = mine[:MAX_CLAIM_LINES]
-        weight = W_MISSING
+        weight, which = W_MISSING, MISSING_RANKS  # distinct ranks, some absent: no duplicate to blame
     else:
+        return []
+    base = catalog.get(which)
+    if base is None:
         return []
     sig = _derived(base)
     found = [_finding(sig, rec.source, rec.line_no, rec.text, Speaker(rank=rec.who.rank, host=rec.who.host,

@@ -32,12 +32,14 @@ CORPUS = corpus_dir()  # its class map: the field set's additions extend it
 # tuning class 17 -> 18 and initiating 5 -> 8 (a pod named through the operator's, the kubelet's and kubectl's
 # decorations; the host ColossalAI's launcher could not reach over SSH). field10 (2026-12-07 22:20, main
 # 8f778aa, first contact, its checking half in aggregate only; its README): class of 18 and 22, initiating of 3 and 3.
+# Branch acc37 (2026-12-07): field10 tuning class 12 -> 17 (c10d waitForInput timeout, the OOM killer's task table,
+# Ray's owner-node crash, XLA's device-ordinal check, ranks that never joined; catalog entries from their sources).
 MIN_CLASS = {"field": {"tuning": 16, "checking": 11}, "field2": {"tuning": 20, "checking": 12},
              "field3": {"tuning": 20, "checking": 10}, "field4": {"tuning": 18, "checking": 11},
              "field5": {"tuning": 21, "checking": 11}, "field6": {"tuning": 15, "checking": 15},
              "field7": {"tuning": 19, "checking": 15}, "field8": {"tuning": 19, "checking": 9},
              "field9": {"tuning": 18, "checking": 13},
-             "field10": {"tuning": 12, "checking": 18}}
+             "field10": {"tuning": 17, "checking": 18}}
 MIN_INITIATING = {"field": {"tuning": 13, "checking": 10}, "field2": {"tuning": 15, "checking": 3},
                   "field3": {"tuning": 9, "checking": 4}, "field4": {"tuning": 6, "checking": 2},
                   "field5": {"tuning": 11, "checking": 8}, "field6": {"tuning": 9, "checking": 9},
