@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from catalog.loader import Catalog
@@ -56,15 +56,17 @@ _ALWAYS_FINISH = frozenset({"titan", "megatron"})
 
 
 def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[Event], failures: Sequence[Event],
-                   catalog: Catalog, ids: IdentityMap) -> list[Event]:
-    """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others."""
+                   catalog: Catalog, ids: IdentityMap, present: Container[str] | None = None) -> list[Event]:
+    """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others.
+    ``present``: the signatures of the events' findings, where the caller knows them (no save began without one
+    of SAVE_HANG: every rank's findings are not read for it)."""
     out = _launch_ranks(of_kind.get("rank_claim", []), catalog, failures) or _launch_ranks(
         of_kind.get("rank_claim_env", []), catalog, failures)
     if not out and not any(ev.signature.id == NCCL_DUPLICATE for ev in failures):  # NCCL's root said it already
         out = _nccl_duplicates(of_kind.get("nccl_comm_start", []), catalog)
     # A start line may sit inside another event (a multi-line message ending in a timeout): read every finding.
     starts = [(f, ev.reporter.rank if f.speaker.rank is None else f.speaker.rank) for ev in events
-              for f in ev.findings if f.signature == SAVE_HANG]
+              for f in ev.findings if f.signature == SAVE_HANG] if present is None or SAVE_HANG in present else []
     out += _unfinished_saves(starts, of_kind.get("ckpt_saved", []), failures, catalog, ids)
     out += stall_events(of_kind, catalog, ids)  # Horovod's stall inspector's missing ranks, one a line
     return out

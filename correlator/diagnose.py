@@ -109,7 +109,7 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     events = build_events(findings, catalog, ids, context_read=CONTEXT_READ)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
     failures = [ev for ev in events if ev.role is not Role.CONTEXT]
-    failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
+    failures += derived_events(of_kind, events, failures, catalog, ids, present)  # relations between lines (derived.py)
     # The events of context lines (a survivor's work status: one a rank) are read by the line above and, for one
     # signature, by cause_unknown alone: what it reads is kept, the rest let go (issue 23: memory per rank).
     events = [ev for ev in events if any(f.signature == NO_ERROR_FILE for f in ev.findings)]

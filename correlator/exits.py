@@ -12,11 +12,12 @@ rank, the node's launcher when srun starts torchrun (whose own failure table the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from catalog.model import Category, Implicates
 from correlator.events import Event, Target, reports_exit, task_ids
 from correlator.identity import METADATA, ExitRecord, IdentityMap
+from correlator.sieve import of_entries
 from correlator.signals import SIGNAL_CODES as SIGNAL_CODES  # re-exported: strsignal's texts as codes
 from schemas.findings import Role
 
@@ -73,14 +74,15 @@ def _code(fields: dict[str, object]) -> int | None:
     return SIGNAL_CODES.get(signal.split(" (")[0]) if isinstance(signal, str) else None
 
 
-def task_exits(events: Iterable[Event], ids: IdentityMap) -> list[ExitRecord]:
+def task_exits(events: Sequence[Event], ids: IdentityMap) -> list[ExitRecord]:
     """srun's task exit lines as exit records (every line of the event: srun prints them in a run). Under
     torchrun (its own exit records name the ranks) an srun task is a node's launcher: the record names the host
     only."""
     under_torchrun = any(e.source != METADATA for e in ids.exits)
     out = []
-    for ev in events:
-        # the attribute tests first: exit_report is a call, and asked of every event three times a diagnosis
+    # the events of launcher and scheduler entries alone, picked in C (asked three times a diagnosis, of every
+    # rank's timeouts and resets)
+    for ev in of_entries(events, reports_exit):
         if ev.stale or not exit_report(ev):
             continue
         if ev.signature.implicates is not Implicates.NAMED:
