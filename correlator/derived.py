@@ -22,13 +22,14 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from catalog.loader import Catalog
-from catalog.model import Implicates, Severity, Signature
+from catalog.model import Signature
 from correlator.events import Event, Target
 from correlator.exits import DEATH_CODES
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
+from correlator.members import IMPLICATES_NAMED, ROLE_INITIATING, SEVERITY_CRITICAL, SEVERITY_ERROR
 from correlator.stall_reports import stall_events
-from schemas.findings import Finding, Role, Speaker
+from schemas.findings import Finding, Speaker
 from schemas.wire import MAX_WORLD_SIZE
 
 DUPLICATE_RANK = "launch.duplicate_rank"
@@ -75,14 +76,14 @@ def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[
 def _derived(sig: Signature) -> Signature:
     """The entry as derived evidence: initiating, carrying its own weight and reason (scoring reads those for
     entries that name whom they implicate)."""
-    return sig.model_copy(update={"role": Role.INITIATING, "implicates": Implicates.NAMED,
-                                  "severity": Severity.CRITICAL if sig.severity is Severity.CRITICAL
-                                  else Severity.ERROR})
+    return sig.model_copy(update={"role": ROLE_INITIATING, "implicates": IMPLICATES_NAMED,
+                                  "severity": SEVERITY_CRITICAL if sig.severity is SEVERITY_CRITICAL
+                                  else SEVERITY_ERROR})
 
 
 def _finding(sig: Signature, rec_source: str, line_no: int, text: str, speaker: Speaker, order: int,
              time: object = None, clock: str | None = None) -> Finding:
-    return Finding(signature=sig.id, role=Role.INITIATING, source=rec_source, line_no=line_no, text=text,
+    return Finding(signature=sig.id, role=ROLE_INITIATING, source=rec_source, line_no=line_no, text=text,
                    speaker=speaker, order=_DERIVED_ORDER + order, time=time,  # type: ignore[arg-type]
                    clock=clock)
 

@@ -8,9 +8,10 @@ import heapq
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from itertools import chain, compress, groupby
+from itertools import chain, compress, count, groupby, repeat
 from operator import attrgetter, is_not, not_
 
+from correlator.event_times import timed
 from correlator.events import Event, when
 from schemas.diagnosis import CollateralGroup, TimelineEntry
 
@@ -19,6 +20,7 @@ _STALE, _SIGNATURE_ID, _RANK, _HOST, _FINDINGS, _REPEATS = (
     attrgetter("stale"), attrgetter("signature.id"), attrgetter("reporter.rank"), attrgetter("reporter.host"),
     attrgetter("findings"), attrgetter("repeats"))
 _NOT_NONE = partial(is_not, None)
+_BEST_ORDER = attrgetter("best.order")
 
 
 def collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[CollateralGroup]:
@@ -44,12 +46,14 @@ def collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[
 
 def timeline(failures: Sequence[Event], root_events: set[int],
               offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    # the first MAX_TIMELINE as sorted() orders them (nsmallest is stable too), without a key for every event
-    # held at once
+    """The first MAX_TIMELINE events by (time, line order), as sorted() orders them: each event's key made a column
+    at a time in C, its time where it has a wall clock (wall_times) and else the end of time, its position the tie
+    break sorted()'s stability gives (no key object, no Python call an event: every rank's lines are here)."""
     never = datetime.max.replace(tzinfo=None).astimezone()
-    ordered = heapq.nsmallest(MAX_TIMELINE, failures, key=lambda ev: (when(ev, offsets) or never, ev.best.order))
+    at = dict(zip(*timed(failures, offsets), strict=True))
+    keys = zip(map(at.get, range(len(failures)), repeat(never)), map(_BEST_ORDER, failures), count(), failures)
     entries = []
-    for ev in ordered:
+    for *_, ev in heapq.nsmallest(MAX_TIMELINE, keys):
         role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
         entries.append(TimelineEntry(time=when(ev, offsets), rank=ev.reporter.rank, host=ev.reporter.host,
                                      signature=ev.signature.id, role=role, source=ev.best.source,

@@ -98,3 +98,30 @@ def test_collateral_groups_read_by_columns_are_the_loops() -> None:
         events = _events(rng, rng.randint(0, 40))
         roots = {id(ev) for ev in events if rng.random() < 0.1}
         assert collateral_groups(events, roots) == _groups_by_loop(events, roots)
+
+
+def test_the_timeline_and_earliest_times_read_by_columns_are_the_loops() -> None:
+    import heapq
+    from datetime import UTC, datetime, timedelta
+
+    from correlator.event_summary import MAX_TIMELINE, timeline
+    from correlator.event_times import wall_times
+    from correlator.events import when
+
+    rng = random.Random(13)
+    start = datetime(2026, 11, 29, 10, tzinfo=UTC)
+    for _ in range(60):
+        events = _events(rng, rng.randint(0, 150))
+        for ev in events:  # a time or none, a wall clock or another, on a few hosts with offsets
+            ev.best.time = start + timedelta(seconds=rng.randint(0, 50)) if rng.random() < 0.8 else None
+            ev.best.clock = rng.choice(["wall", "wall", "mono", None])
+            ev.best.order = rng.randint(0, 30)  # ties too
+        offsets: dict[str | None, timedelta] = {}
+        if rng.random() < 0.5:
+            offsets["n1"] = timedelta(seconds=rng.randint(-3, 3))
+        assert wall_times(events, offsets) == [t for ev in events if (t := when(ev, offsets)) is not None]
+        never = datetime.max.replace(tzinfo=None).astimezone()
+        first = heapq.nsmallest(MAX_TIMELINE, events, key=lambda ev: (when(ev, offsets) or never, ev.best.order))
+        got = timeline(events, set(), offsets)
+        assert [(e.source, e.line, e.time) for e in got] == [(ev.best.source, ev.best.line_no, when(ev, offsets))
+                                                             for ev in first]
