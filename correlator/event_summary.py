@@ -11,7 +11,7 @@ from functools import partial
 from itertools import chain, compress, count, groupby, repeat
 from operator import attrgetter, is_not, not_
 
-from correlator.event_times import timed
+from correlator.event_times import shifted, wall_mask
 from correlator.events import Event, when
 from schemas.diagnosis import CollateralGroup, TimelineEntry
 
@@ -46,12 +46,17 @@ def collateral_groups(failures: Sequence[Event], root_events: set[int]) -> list[
 
 def timeline(failures: Sequence[Event], root_events: set[int],
               offsets: Mapping[str | None, timedelta]) -> list[TimelineEntry]:
-    """The first MAX_TIMELINE events by (time, line order), as sorted() orders them: each event's key made a column
-    at a time in C, its time where it has a wall clock (wall_times) and else the end of time, its position the tie
-    break sorted()'s stability gives (no key object, no Python call an event: every rank's lines are here)."""
+    """The first MAX_TIMELINE events by (time, line order), as sorted() orders them. Each event's key is made in C
+    as it is read, none held: its time where it has a wall clock (event_times) else the end of time, its line's
+    order, and its position, the tie break sorted()'s stability gives (no Python call an event: every rank's
+    lines are here; issue 23)."""
     never = datetime.max.replace(tzinfo=None).astimezone()
-    at = dict(zip(*timed(failures, offsets), strict=True))
-    keys = zip(map(at.get, range(len(failures)), repeat(never)), map(_BEST_ORDER, failures), count(), failures)
+    timed = wall_mask(failures)
+    untimed = list(map(not_, timed))
+    keys = chain(zip(shifted(failures, timed, offsets), map(_BEST_ORDER, compress(failures, timed)),
+                     compress(count(), timed), compress(failures, timed), strict=True),
+                 zip(repeat(never), map(_BEST_ORDER, compress(failures, untimed)), compress(count(), untimed),
+                     compress(failures, untimed)))
     entries = []
     for *_, ev in heapq.nsmallest(MAX_TIMELINE, keys):
         role = "initiating" if id(ev) in root_events else "context" if ev.stale else "collateral"
