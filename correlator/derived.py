@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from catalog.loader import Catalog
-from catalog.model import Implicates, Severity, Signature
+from catalog.model import Signature
 from correlator.events import Event, Target
 from correlator.exits import DEATH_CODES
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
+from correlator.members import IMPLICATES_NAMED, ROLE_INITIATING, SEVERITY_CRITICAL, SEVERITY_ERROR
 from correlator.stall_reports import stall_events
-from schemas.findings import Finding, Role, Speaker
+from schemas.findings import Finding, Speaker
 from schemas.wire import MAX_WORLD_SIZE
 
 DUPLICATE_RANK = "launch.duplicate_rank"
@@ -60,15 +61,17 @@ _ALWAYS_FINISH = frozenset({"titan", "megatron"})
 
 
 def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[Event], failures: Sequence[Event],
-                   catalog: Catalog, ids: IdentityMap) -> list[Event]:
-    """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others."""
+                   catalog: Catalog, ids: IdentityMap, present: Container[str] | None = None) -> list[Event]:
+    """The events this module derives: ``events`` all of them (context ones too), ``failures`` the others.
+    ``present``: the signatures of the events' findings, where the caller knows them (no save began without one
+    of SAVE_HANG: every rank's findings are not read for it)."""
     out = _launch_ranks(of_kind.get("rank_claim", []), catalog, failures) or _launch_ranks(
         of_kind.get("rank_claim_env", []), catalog, failures)
     if not out and not any(ev.signature.id == NCCL_DUPLICATE for ev in failures):  # NCCL's root said it already
         out = _nccl_duplicates(of_kind.get("nccl_comm_start", []), catalog)
     # A start line may sit inside another event (a multi-line message ending in a timeout): read every finding.
     starts = [(f, ev.reporter.rank if f.speaker.rank is None else f.speaker.rank) for ev in events
-              for f in ev.findings if f.signature == SAVE_HANG]
+              for f in ev.findings if f.signature == SAVE_HANG] if present is None or SAVE_HANG in present else []
     out += _unfinished_saves(starts, of_kind.get("ckpt_saved", []), failures, catalog, ids)
     out += stall_events(of_kind, catalog, ids)  # Horovod's stall inspector's missing ranks, one a line
     return out
@@ -77,14 +80,14 @@ def derived_events(of_kind: Mapping[str, list[ContextRecord]], events: Sequence[
 def _derived(sig: Signature) -> Signature:
     """The entry as derived evidence: initiating, carrying its own weight and reason (scoring reads those for
     entries that name whom they implicate)."""
-    return sig.model_copy(update={"role": Role.INITIATING, "implicates": Implicates.NAMED,
-                                  "severity": Severity.CRITICAL if sig.severity is Severity.CRITICAL
-                                  else Severity.ERROR})
+    return sig.model_copy(update={"role": ROLE_INITIATING, "implicates": IMPLICATES_NAMED,
+                                  "severity": SEVERITY_CRITICAL if sig.severity is SEVERITY_CRITICAL
+                                  else SEVERITY_ERROR})
 
 
 def _finding(sig: Signature, rec_source: str, line_no: int, text: str, speaker: Speaker, order: int,
              time: object = None, clock: str | None = None) -> Finding:
-    return Finding(signature=sig.id, role=Role.INITIATING, source=rec_source, line_no=line_no, text=text,
+    return Finding(signature=sig.id, role=ROLE_INITIATING, source=rec_source, line_no=line_no, text=text,
                    speaker=speaker, order=_DERIVED_ORDER + order, time=time,  # type: ignore[arg-type]
                    clock=clock)
 

@@ -34,6 +34,7 @@ from correlator.job_ends import job_end_over
 from correlator.killed_by_oom import place_killed_rank
 from correlator.local_ranks import named_by_paths
 from correlator.locate import locate, node_wide, pick
+from correlator.members import ROLE_COLLATERAL, ROLE_CONTEXT
 from correlator.named_by_elimination import held_by_absence, place_named_rank
 from correlator.naming import settle
 from correlator.nothing_matched import nothing_matched
@@ -108,8 +109,8 @@ def _diagnose(results: Sequence[SourceResult], catalog: Catalog, rank_hosts: Map
     # of the events of context lines, derived_events reads those of saves that began, cause_unknown the one below
     events = build_events(findings, catalog, ids, context_read=CONTEXT_READ)
     del findings  # the events hold them: a list of every finding is 4.6 pointers a rank, held to the end for nothing
-    failures = [ev for ev in events if ev.role is not Role.CONTEXT]
-    failures += derived_events(of_kind, events, failures, catalog, ids)  # relations between lines (derived.py)
+    failures = [ev for ev in events if ev.role is not ROLE_CONTEXT]
+    failures += derived_events(of_kind, events, failures, catalog, ids, present)  # relations between lines (derived.py)
     # The events of context lines (a survivor's work status: one a rank) are read by the line above and, for one
     # signature, by cause_unknown alone: what it reads is kept, the rest let go (issue 23: memory per rank).
     events = [ev for ev in events if any(f.signature == NO_ERROR_FILE for f in ev.findings)]
@@ -278,7 +279,7 @@ def _clock_note(offsets: Mapping[str | None, timedelta]) -> list[str]:
 
 def _why_not_others(ranked: list[Candidate], failures: Sequence[Event], root_events: set[int]) -> list[str]:
     lines = []
-    victims = [ev for ev in failures if id(ev) not in root_events and ev.role is Role.COLLATERAL]
+    victims = [ev for ev in failures if id(ev) not in root_events and ev.role is ROLE_COLLATERAL]
     if victims:
         ranks = {ev.reporter for ev in victims}
         sigs = sorted({ev.signature.id for ev in victims})

@@ -10,12 +10,26 @@ from operator import attrgetter
 from typing import Any
 
 from catalog.loader import Catalog
-from catalog.model import Category, Implicates, Scope, Signature
+from catalog.model import Signature
 from correlator.collectives import Lag
 from correlator.event import Event as Event  # re-exported: the correlator imports it from here
 from correlator.event import Target as Target
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
+from correlator.members import (
+    CATEGORY_LAUNCHER,
+    CATEGORY_SCHEDULER,
+    IMPLICATES_MAIN,
+    IMPLICATES_NAMED,
+    IMPLICATES_PEER,
+    IMPLICATES_SELF,
+    ROLE_COLLATERAL,
+    ROLE_CONTEXT,
+    ROLE_EITHER,
+    ROLE_INITIATING,
+    SCOPE_NODE,
+    SCOPE_RANK,
+)
 from schemas.findings import Finding, Role, Speaker
 
 _NO_OFFSET = timedelta(0)
@@ -43,14 +57,14 @@ REPORTS_ONLY = frozenset({"torchrun.child_failed_error", "torchrun.root_cause_he
 # Signatures whose `device` is the speaking process's own CUDA device index, counted within its
 # CUDA_VISIBLE_DEVICES: c10's CUDACachingAllocator OOM ("CUDA out of memory. ... GPU %d has a total capacity of")
 OWN_DEVICE = frozenset({"cuda.oom"})
-_ROLE_RANK = {Role.INITIATING: 3, Role.EITHER: 2, Role.COLLATERAL: 1, Role.CONTEXT: 0}
+_ROLE_RANK = {ROLE_INITIATING: 3, ROLE_EITHER: 2, ROLE_COLLATERAL: 1, ROLE_CONTEXT: 0}
 _SEVERITY_RANK = {"critical": 3, "error": 2, "warning": 1, "info": 0}
 
 
 def victims_only(own: Sequence[Event], pointing: Sequence[Event]) -> bool:
     """A suspect's own lines are all a victim's (its watchdog's abort, the driver's report that its actor died)
     while others' lines point at it (a peer's IB completion error naming its node): those say what failed."""
-    return bool(pointing) and all(ev.role is Role.COLLATERAL for ev in own)
+    return bool(pointing) and all(ev.role is ROLE_COLLATERAL for ev in own)
 
 
 def _rank_of(f: Finding, ids: IdentityMap) -> int | None:
@@ -103,7 +117,7 @@ def _self_target(f: Finding, sig: Signature, ids: IdentityMap) -> Target:
         rank = ids.rank_of_pci(host, str(fields["pci"]))
         if rank is not None:
             return _target(rank, host, ids)  # the kernel names the GPU; NCCL's init line names its rank
-    if sig.scope is Scope.NODE and rank is None:
+    if sig.scope is SCOPE_NODE and rank is None:
         return Target(None, host)
     return _target(rank, host, ids)
 
@@ -162,18 +176,18 @@ def _implicated(ev: Event, ids: IdentityMap, peers: dict[str, tuple[Target, ...]
     the answer depends on the address alone); returns an address looked up and mapped to a host, for the caller
     to store its answer, shared, under it."""
     sig, f = ev.signature, ev.best
-    if sig.implicates is Implicates.SELF:
+    if sig.implicates is IMPLICATES_SELF:
         # A message that runs on names whom on a later line (Ray's OOM kill: "Task was killed ...", then "Memory
         # on the node (IP: ...) where the task (..., pid=...)"): that line says whose it is.
         naming = next((g for g in ev.findings if (g.signature == sig.id or g.signature in REPORTS_ONLY)
                        and not _NAMING_FIELDS.isdisjoint(g.fields)),
                       f) if len(ev.findings) > 1 and _NAMING_FIELDS.isdisjoint(f.fields) else f
         ev.implicated = [_self_target(naming, sig, ids)]
-    elif sig.implicates is Implicates.NAMED:
+    elif sig.implicates is IMPLICATES_NAMED:
         # every line of the event that names ranks (srun prints its task exits in a run, one event)
         named = dict.fromkeys(r for g in ev.findings if g.signature == sig.id for r in task_ids(g.fields))
         ev.implicated = [_target(r, None, ids) for r in named or task_ids(f.fields)]
-    elif sig.implicates is Implicates.PEER and isinstance(f.fields.get("peer"), str):
+    elif sig.implicates is IMPLICATES_PEER and isinstance(f.fields.get("peer"), str):
         peer = str(f.fields["peer"])
         if peers is not None and peer in peers:
             known = peers[peer]
@@ -224,13 +238,13 @@ def _ranked(f: Finding, catalog: Catalog) -> tuple[int, Signature, bool] | None:
     if sig is None:
         return None
     report, generic, wrapper, role, severity = event_rank(f, sig)
-    return (((report * 4 + generic) * 4 + wrapper) * 4 + role) * 4 + severity, sig, sig.implicates is Implicates.MAIN
+    return (((report * 4 + generic) * 4 + wrapper) * 4 + role) * 4 + severity, sig, sig.implicates is IMPLICATES_MAIN
 
 
 def reports_exit(sig: Signature) -> bool:
     """A launcher's entry, or the scheduler's about one task: its lines with an exit code report how a process
     ended (see exits.exit_report)."""
-    return sig.category is Category.LAUNCHER or (sig.category is Category.SCHEDULER and sig.scope is Scope.RANK)
+    return sig.category is CATEGORY_LAUNCHER or (sig.category is CATEGORY_SCHEDULER and sig.scope is SCOPE_RANK)
 
 
 def _groups(findings: Sequence[Finding], catalog: Catalog) -> Iterator[list[Finding]]:
@@ -297,7 +311,7 @@ def build_events(findings: Sequence[Finding], catalog: Catalog, ids: IdentityMap
                 waiting = f
         if best is None or sig is None:
             continue
-        if context_read is not None and best.role is Role.CONTEXT and all(
+        if context_read is not None and best.role is ROLE_CONTEXT and all(
                 f.signature not in context_read for f in members):
             continue
         rank, host = _rank_of(best, ids), _host_of(best, ids)
@@ -347,7 +361,7 @@ def clock_offsets(events: list[Event], context: Iterable[ContextRecord] = (),
     for ev in events:
         f = ev.best
         seq = f.fields.get("seq")
-        if isinstance(seq, int) and f.time is not None and f.clock == "wall" and ev.role is Role.COLLATERAL:
+        if isinstance(seq, int) and f.time is not None and f.clock == "wall" and ev.role is ROLE_COLLATERAL:
             by_seq[seq][ev.reporter.host].append(f.time.timestamp())
     for rec in context:
         if rec.kind != "pg_status":

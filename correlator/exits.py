@@ -12,11 +12,12 @@ rank, the node's launcher when srun starts torchrun (whose own failure table the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from catalog.model import Category, Implicates
 from correlator.events import Event, Target, reports_exit, task_ids
 from correlator.identity import METADATA, ExitRecord, IdentityMap
+from correlator.members import CATEGORY_LAUNCHER, IMPLICATES_NAMED, IMPLICATES_NONE, ROLE_EITHER, ROLE_INITIATING
+from correlator.sieve import of_entries
 from correlator.signals import SIGNAL_CODES as SIGNAL_CODES  # re-exported: strsignal's texts as codes
 from schemas.findings import Role
 
@@ -48,13 +49,13 @@ def exit_report(ev: Event) -> bool:
 
 def launcher_summary(ev: Event) -> bool:
     """A launcher saying that a child failed without naming anyone or why (torchrun's ChildFailedError)."""
-    return ev.signature.category is Category.LAUNCHER and ev.signature.implicates is Implicates.NONE
+    return ev.signature.category is CATEGORY_LAUNCHER and ev.signature.implicates is IMPLICATES_NONE
 
 
 def cause_like(ev: Event) -> bool:
     """A line that can say why something failed: not a report of how a process ended, not a victim's line, not
     context, not a line another rule already charged to someone else (weight 0)."""
-    return (ev.role in (Role.INITIATING, Role.EITHER) and not ev.stale and ev.weight != 0.0
+    return (ev.role in (ROLE_INITIATING, ROLE_EITHER) and not ev.stale and ev.weight != 0.0
             and not exit_report(ev) and not launcher_summary(ev))
 
 
@@ -73,17 +74,18 @@ def _code(fields: dict[str, object]) -> int | None:
     return SIGNAL_CODES.get(signal.split(" (")[0]) if isinstance(signal, str) else None
 
 
-def task_exits(events: Iterable[Event], ids: IdentityMap) -> list[ExitRecord]:
+def task_exits(events: Sequence[Event], ids: IdentityMap) -> list[ExitRecord]:
     """srun's task exit lines as exit records (every line of the event: srun prints them in a run). Under
     torchrun (its own exit records name the ranks) an srun task is a node's launcher: the record names the host
     only."""
     under_torchrun = any(e.source != METADATA for e in ids.exits)
     out = []
-    for ev in events:
-        # the attribute tests first: exit_report is a call, and asked of every event three times a diagnosis
+    # the events of launcher and scheduler entries alone, picked in C (asked three times a diagnosis, of every
+    # rank's timeouts and resets)
+    for ev in of_entries(events, reports_exit):
         if ev.stale or not exit_report(ev):
             continue
-        if ev.signature.implicates is not Implicates.NAMED:
+        if ev.signature.implicates is not IMPLICATES_NAMED:
             out += _node_launcher_exit(ev)
             continue
         for f in ev.findings:

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from catalog.model import Implicates
 from correlator.events import NOT_JOINED, Event, Target
 from correlator.exits import exit_report
 from correlator.identity import IdentityMap
-from schemas.findings import Role
+from correlator.members import IMPLICATES_NAMED, ROLE_INITIATING
 
 _ONE_OF_THE_NODE = ("pid", "pci")  # fields by which a node's line names one process or one GPU of it
 
@@ -32,7 +31,7 @@ def pin_node_faults(failures: Sequence[Event], ids: IdentityMap) -> tuple[int, s
     None where the logs do not say it that plainly (several nodes with such lines, none or several such ranks)."""
     node_lines: dict[str, list[Event]] = {}
     for ev in failures:
-        if (ev.reporter.rank is None and ev.reporter.host is not None and ev.role is Role.INITIATING
+        if (ev.reporter.rank is None and ev.reporter.host is not None and ev.role is ROLE_INITIATING
                 and not ev.stale and any(k in ev.best.fields for k in _ONE_OF_THE_NODE)):
             if _placed(ev, ids):  # its GPU or process is a known rank's (gpu_faults.py, a pid map): not this rule's
                 return None
@@ -71,6 +70,6 @@ def _singled_out(failures: Sequence[Event]) -> set[int]:
         if ev.stale or ev.absence or exit_report(ev):  # (the absence lag is a NAMED entry's event too)
             continue
         if (ev.signature.id == NOT_JOINED and not ev.absence) or (
-                ev.signature.implicates is Implicates.NAMED and ev.role is Role.INITIATING):
+                ev.signature.implicates is IMPLICATES_NAMED and ev.role is ROLE_INITIATING):
             out.update(t.rank for t in ev.implicated if t.rank is not None)
     return out

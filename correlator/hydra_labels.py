@@ -19,7 +19,10 @@ from correlator.speakers import Who
 from schemas.findings import Finding
 
 _LABEL = re.compile(r"\[(?P<rank>\d{1,5})\] ")
-_HEAD_LABELS = re.compile(rb"^\[(\d{1,5})\] ", re.M)
+# "^" under re.M is tried at every byte (sre has no newline skip: 13 ns a byte, 145 us an 11 KB head); a label after
+# "\n" is found by sre's literal-prefix search instead (20x faster), the first line's by match: the same labels.
+_FIRST_LABEL = re.compile(rb"\[(\d{1,5})\] ")
+_NEXT_LABELS = re.compile(rb"\n\[(\d{1,5})\] ")
 _HEAD_BYTES = 1 << 16  # a source's head, read once: what it shows its first lines
 _MIN_SHARE = 0.75  # of the head's lines that carry the label (mpiexec's and the scheduler's own lines do not)
 _MIN_RANKS = 2  # distinct labels in it: one repeated number is an index, not a launcher's rank column
@@ -33,7 +36,10 @@ def hydra_labelled(head: bytes) -> bool:
     # (every rank file of a large job passes here, and rg's speed is the bar: issue 23).
     if head.count(b"\n[", 0, _HEAD_BYTES) + head.startswith(b"[") < _MIN_SHARE * lines:
         return False
-    labels = _HEAD_LABELS.findall(head[:_HEAD_BYTES])
+    head = head[:_HEAD_BYTES]
+    labels = _NEXT_LABELS.findall(head)
+    if first := _FIRST_LABEL.match(head):
+        labels.append(first[1])
     return len(labels) >= _MIN_SHARE * lines and len(set(labels)) >= _MIN_RANKS
 
 

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from correlator.events import Event, when
+from correlator.event_times import wall_times
+from correlator.events import Event
 from correlator.kept import ContextRecord
 from schemas.diagnosis import Diagnosis
 from schemas.impact import Impact, level_of
@@ -132,7 +133,7 @@ def with_impact(diagnosis: Diagnosis, of_kind: Mapping[str, list[ContextRecord]]
                    for rec in of_kind.get("ckpt_saved", []) if rec.time is not None]
     steps = [Step(rec.time - offsets.get(rec.who.host, timedelta(0)), n) for rec in of_kind.get("train_step", [])
              if rec.time is not None and (n := _step_of(_STEP, rec.text)) is not None]
-    times = [t for ev in failures if (t := when(ev, offsets)) is not None]
+    times = wall_times(failures, offsets)
     impact = estimate(diagnosis, world_size, checkpoints, times, ended_at, steps)
     return diagnosis if impact is None else diagnosis.model_copy(update={"impact": impact})
 

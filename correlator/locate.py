@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Sized
 from datetime import timedelta
 
-from catalog.model import Implicates, Scope
 from correlator.events import Event, Target, when
 from correlator.exits import cause_like, exit_report, task_exits
 from correlator.identity import IdentityMap
 from correlator.lone_reporter import lone_rank
+from correlator.members import IMPLICATES_NAMED, ROLE_COLLATERAL, SCOPE_JOB, SCOPE_NODE, SCOPE_RANK
 from correlator.scoring import Candidate
 from correlator.templates import template
 from correlator.versions import odd_version_hosts
-from schemas.findings import Finding, Role
+from schemas.findings import Finding
 
 # Schedulers report about a step, a pod or a node, never a rank: no rank-0 default for their lines.
 REPORTS_ABOUT_STEPS = frozenset({"slurm", "k8s", "ray"})
@@ -72,11 +72,11 @@ def job_size(failures: Sequence[Event], ids: IdentityMap, logged: set[int]) -> i
 def job_wide(root: Event, failures: Sequence[Event], size: int, offsets: Mapping[str | None, timedelta]) -> int:
     """How many processes fail as the root does, when that is (nearly) the whole job and no other process has a
     reason of its own; 0 otherwise."""
-    if exit_report(root) or root.signature.implicates is Implicates.NAMED:
+    if exit_report(root) or root.signature.implicates is IMPLICATES_NAMED:
         return 0  # (a line naming a rank is about that rank: every rank printing it is no job-wide failure)
     if not cause_like(root):  # victims' lines alike everywhere, and no rank with a line of its own
         reporters = {ev.reporter for ev in failures if ev.signature.id == root.signature.id}
-        others = {ev.reporter for ev in failures if ev.role is not Role.COLLATERAL} - reporters
+        others = {ev.reporter for ev in failures if ev.role is not ROLE_COLLATERAL} - reporters
         return len(reporters) if len(reporters) >= 3 and not others else 0
     key = _same_key(root)
     same = [ev for ev in failures if not ev.stale and _same_key(ev) == key]
@@ -137,16 +137,16 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
                          "TCPStore), and the others lost that store: rank 0's loss is the first they felt")
             rank = 0
         return rank, host, notes
-    if scope is Scope.JOB and not cand.own_events and host is not None:
+    if scope is SCOPE_JOB and not cand.own_events and host is not None:
         notes.append(f"the others' failures point at {host}: its configuration differs from theirs")
         return None, host, notes
-    if scope is Scope.JOB and len(odd := odd_version_hosts(failures, ids)) == 1:
+    if scope is SCOPE_JOB and len(odd := odd_version_hosts(failures, ids)) == 1:
         notes.append(f"{next(iter(odd))} runs an NCCL release no other host runs: its image differs")
         return None, next(iter(odd)), notes
-    if scope is Scope.JOB and rank is not None and lone_rank(root, failures, rank):
+    if scope is SCOPE_JOB and rank is not None and lone_rank(root, failures, rank):
         notes.append(f"only rank {rank} printed it, the other ranks failed otherwise: it showed where rank {rank} runs")
         return rank, host if host is not None else ids.host_of_rank.get(rank), notes
-    if scope is Scope.JOB:
+    if scope is SCOPE_JOB:
         # a line that names no host (srun's step report, a launcher's summary) is no host without the fault
         if (len(hosts) >= 2 and hosts >= all_hosts - {None}) or len(sources) == 1 or hosts == all_hosts:
             notes.append("this is a configuration every rank shares, so no single rank is named")
@@ -154,7 +154,7 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
         if len(hosts) == 1:
             notes.append("only this host shows it: its configuration differs from the others'")
             return None, next(iter(hosts)), notes
-    if scope is Scope.NODE:
+    if scope is SCOPE_NODE:
         if len({h for h in hosts if h}) >= 2:
             notes.append(f"{len(hosts)} hosts report it: a platform setting shared by the nodes, not one rank")
             return None, None, notes
@@ -165,7 +165,7 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
             notes.append(f"{max(len(ranked), len(alike))} ranks of the node report {root.signature.category.value} "
                          "faults of the node: a node-level fault")
             rank = None
-    if scope is Scope.RANK and (count := job_wide(root, failures, job_size(failures, ids, logged), offsets)):
+    if scope is SCOPE_RANK and (count := job_wide(root, failures, job_size(failures, ids, logged), offsets)):
         notes.append(f"{count} processes, the whole job as far as these logs show, fail the same way: no single "
                      "rank is the cause")
         if len(hosts) == 1 and None not in hosts:  # all on one host: what they share may be the host's
@@ -173,7 +173,7 @@ def locate(cand: Candidate, root: Event, failures: Sequence[Event], ids: Identit
         return None, None, notes
     # (a victim's line says nothing about who started it: no default for it)
     if (rank is None and host is None and not _ranks_anywhere(ids, failures) and len(sources) == 1
-            and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS and root.role is not Role.COLLATERAL):
+            and root.signature.id.split(".")[0] not in REPORTS_ABOUT_STEPS and root.role is not ROLE_COLLATERAL):
         notes.append("no rank is named anywhere in this log; a log without rank prefixes is rank 0's")
         rank = 0
     if rank is None and host is not None and "node_failure" in root.signature.tags and ids.host_of_rank.get(0) == host:
@@ -196,7 +196,7 @@ def _named_store_host(host: str, ids: IdentityMap) -> bool:
 def node_wide(host: str | None, root: Event, failures: Sequence[Event]) -> set[int]:
     """Ranks of the host reporting faults of the node of the root's kind (every rank seeing its NIC fail)."""
     return {ev.reporter.rank for ev in failures if ev.reporter.host == host and ev.reporter.rank is not None
-            and ev.role is not Role.COLLATERAL and ev.signature.scope is Scope.NODE
+            and ev.role is not ROLE_COLLATERAL and ev.signature.scope is SCOPE_NODE
             and ev.signature.category == root.signature.category}
 
 

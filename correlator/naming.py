@@ -30,6 +30,7 @@ from correlator.pods import file_ranks
 from correlator.ray_nodes import ray_node_ips, ray_same_nodes
 from correlator.ray_reports import dead_actors
 from correlator.role_prefixes import as_local, role_rank_prefixes
+from correlator.sieve import SIGNATURE, having
 from correlator.speakers import Who, folder_host, who_from_path
 from correlator.srun_agents import agent_sources, as_agents
 from correlator.srun_output import starts_launchers, task_file_ranks
@@ -287,9 +288,9 @@ def _scheduler_hosts(pairs: Sequence[tuple[Who, str]], rank_hosts: Mapping[int, 
 def _srun_multi_node_sources(findings: Sequence[Finding]) -> set[str]:
     """The sources where srun's exit lines name two nodes or more: one `srun -l` file of several nodes' tasks."""
     hosts: dict[str, set[str]] = {}
-    for f in findings:
+    for f in having(findings, SIGNATURE, _SRUN_EXITS):  # srun's exit lines alone, picked in C
         host = f.fields.get("host")
-        if f.signature in _SRUN_EXITS and isinstance(host, str):
+        if isinstance(host, str):
             hosts.setdefault(f.source, set()).add(host)
     return {source for source, named in hosts.items() if len(named) >= 2}
 

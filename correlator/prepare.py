@@ -4,23 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
+from itertools import compress, repeat
+from operator import attrgetter, is_
 
-from catalog.model import Category
 from correlator.collectives import Lag, from_dumps, from_ops, from_status, from_timeouts
+from correlator.event_times import wall_times
 from correlator.events import Event, when
 from correlator.flight_recorder import FlightDump
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
+from correlator.members import CATEGORY_COMMUNICATION, ROLE_COLLATERAL, ROLE_EITHER, ROLE_INITIATING
 from correlator.scoring import SKEW_TOLERANCE
 from correlator.startup_retries import mark_startup_retries
 from correlator.structured import Structured
 from correlator.stuck_watchdogs import mark_stuck_after_timeout
-from schemas.findings import Role
 
 _NO_OFFSET = timedelta(0)
 # a consequence printed this much before the first watchdog timeout came from the fault, not from the teardown
 # (more than clocks between hosts usually disagree; a watchdog waits minutes)
 ABSENCE_EXPLAINED_BEFORE = timedelta(seconds=30)
+_ROLE = attrgetter("role")
 STALE_BEFORE = timedelta(minutes=15)  # more than a watchdog timeout (10 min) and its spread before the cascade
 
 
@@ -49,12 +52,12 @@ def _unexplained_absences(lags: list[Lag], failures: Sequence[Event]) -> list[La
     silent until the others give up (then its teardown lines come after theirs)."""
     if not any(lag.kind == "absent" for lag in lags):
         return lags
-    fired = [ev.best.time for ev in failures if ev.role is Role.COLLATERAL and ev.best.time is not None
+    fired = [ev.best.time for ev in failures if ev.role is ROLE_COLLATERAL and ev.best.time is not None
              and isinstance(ev.best.fields.get("seq"), int)]
     horizon = min(fired) - ABSENCE_EXPLAINED_BEFORE if fired else None
     lost_a_peer = {ev.reporter.rank for ev in failures
-                   if ev.role is Role.COLLATERAL and ev.reporter.rank is not None
-                   and ev.signature.category is Category.COMMUNICATION and "seq" not in ev.best.fields
+                   if ev.role is ROLE_COLLATERAL and ev.reporter.rank is not None
+                   and ev.signature.category is CATEGORY_COMMUNICATION and "seq" not in ev.best.fields
                    and (ev.best.time is None or (horizon is not None and ev.best.time < horizon))}
     seen: set[int] = set()
     out = []
@@ -65,6 +68,11 @@ def _unexplained_absences(lags: list[Lag], failures: Sequence[Event]) -> list[La
             seen.add(lag.rank)
         out.append(lag)
     return out
+
+
+def _collateral(events: Sequence[Event]) -> list[Event]:
+    """The collateral events, picked in C (every rank's timeout and reset is one)."""
+    return list(compress(events, map(is_, map(_ROLE, events), repeat(ROLE_COLLATERAL))))
 
 
 def init_lines(context: Sequence[ContextRecord]) -> dict[str, int]:
@@ -83,13 +91,13 @@ def mark_stale(failures: Sequence[Event], offsets: Mapping[str | None, timedelta
     rank by a completed NCCL init (a store retry at start-up; ``inits``: init_lines), or printed long before the
     consequences began; and a store connect retry the job's running followed (``running``: pg_status and
     train_step records; correlator/startup_retries.py)."""
-    times = [t for ev in failures if ev.role is Role.COLLATERAL and (t := when(ev, offsets)) is not None]
-    horizon = min(times) - STALE_BEFORE if times else None
+    first = min(wall_times(_collateral(failures), offsets), default=None)
+    horizon = first - STALE_BEFORE if first is not None else None
     for ev in failures:
-        if ev.role is Role.INITIATING or ev.weight is not None:
+        if ev.role is ROLE_INITIATING or ev.weight is not None:
             continue
         printed = when(ev, offsets)
-        survived = ev.role is Role.EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
+        survived = ev.role is ROLE_EITHER and inits.get(ev.best.source, 0) > ev.best.line_no
         ev.stale = survived or (horizon is not None and printed is not None and printed < horizon)
     mark_startup_retries(failures, running, inits, offsets)
     mark_stuck_after_timeout(failures)
@@ -100,8 +108,8 @@ def before_cascade(context: Sequence[ContextRecord], failures: Sequence[Event],
     """Uncatalogued error lines printed before the consequences started: earlier than the first collateral line
     (clocks corrected), or, without a clock, earlier in their file than that file's first collateral line.
     Lines a specific catalog entry matched are weighed as what they are, not as unknowns."""
-    collateral = [ev for ev in failures if ev.role is Role.COLLATERAL]
-    first = min((t for ev in collateral if (t := when(ev, offsets)) is not None), default=None)
+    collateral = _collateral(failures)
+    first = min(wall_times(collateral, offsets), default=None)
     start = first + SKEW_TOLERANCE if first is not None else None
     first_line: dict[str, int] = {}
     for ev in collateral:

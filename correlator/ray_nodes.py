@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from correlator.kept import ContextRecord
+from correlator.packed_text import starting
+from correlator.sieve import texts_starting
 from schemas.findings import Finding
 
 # Ray prefixes a worker's lines with its node's address (python/ray/_private/worker.py, print_worker_logs:
@@ -21,8 +23,9 @@ def ray_node_ips(findings: Sequence[Finding], context: Sequence[ContextRecord],
     """The node addresses Ray names, first seen first: its prefixes, and records kept without their text (a node
     lost silently prints no error line): Ray Train's worker table and ActorDiedError's `ip:` (context.py)."""
     seen: dict[str, None] = {}
-    for text in chain((f.text for f in findings), (rec.text for rec in context)):  # one at a time: no list of all
-        if text[:1] == "(" and (m := _RAY_IP.match(text)):
+    # the lines that open with "(", picked in C (every rank's lines were read here, the packed ones rebuilt)
+    for text in chain((f.text for f in starting(findings, "(")), (rec.text for rec in texts_starting(context, "("))):
+        if m := _RAY_IP.match(text):
             seen.setdefault(m["ip"])
     for kind, field in _RAY_ADDRESS_FIELDS:
         for rec in of_kind.get(kind, ()):
@@ -36,9 +39,9 @@ def ray_same_nodes(findings: Sequence[Finding]) -> list[tuple[str, str]]:
     worker's node's address and an NCCL header after it (`host:pid:tid [dev]`, src/debug.cc) is gethostname() of
     the same process, so the two name one node even where no NCCL INFO line (`Bootstrap : Using ib0:A`) joins them."""
     pairs: dict[tuple[str, str], None] = {}
-    for f in findings:
+    for f in starting(findings, "("):  # picked in C, as ray_node_ips picks them
         host = f.speaker.host
-        if host and f.text[:1] == "(" and (m := _RAY_IP.match(f.text)) and m["ip"] != host \
+        if host and (m := _RAY_IP.match(f.text)) and m["ip"] != host \
                 and _header(f.text[m.end():]).startswith(host + ":"):  # the line's header, not its file's folder
             pairs.setdefault((m["ip"], host))
     return list(pairs)

@@ -13,28 +13,33 @@ the reporter cut off from everyone (its own link), and the others' loss of it st
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import attrgetter, is_
 
-from catalog.model import Implicates
 from correlator.events import Event, Target
 from correlator.exits import exit_report
 from correlator.identity import IdentityMap
-from schemas.findings import Role
+from correlator.members import IMPLICATES_NAMED, IMPLICATES_PEER, ROLE_INITIATING
 
+_IMPLICATES = attrgetter("signature.implicates")
 MOST_OF = 0.5  # a report naming this share of the ranks seen or more is no report about a few ranks
 
 
 def spare_messengers(failures: Sequence[Event], ranks_seen: int, ids: IdentityMap) -> int:
     """Drop the reporters of a few-rank NAMED report from the targets of others' peer errors; how many errors."""
     messengers: set[Target] = set()
-    for ev in failures:
+    # the events of NAMED entries alone, picked in C (a few reports among every rank's timeouts and resets)
+    for ev in compress(failures, map(is_, map(_IMPLICATES, failures), repeat(IMPLICATES_NAMED))):
         named = [t for t in ev.implicated if t != ev.reporter]
-        if (ev.signature.implicates is Implicates.NAMED and ev.role is Role.INITIATING and ev.weight is None
+        if (ev.signature.implicates is IMPLICATES_NAMED and ev.role is ROLE_INITIATING and ev.weight is None
                 and not ev.stale and not exit_report(ev) and ev.reporter.rank is not None and named
                 and len(named) < MOST_OF * max(ranks_seen, 1)):
             messengers.add(ev.reporter)
     spared = 0
+    if not messengers:  # no target is anyone's messenger: every peer error keeps its targets
+        return spared
     for ev in failures:
-        if not (ev.signature.implicates is Implicates.PEER or ev.about_peer):
+        if not (ev.signature.implicates is IMPLICATES_PEER or ev.about_peer):
             continue
         kept = [t for t in ev.implicated if not any(_is(t, m, ids) for m in messengers)]
         if len(kept) != len(ev.implicated):

@@ -13,6 +13,7 @@ from correlator.events import Event, Target, victims_only
 from correlator.exits import DEATH_CODES, exit_report, first_failures, task_exits
 from correlator.folding import fold_hosts_into_ranks, fold_job_into_located, named_first
 from correlator.identity import ExitRecord, IdentityMap
+from correlator.members import IMPLICATES_NAMED, IMPLICATES_PEER, IMPLICATES_SELF, ROLE_COLLATERAL, ROLE_CONTEXT
 from schemas.findings import Role
 
 W_ROLE = {Role.INITIATING: 3.0, Role.EITHER: 1.5, Role.COLLATERAL: 0.1, Role.CONTEXT: 0.0}
@@ -111,8 +112,8 @@ def _own_fault(board: Board, events: list[Event]) -> None:
     # signature -> ids of the candidates weighed for it: a (candidate, signature) tuple each was this step's peak
     seen: dict[str, set[int]] = defaultdict(set)
     for ev in events:
-        if (ev.role is Role.CONTEXT or ev.stale or not ev.implicated or ev.about_peer
-                or ev.signature.implicates is not Implicates.SELF):
+        if (ev.role is ROLE_CONTEXT or ev.stale or not ev.implicated or ev.about_peer
+                or ev.signature.implicates is not IMPLICATES_SELF):
             continue
         for target in ev.implicated:
             cand = board.get(target)
@@ -128,7 +129,7 @@ def _own_fault(board: Board, events: list[Event]) -> None:
             weight *= W_WRAPPER if ev.signature.wrapper else 1.0
             if weight > 0:
                 cand.add(weight, f"{ev.role} `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}",
-                         own=ev.role is not Role.COLLATERAL)
+                         own=ev.role is not ROLE_COLLATERAL)
 
 
 def _blame(board: Board, events: list[Event]) -> None:
@@ -145,7 +146,7 @@ def _blame(board: Board, events: list[Event]) -> None:
                 waited_on.add((target, line.signature))
                 board.get(target).add(W_MAIN, f"the main process the `{line.signature}` lines wait on (first at "
                                               f"{line.source}:{line.line_no})", own=False)
-        if implicates is Implicates.NAMED:
+        if implicates is IMPLICATES_NAMED:
             for target in ev.implicated:
                 cand = board.get(target)
                 cand.own_events.append(ev)
@@ -156,11 +157,11 @@ def _blame(board: Board, events: list[Event]) -> None:
                     cand.add(ev.weight, f"{ev.reason} ({where})")
                 else:
                     cand.add(W_NAMED, f"named by `{ev.signature.id}` at {ev.best.source}:{ev.best.line_no}")
-        elif implicates is Implicates.PEER or ev.about_peer:
+        elif implicates is IMPLICATES_PEER or ev.about_peer:
             if ev.unmapped_peer is not None:
                 cand = board.get(ev.reporter)
                 cand.own_events.append(ev)
-                if ev.role is not Role.COLLATERAL:
+                if ev.role is not ROLE_COLLATERAL:
                     cand.add(W_UNMAPPED_PEER_SELF * W_ROLE[ev.role],
                              f"`{ev.signature.id}` with peer {ev.unmapped_peer}, which no log here maps to a host")
             for target in ev.implicated:

@@ -20,9 +20,11 @@ from dataclasses import replace
 from correlator.failure_tables import ExitRecord
 from correlator.identity import METADATA
 from correlator.kept import ContextRecord
+from correlator.sieve import KIND, SOURCE, having, replaced, where
 from correlator.speakers import Who, read_prefixes
 from schemas.findings import Finding
 
+_TABLE_HOST = frozenset({"table_host"})
 _SRUN_LABEL = re.compile(r"\[?(?P<task>\d{1,5})\]?: ")  # speakers.py's "srun" prefix
 
 
@@ -46,8 +48,8 @@ def _label_only(text: str, rank: int) -> bool:
 def _task_hosts(context: list[ContextRecord], sources: set[str]) -> dict[tuple[str, int], str]:
     """(source, srun task) -> the host its agent's failure table names ("0:   host      : node17"), where one is."""
     named: dict[tuple[str, int], set[str]] = {}
-    for rec in context:
-        if rec.kind == "table_host" and rec.source in sources and rec.who.rank is not None:
+    for rec in having(context, KIND, _TABLE_HOST):  # picked in C: a few a node among every rank's records
+        if rec.source in sources and rec.who.rank is not None:
             named.setdefault((rec.source, rec.who.rank), set()).add(str(rec.fields["host"]))
     return {key: next(iter(hosts)) for key, hosts in named.items() if len(hosts) == 1}
 
@@ -55,23 +57,26 @@ def _task_hosts(context: list[ContextRecord], sources: set[str]) -> dict[tuple[s
 def as_agents(findings: list[Finding], context: list[ContextRecord], sources: set[str]
               ) -> tuple[list[Finding], list[ContextRecord]] | None:
     """The findings and records of ``sources`` with the node's host (as its agent's table names it) for the rank
-    srun's label alone gave them; None if none had one."""
+    srun's label alone gave them; None if none had one. Only the lines of ``sources`` are read (picked in C: the
+    agents' own files, where every rank's lines were looked at)."""
     if not sources:
         return None
     hosts = _task_hosts(context, sources)
-    changed = False
-    out_f = []
-    for f in findings:
+
+    def finding(f: Finding) -> Finding:
         s = f.speaker
-        if f.source in sources and s.rank is not None and _label_only(f.text, s.rank):
-            f = replace(f, speaker=replace(s, rank=None, host=s.host or hosts.get((f.source, s.rank))))
-            changed = True
-        out_f.append(f)
-    out_c = []
-    for rec in context:
+        if s.rank is not None and _label_only(f.text, s.rank):
+            return replace(f, speaker=replace(s, rank=None, host=s.host or hosts.get((f.source, s.rank))))
+        return f
+
+    def record(rec: ContextRecord) -> ContextRecord:
         who = rec.who
-        if rec.source in sources and who.rank is not None and rec.text and _label_only(rec.text, who.rank):
-            rec = rec._replace(who=who._replace(rank=None, host=who.host or hosts.get((rec.source, who.rank))))
-            changed = True
-        out_c.append(rec)
-    return (out_f, out_c) if changed else None
+        if who.rank is not None and rec.text and _label_only(rec.text, who.rank):
+            return rec._replace(who=who._replace(rank=None, host=who.host or hosts.get((rec.source, who.rank))))
+        return rec
+
+    out_f = replaced(findings, where(findings, SOURCE, sources), finding)
+    out_c = replaced(context, where(context, SOURCE, sources), record)
+    if out_f is None and out_c is None:
+        return None
+    return (findings if out_f is None else out_f), (context if out_c is None else out_c)

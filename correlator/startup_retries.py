@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 from correlator.events import Event, when
 from correlator.kept import ContextRecord
+from correlator.members import ROLE_EITHER
 from correlator.scoring import SKEW_TOLERANCE
-from schemas.findings import Role
 
 CONNECT_RETRY = "pytorch.store.connect_failed"
 _NO_OFFSET = timedelta(0)
@@ -53,7 +53,7 @@ def mark_startup_retries(failures: Sequence[Event], records: Iterable[ContextRec
     Linear: every rank of a large job may retry while the store's host starts, so each retry is weighed against
     the marks' first and last line in its file and their first and last wall-clock time, not against every mark."""
     retries = [ev for ev in failures if ev.signature.id == CONNECT_RETRY and "errno" in ev.best.fields
-               and ev.role is Role.EITHER and ev.weight is None and not ev.stale]
+               and ev.role is ROLE_EITHER and ev.weight is None and not ev.stale]
     if not retries:  # the common case: no mark is made at all
         return
     span = _Span()

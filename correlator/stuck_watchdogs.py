@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from correlator.event import Event
-from schemas.findings import Role
+from correlator.members import ROLE_COLLATERAL, ROLE_EITHER
 
 WATCHDOG_HANG_TAG = "watchdog_hang"  # the catalog's tag for the heartbeat monitor's report of a stuck watchdog
 TIMEOUT_TAGS = frozenset({"watchdog", "timeout"})  # a watchdog's report of a collective that outran its timeout
@@ -25,13 +25,13 @@ TIMEOUT_TAGS = frozenset({"watchdog", "timeout"})  # a watchdog's report of a co
 
 def mark_stuck_after_timeout(failures: Sequence[Event]) -> None:
     """A stuck watchdog's report on a rank whose own watchdog caught a collective timing out is collateral."""
-    timed_out = {rank for ev in failures if ev.role is Role.COLLATERAL and set(ev.signature.tags) >= TIMEOUT_TAGS
+    timed_out = {rank for ev in failures if ev.role is ROLE_COLLATERAL and set(ev.signature.tags) >= TIMEOUT_TAGS
                  for rank in _ranks(ev)}
     if not timed_out:
         return
     for ev in failures:
-        if ev.role is Role.EITHER and WATCHDOG_HANG_TAG in ev.signature.tags and _ranks(ev) & timed_out:
-            ev.role = Role.COLLATERAL
+        if ev.role is ROLE_EITHER and WATCHDOG_HANG_TAG in ev.signature.tags and _ranks(ev) & timed_out:
+            ev.role = ROLE_COLLATERAL
 
 
 def _ranks(ev: Event) -> set[int]:

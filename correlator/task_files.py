@@ -18,7 +18,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from itertools import chain
+from itertools import chain, compress, repeat, tee
+from operator import contains, itemgetter
 
 from correlator.kept import ContextRecord
 from correlator.speakers import Who
@@ -26,6 +27,7 @@ from schemas.findings import Finding
 
 # <name>-<job id>-<index>.<ext>: the index after the job id, as correlator.speakers' _JOB_ID_TAIL reads it
 _TASK_FILE = re.compile(r"^(?P<group>.*[-_.]\d{5,})-(?P<index>\d{1,5})(?:\.[A-Za-z]\w*)*$")
+_SOURCE_OF_PAIR = itemgetter(1)
 # records and findings only a launcher of several workers prints: its file is a node's, not one task's
 _LAUNCHER_KINDS = frozenset({"worker_failed", "worker_sigterm", "rdzv_group_rank", "rdzv_local_ranks",
                              "rdzv_global_ranks", "launch_nproc", "table_rank", "ds_node", "ds_spawned",
@@ -37,7 +39,9 @@ def _numbered(sources: Iterable[str]) -> dict[str, int]:
     """source -> its task index, for files of one job (one folder, name and job id) numbered at least twice.
     ``sources`` may repeat one: no set of every path is made (a string a file, a peak of naming at scale)."""
     groups: dict[str, dict[str, int]] = defaultdict(dict)
-    for source in sources:
+    # a name without "-" has no index after a job id: most paths (rank7.log) are passed over in C
+    named, tested = tee(sources)
+    for source in compress(named, map(contains, tested, repeat("-"))):
         if not source[-1:].isalnum() or not any(c.isdigit() for c in source[-12:]):
             continue  # most paths: no digit near their end, no regex
         m = _TASK_FILE.match(source)
@@ -54,7 +58,7 @@ def task_file_ranks(pairs: Sequence[tuple[Who, str]], findings: list[Finding], c
                     sources: Sequence[str] = ()) -> tuple[list[Finding], list[ContextRecord]] | None:
     """The findings and records with each one-process task file's lines under its index as their rank; None when
     no source is such a file, or any of them shows several processes or a launcher (its files are nodes')."""
-    index_of = _numbered(chain(sources, (source for _, source in pairs)))
+    index_of = _numbered(chain(sources, map(_SOURCE_OF_PAIR, pairs)))
     if not index_of:
         return None
     processes: dict[str, set[tuple[str | None, int]]] = defaultdict(set)

@@ -22,11 +22,18 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from catalog.model import Category, Implicates, Scope
 from correlator.events import Event, Target
 from correlator.exits import cause_like
 from correlator.identity import IdentityMap
-from schemas.findings import Role
+from correlator.members import (
+    CATEGORY_COMMUNICATION,
+    IMPLICATES_NAMED,
+    IMPLICATES_PEER,
+    IMPLICATES_SELF,
+    ROLE_COLLATERAL,
+    ROLE_CONTEXT,
+    SCOPE_NODE,
+)
 
 # strerror(3) texts of a connection the peer ended, and NCCL's own words for it
 _GONE = ("Connection reset by peer", "Connection closed by remote peer", "Software caused connection abort",
@@ -76,7 +83,7 @@ def _socket_peer(ev: Event) -> tuple[bool, str | None] | None:
     connect = _CONNECT.search(f.text) if "onnect to " in f.text else None
     if connect is not None and _says(connect["why"], _UNREACHABLE + _GONE):
         return True, str(peer or connect["peer"])
-    about_peer = sig.implicates is Implicates.PEER and sig.category is Category.COMMUNICATION
+    about_peer = sig.implicates is IMPLICATES_PEER and sig.category is CATEGORY_COMMUNICATION
     if about_peer and "status" not in f.fields and (connect is None or _says(connect["why"], _UNREACHABLE + _GONE)):
         return True, str(peer) if peer else None
     if "nccl" in sig.tags and _says(f.text, _GONE):
@@ -86,7 +93,7 @@ def _socket_peer(ev: Event) -> tuple[bool, str | None] | None:
 
 def _ib_link(ev: Event) -> bool:
     """An InfiniBand work completion in error (its entry captures the completion status)."""
-    return ev.signature.implicates is Implicates.PEER and "status" in ev.best.fields
+    return ev.signature.implicates is IMPLICATES_PEER and "status" in ev.best.fields
 
 
 def _own_evidence(events: Iterable[Event], transport: set[int]) -> set[tuple[Target, bool]]:
@@ -98,10 +105,10 @@ def _own_evidence(events: Iterable[Event], transport: set[int]) -> set[tuple[Tar
         sig = ev.signature
         if id(ev) in transport or not cause_like(ev) or sig.wrapper or ev.about_peer:
             continue
-        if sig.generic and sig.category is Category.COMMUNICATION:
+        if sig.generic and sig.category is CATEGORY_COMMUNICATION:
             continue  # an NCCL WARN no entry knows may be one more transport error
-        if sig.implicates is Implicates.SELF or sig.implicates is Implicates.NAMED:
-            node = sig.scope is Scope.NODE
+        if sig.implicates is IMPLICATES_SELF or sig.implicates is IMPLICATES_NAMED:
+            node = sig.scope is SCOPE_NODE
             out.update((t, node) for t in ev.implicated if t.rank is not None or t.host is not None)
     return out
 
@@ -162,7 +169,7 @@ def assign(events: Sequence[Event], ids: IdentityMap, deaths: Iterable[tuple[int
     sockets: dict[int, str | None] = {}
     links: list[Event] = []
     for ev in events:
-        if ev.role is Role.CONTEXT or ev.stale or ev.weight is not None:
+        if ev.role is ROLE_CONTEXT or ev.stale or ev.weight is not None:
             continue
         found = _socket_peer(ev)
         if found is not None:
@@ -176,7 +183,7 @@ def assign(events: Sequence[Event], ids: IdentityMap, deaths: Iterable[tuple[int
     demoted: set[Target] = set()
     linked = {id(ev) for ev in links}  # `ev in links` compared events field by field
     addressed = set(ids.host_of_ip.values())
-    unaddressed = {ev.reporter.host for ev in events if ev.role is not Role.CONTEXT and ev.reporter.host
+    unaddressed = {ev.reporter.host for ev in events if ev.role is not ROLE_CONTEXT and ev.reporter.host
                    and ev.reporter.host not in addressed and not _IPV4_PEER.match(ev.reporter.host)}
     elsewhere_than = _Elsewhere(owners)
     for ev in events:
@@ -184,16 +191,16 @@ def assign(events: Sequence[Event], ids: IdentityMap, deaths: Iterable[tuple[int
             continue
         elsewhere = elsewhere_than.of(ev.reporter)
         peer = sockets.get(id(ev))
-        if id(ev) in sockets and ev.signature.implicates is not Implicates.PEER:
+        if id(ev) in sockets and ev.signature.implicates is not IMPLICATES_PEER:
             ev.about_peer = True  # about its peer, named or not: never the reporter's own fault
             if peer is None:
                 ev.implicated = []
             else:
                 _point_at(ev, peer, ids, unaddressed)
         if id(ev) in sockets or elsewhere:
-            if ev.role is not Role.COLLATERAL:
+            if ev.role is not ROLE_COLLATERAL:
                 demoted.add(ev.reporter)
-            ev.role, ev.survivor = Role.COLLATERAL, True
+            ev.role, ev.survivor = ROLE_COLLATERAL, True
         if id(ev) in sockets and ev.unmapped_peer is not None and not ev.implicated:
             if _by_elimination(ev, ev.unmapped_peer, unaddressed) is not None:
                 _point_at(ev, ev.unmapped_peer, ids, unaddressed)

@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from catalog.model import Category
 from correlator.calibration import CAP_THIN
 from correlator.events import NO_ERROR_FILE, REPORTS_ONLY, Event
 from correlator.exits import DEATH_CODES
 from correlator.identity import IdentityMap
 from correlator.kept import ContextRecord
-from schemas.findings import Role
+from correlator.members import CATEGORY_LAUNCHER, ROLE_COLLATERAL
 
 TELLING_CODES = DEATH_CODES  # their own entries: torchrun.worker_sigkilled, ...
 CAP = CAP_THIN  # under calibration.SUSPECTS_BELOW: the rank the exit codes point at is listed as a suspect
@@ -82,7 +81,7 @@ def cause_unknown(failures: Sequence[Event], of_kind: Mapping[str, list[ContextR
     any line says more (a cause, a consequence, derived evidence) or no exit code is known."""
     live = [ev for ev in failures if not ev.stale]
     consequences = [ev for ev in live if ev.signature.id not in REPORTS_ONLY and ev.weight is None
-                    and ev.role is Role.COLLATERAL and not ev.about_peer and not ev.survivor
+                    and ev.role is ROLE_COLLATERAL and not ev.about_peer and not ev.survivor
                     and all(t == ev.reporter for t in ev.implicated)]
     consequential = {id(ev) for ev in consequences}  # `ev in consequences` compared events field by field
     if not live or any((ev.signature.id not in REPORTS_ONLY or ev.weight is not None) and id(ev) not in consequential
@@ -108,7 +107,7 @@ def _consequences_only(consequences: Sequence[Event], codes: Sequence[tuple[int,
     launcher's own teardown (torchrun escalating to SIGKILL for a worker that ignored SIGTERM, elastic/
     multiprocessing/api.py _close) happens after the failure, to another process: it says nothing of what
     happened, and the exit report's entry stays (a worker's -6 is an abort, not a teardown)."""
-    telling = [ev for ev in consequences if ev.signature.category is not Category.LAUNCHER]
+    telling = [ev for ev in consequences if ev.signature.category is not CATEGORY_LAUNCHER]
     first = min(telling or consequences, key=lambda ev: ev.best.order)
     shown = "; ".join(f"exit code {code} on {whose} means {_meaning(code)}" for code, whose in codes[:MAX_CODES])
     note = (f"the cause is not in these logs: the only failure lines are consequences of a failure elsewhere "

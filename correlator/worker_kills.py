@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from correlator.identity import IdentityMap
+from correlator.sieve import with_field_at
 from schemas.findings import Finding
 
 
@@ -20,14 +21,17 @@ def worker_kills(findings: Sequence[Finding], ids: IdentityMap) -> list[Finding]
     """``findings`` with each host's kill of a worker pid a rank named spoken for that rank (and the rank placed on
     the host where nothing placed it), or None when there is none."""
     owner: dict[int, int] = {}  # worker pid -> the rank that named it
-    for f in findings:
+    at = with_field_at(findings, "worker_pid")  # the few lines that name a worker pid, found in C
+    for i in at:
+        f = findings[i]
         pid = f.fields.get("worker_pid")
         if isinstance(pid, int) and f.speaker.rank is not None:
             owner.setdefault(pid, f.speaker.rank)
     if not owner:
         return None
     out, changed = list(findings), False
-    for i, f in enumerate(out):
+    for i in at:
+        f = out[i]
         pid, host = f.fields.get("worker_pid"), f.speaker.host
         rank = owner.get(pid) if isinstance(pid, int) and f.speaker.rank is None and host is not None else None
         known = ids.host_of_rank.get(rank) if rank is not None else None

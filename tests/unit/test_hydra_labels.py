@@ -45,3 +45,22 @@ def test_a_file_labelled_with_one_number_alone_is_not_hydras() -> None:
     # a list printed with its index, not a launcher's rank column
     assert not hydra_labelled((("[1] " + _OOM + "\n") * 3).encode())
     assert hydra_labelled(_hydra_output(4, 2).encode())
+
+
+def test_labels_are_read_as_a_line_start_reading_reads_them() -> None:
+    # hydra_labelled finds labels by "\n[" (fast) where "^" under re.M was tried at every byte: the same heads pass
+    import random
+    import re
+
+    line_start = re.compile(rb"^\[(\d{1,5})\] ", re.M)
+
+    def reference(head: bytes) -> bool:
+        lines = head.count(b"\n") or 1
+        labels = line_start.findall(head)
+        return len(labels) >= 0.75 * lines and len(set(labels)) >= 2
+
+    rng = random.Random(7)
+    parts = [b"\n", b"[", b"]", b" ", b"1", b"23", b"456789", b"a", b"[1] ", b"[2] ", b"\n[3] x"]
+    for _ in range(20000):
+        head = b"".join(rng.choice(parts) for _ in range(rng.randint(0, 24)))
+        assert hydra_labelled(head) == reference(head), head
