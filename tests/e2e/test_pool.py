@@ -160,9 +160,15 @@ def test_a_worker_killed_mid_scan_loses_nothing(tmp_path: Path, monkeypatch: pyt
             marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
 
-        monkeypatch.undo()  # the real scan again: one dying worker per run
-        _in_child_only(monkeypatch, die, victim)
-        assert _everything(logs, 3) == one
+        # Which process claims a batch is a race the parent usually loses by 50 ms a batch; on a loaded machine
+        # the workers may start late and the parent scan the victim itself, so a run is retried until a worker
+        # has died on it (every run must still lose nothing).
+        for _ in range(5):
+            monkeypatch.undo()  # the real scan again: one dying worker per run
+            _in_child_only(monkeypatch, die, victim)
+            assert _everything(logs, 3) == one
+            if marker.exists():
+                break
         assert marker.exists(), "a worker should have reached the file it dies on"
 
 
