@@ -268,6 +268,13 @@ def _name_host(base: str, name: str) -> str | None:
     return base if _BARE_HOST.match(base) and not _NOT_HOST_DIRS.match(base) and _names_host(base) else None
 
 
+def _name_rank(name: str, base: str) -> int | None:
+    """The rank a file's name gives, read before the %N host a Slurm output file names after its job id:
+    llama-3505731-gpu3.out is node gpu3's file, not its GPU 3's."""
+    m = _JOB_ID_THEN_HOST.search(base)
+    return file_rank(name if m is None else base[:m.start("host")])
+
+
 def _names_host(base: str) -> bool:
     """Whether a file or folder name that reads like a host's can be one (not a job's output, not a run's)."""
     return not _JOB_ID_TAIL.search(base) and not _NOT_A_HOST_NAME.search(base)
@@ -300,7 +307,7 @@ def who_from_path(path: str) -> Who:
     if system or _POD_NAME.search(base):  # see _who_from_odd_path
         return _new_who(Who, (None, base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else host_folder,
                               None, None, None))
-    rank = file_rank(name)
+    rank = _name_rank(name, base)
     host = host_beside_rank
     if rank is None:
         rank, host = rank_alone, host_alone
@@ -348,7 +355,7 @@ def _who_from_odd_path(path: str) -> Who:
         # torchrun a pod is a node)
         folder = next((part for leading, hostish, part in _folders(head) if hostish and leading is None), None)
         return Who(host=base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else folder)
-    rank = file_rank(name)
+    rank = _name_rank(name, base)
     for leading_rank, hostish, part in _folders(head):
         if rank is None and leading_rank is not None:
             rank = leading_rank

@@ -165,6 +165,11 @@ def test_file_names_name_rank_and_host(path: str, rank: int | None, host: str | 
         ("logs/moe-8x-6233227-11.out", None, None, None),
         ("logs/gpt-4002729-1.out", None, None, None),
         ("logs/sft-run-3505731-gpu234.out", None, None, "gpu234"),
+        # ... however few GPUs its number could count: gpu01 there is node gpu01, not its GPU 1 (a device index
+        # names a rank only in a file of its own: gpu3.log)
+        ("slurm-123456-gpu01.out", None, None, "gpu01"),
+        ("logs/llama-3505731-gpu3.err", None, None, "gpu3"),
+        ("logs/rank3-3505731-node01.out", 3, None, None),
         ("dit-xl-7240095-a3-highgpu-389.err", None, None, "a3-highgpu-389"),
         # RFC 1123: a name with an underscore is no host's
         ("megatron_run7/stdout.log", None, None, None),
@@ -258,6 +263,7 @@ def _who_from_path_by_pathlib(path: str) -> Who:
         _ATTEMPT,
         _FILE_RANK,
         _HOSTISH,
+        _JOB_ID_THEN_HOST,
         _NOT_HOST_DIRS,
         _POD_NAME,
         _SYSTEM_LOG,
@@ -282,7 +288,8 @@ def _who_from_path_by_pathlib(path: str) -> Who:
         named = base if _HOSTISH.match(base) and not _NOT_HOST_DIRS.match(base) else None
         leading = [m is not None and m.start() == 0 and rank_of(m) is not None for m in map(_FILE_RANK.search, folders)]
         return Who(host=named or next((p for i, p in enumerate(folders) if hostish(i, p) and not leading[i]), None))
-    rank = rank_of(_FILE_RANK.search(pure.name))
+    node_file = _JOB_ID_THEN_HOST.search(base)  # <name>-<job id>-<%N host>: a rank only before the host
+    rank = rank_of(_FILE_RANK.search(pure.name if node_file is None else base[:node_file.start("host")]))
     for i, part in enumerate(folders):
         m = _FILE_RANK.search(part)
         if rank is None and m and m.start() == 0 and rank_of(m) is not None:
@@ -306,7 +313,8 @@ def test_file_names_read_with_remembered_folders_as_pathlib_reads_them() -> None
                "trainjob-worker-3", "gpu288", "gpu7", "k8s"]
     names = ["rank3.log", "dmesg.log", "node017.dmesg", "stdout", "a001.log", "worker-4.out", "gpu12", "", ".", "..",
              "x.log/", "rank1.log/.", "slurm-123.out", "trainer.log", "gpu300.log", "llm-worker-14.log", "kern.log",
-             "gpu15.log", "gpu16.log", "moe-8x-6233227-11.out", "sft-3505731-gpu234.out", "dit-7240095-a3-hg-389.out"]
+             "gpu15.log", "gpu16.log", "moe-8x-6233227-11.out", "sft-3505731-gpu234.out", "dit-7240095-a3-hg-389.out",
+             "slurm-123456-gpu01.out"]
     rng = random.Random(7)
     paths = {f"{d}/{n}" if d else n for d in folders for n in names}
     for _ in range(3000):
