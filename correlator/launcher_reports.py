@@ -51,6 +51,11 @@ REPORT_PATTERNS: dict[str, str] = {
     "mpi_noticed": rf"\b{_MPI_TOOLS} noticed that process rank (?P<rank>\d+) with PID (?:\d+|\S+) on node "
     r"(?P<host>[\w.-]+) exited on(?: signal (?P<signo>\d+))?",
     "mpi_signal_tail": r"^signal (?P<signo>\d{1,2})(?: \([^)\n]*\))?\.[ \t]*$",
+    # pdsh's ssh module when a node's session ends non-zero (chaos/pdsh src/modules/sshcmd.c sshcmd_destroy: "%p: %s:
+    # ssh exited with exit code %d", %p "pdsh@<launching host>", %s the target node): a code other than ssh's own 255
+    # (slurm.yaml pdsh.node_unreachable) is the remote command's, so that node's processes ended with it; pdsh
+    # prints nothing for a session that ends 0
+    "pdsh_exit": r"\bpdsh@[\w.-]+: (?P<host>[\w.-]+): ssh exited with exit code (?P<exit_code>\d{1,3})\b",
     "flux_first_exit": r"(?:(?:doom|task-exit): |type=exec severity=0 )(?:[^\s:]+: )?(?:task )?rank (?P<rank>\d+)"
     r"(?: on host (?P<host>[\w.-]+))? (?:exited|failed)(?: \((?:Exit (?P<exit_code>\d+)|(?P<signal>[^)\n]+))\))? "
     r"and exit-(?:timeout=\S+ has expired|on-error is set)",
@@ -64,6 +69,7 @@ REPORT_EXAMPLES: dict[str, tuple[str, ...]] = {
                     "mpirun noticed that process rank 0 with PID 12724 on node vegas12 exited on signal 11 "
                     "(Segmentation fault)."),
     "mpi_signal_tail": ("signal 9 (Killed).",),
+    "pdsh_exit": ("pdsh@neox-worker-0: neox-worker-1: ssh exited with exit code 1",),
     "flux_first_exit": ("17168.870s: flux-shell[0]: FATAL: doom: rank 11 on host r06u21 exited and "
                         "exit-timeout=30s has expired",
                         "3.104s: job.exception f2Bnb6Pa7 type=exec severity=0 python3: task rank 5 on host "
@@ -123,6 +129,17 @@ def launcher_first_failures(of_kind: Mapping[str, list[ContextRecord]]
     return firsts, exits
 
 
+def pdsh_exits(records: Iterable[ContextRecord]) -> list[ExitRecord]:
+    """A node's exit record for each pdsh session that ended with its remote command's non-zero code (255 is
+    ssh's own failure: a catalog entry reads it)."""
+    exits = []
+    for rec in records:
+        code = _int(rec.fields.get("exit_code"))
+        if code and code != 255:
+            exits.append(ExitRecord(None, None, str(rec.fields["host"]), None, code, rec.source, rec.line_no))
+    return exits
+
+
 def add_launcher_reports(ids: IdentityMap, of_kind: Mapping[str, list[ContextRecord]]) -> None:
     """The launchers' first-failure records and the exit records they give, into the identity map. The host a
     report names for its rank is where that rank ran: it stands before a line's speaker (a file's name read as a
@@ -130,6 +147,7 @@ def add_launcher_reports(ids: IdentityMap, of_kind: Mapping[str, list[ContextRec
     firsts, exits = launcher_first_failures(of_kind)
     ids.first_failures.extend(firsts)
     ids.exits.extend(exits)
+    ids.exits.extend(pdsh_exits(of_kind.get("pdsh_exit", ())))
     for rank, host, _, _ in firsts:
         if host is not None:
             ids.host_of_rank.setdefault(rank, host)

@@ -56,15 +56,18 @@ def _listed(d: Diagnosis) -> Diagnosis:
 
 def _the_one_exit(ids: IdentityMap) -> ExitRecord | None:
     """The one rank the exit reports name as having failed (not torn down after another's failure), or None when
-    they name several: which of them ended first is then not known."""
-    failed = [e for e in ids.exits if e.exit_code != 0 and e.exit_code not in W_EXIT_TEARDOWN and not e.after_first
-              and e.rank is not None]
-    return failed[0] if len({e.rank for e in failed}) == 1 else None
+    they name several: which of them ended first is then not known. Where none names a rank, the one node they
+    name (pdsh's per-node report: correlator/launcher_reports.py)."""
+    failed = [e for e in ids.exits if e.exit_code != 0 and e.exit_code not in W_EXIT_TEARDOWN and not e.after_first]
+    by_rank = [e for e in failed if e.rank is not None]
+    named = by_rank or [e for e in failed if e.host is not None]
+    return named[0] if named and len({e.rank if by_rank else e.host for e in named}) == 1 else None
 
 
 def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
-    rank = exited.rank  # _the_one_exit keeps only exits that name a rank
+    rank = exited.rank
     host = exited.host or (ids.host_of_rank.get(rank) if rank is not None else None)
+    who = f"rank {rank}" if rank is not None else f"node {host}"  # _the_one_exit keeps exits that name either
     signal = CODE_SIGNALS.get(exited.exit_code)  # how it ended, where the code says (a SIGKILL, a segfault)
     return _listed(Diagnosis(
         verdict="no_known_signature",
@@ -73,9 +76,9 @@ def _exit_only(exited: ExitRecord, ids: IdentityMap) -> Diagnosis:
             category="launcher", tags=["exit_code", *([signal] if signal else [])], rank=rank, host=host,
             confidence=CONFIDENCE_EXIT_ONLY, time=None,
             evidence=[Evidence(source=exited.source, line=exited.line_no,
-                               text=f"rank {exited.rank} exited with code {exited.exit_code}")],
-            explanation=[f"no catalog entry matches these logs; the launcher reports that rank {exited.rank} exited "
+                               text=f"{who} exited with code {exited.exit_code}")],
+            explanation=[f"no catalog entry matches these logs; the launcher reports that {who} exited "
                          f"with code {exited.exit_code}, and no line of its own says why",
-                         "read that rank's own output (and dmesg on its node for a negative code or 128 + signal)"],
+                         f"read {who}'s own output (and dmesg on its node for a negative code or 128 + signal)"],
         ),
     ))

@@ -170,3 +170,37 @@ def test_a_launchers_lost_node_is_named(
     rc = cli_root_cause(F.write(tmp_path, {"job.out": lines}), capsys)
     assert (rc["signature"], rc["host"]) == (signature, "gpu-st-p5-18"), rc["explanation"]
     assert rc["rank"] is None
+
+
+# pdsh's ssh module (chaos/pdsh src/modules/sshcmd.c sshcmd_destroy): "%p: %s: ssh exited with exit code %d", %p the
+# "pdsh@<launching host>" prefix and %s the target; nothing for a session that ends 0. DeepSpeed's pdsh runner and
+# its autotuner print each node's lines behind pdsh's "<host>: " prefix.
+def _pdsh(node_codes: dict[str, int]) -> list[str]:
+    lines = [f"{node}: Warning: Permanently added '{node},10.0.0.{i}' (ECDSA) to the list of known hosts."
+             for i, node in enumerate(node_codes)]
+    return lines + [f"pdsh@launch-0: {node}: ssh exited with exit code {code}" for node, code in node_codes.items()]
+
+
+def test_pdsh_naming_one_node_whose_command_failed_names_that_node_and_says_the_cause_is_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_root_cause(F.write(tmp_path, {"autotune.log": _pdsh({"trainer-worker-1": 1})}), capsys)
+    assert rc["host"] == "trainer-worker-1" and rc["rank"] is None
+    assert rc["signature"] is None and "only an exit code" in rc["title"]
+    assert rc["confidence"] < 0.5  # who ended, not why: a suspect
+
+
+def test_pdsh_naming_two_nodes_names_neither(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pdsh reports sessions as they end, but two nodes with an error each say nothing about which failed first."""
+    import json
+
+    from firstfault.cli import main
+
+    path = F.write(tmp_path, {"autotune.log": _pdsh({"trainer-worker-1": 1, "trainer-worker-2": 1})})
+    assert main(["diagnose", str(path), "--format", "json"]) == 0
+    rc = json.loads(capsys.readouterr().out)["root_cause"]
+    assert rc is None or rc["host"] is None
+
+
+def test_pdsh_s_own_ssh_failure_stays_a_lost_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_root_cause(F.write(tmp_path, {"autotune.log": _pdsh({"trainer-worker-1": 255})}), capsys)
+    assert (rc["signature"], rc["host"]) == ("pdsh.node_unreachable", "trainer-worker-1")
