@@ -16,11 +16,13 @@ limit. Fixtures written here in the formats upstream prints:
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from firstfault.cli import main
 from tests.e2e import formats as F
 from tests.e2e.scoring import cli_root_cause
 
@@ -191,10 +193,6 @@ def test_pdsh_naming_one_node_whose_command_failed_names_that_node_and_says_the_
 
 def test_pdsh_naming_two_nodes_names_neither(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """pdsh reports sessions as they end, but two nodes with an error each say nothing about which failed first."""
-    import json
-
-    from firstfault.cli import main
-
     path = F.write(tmp_path, {"autotune.log": _pdsh({"trainer-worker-1": 1, "trainer-worker-2": 1})})
     assert main(["diagnose", str(path), "--format", "json"]) == 0
     rc = json.loads(capsys.readouterr().out)["root_cause"]
